@@ -1,0 +1,321 @@
+package io.dilu.core.placement;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Dilu's resourcing-complementary placement (the paper's Algorithm 1).
+ *
+ * <p>For an instance on one GPU: among the GPUs already hosting its function (workload affinity), then
+ * among all other active GPUs, take the feasible one with the lowest score
+ * {@code α(1 − Σreq/SM) + β(1 − Σmem/M)} — best fit, so the fullest GPU that still holds it; feasible
+ * means Σrequest ≤ Ω, Σlimit ≤ γ and Σmemory ≤ M after adding it. Only when no active GPU can take it is
+ * a new GPU opened, preferring idle GPUs of nodes already in use so whole nodes stay free for multi-GPU
+ * instances.
+ *
+ * <p>A splittable model (LLM inference) that fits no single fragment is cut into pipeline stages over
+ * active GPUs of one node before a new GPU is opened, choosing GPUs by worst fit on free memory so the
+ * stages are as few as possible; each stage takes SM request and limit in proportion to the share of the
+ * model it holds. A model larger than any GPU is split the same way over idle GPUs too.
+ *
+ * <p>An instance that needs several GPUs (training workers, tensor parallelism) gets them on one node,
+ * each chosen in the same order of preference: affinity, active, new.
+ */
+public final class ComplementaryPlacement implements PlacementPolicy {
+
+    private static final int AFFINITY = 0;
+    private static final int ACTIVE = 1;
+    private static final int IDLE = 2;
+
+    private final PlacementParameters params;
+
+    public ComplementaryPlacement() {
+        this(PlacementParameters.DEFAULTS);
+    }
+
+    public ComplementaryPlacement(PlacementParameters params) {
+        this.params = params;
+    }
+
+    @Override
+    public String name() {
+        return "dilu";
+    }
+
+    public PlacementParameters parameters() {
+        return params;
+    }
+
+    @Override
+    public PlacementDecision decide(ClusterState state, InstanceRequest req) {
+        if (req.requestMilli() > params.omegaMilli()) {
+            return new PlacementDecision.Infeasible("SM request " + percent(req.requestMilli())
+                    + " exceeds what one GPU may promise (Ω = " + percent(params.omegaMilli()) + ")");
+        }
+        if (req.limitMilli() > params.gammaMilli()) {
+            return new PlacementDecision.Infeasible("SM limit " + percent(req.limitMilli())
+                    + " exceeds what one GPU may oversubscribe (γ = " + percent(params.gammaMilli()) + ")");
+        }
+        if (req.gpus() > state.mostGpusPerNode()) {
+            return new PlacementDecision.Infeasible("needs " + req.gpus() + " GPUs on one node; no node has more than "
+                    + state.mostGpusPerNode());
+        }
+        boolean largerThanAnyGpu = req.memoryMib() > state.largestGpuMemoryMib();
+        if (largerThanAnyGpu && (!req.splittable() || req.gpus() > 1)) {
+            return new PlacementDecision.Infeasible("needs " + req.memoryMib() + " MiB of GPU memory per GPU; the largest GPU has "
+                    + state.largestGpuMemoryMib() + " MiB and the model may not be split into pipeline stages");
+        }
+        PlacementDecision.Placed placed = req.gpus() > 1
+                ? onOneNode(state, req)
+                : onOneGpu(state, req, largerThanAnyGpu);
+        if (placed != null) {
+            return placed;
+        }
+        return new PlacementDecision.Infeasible("no node has " + (req.gpus() > 1 ? req.gpus() + " GPUs" : "a GPU")
+                + " with " + req.memoryMib() + " MiB free and room for SM request " + percent(req.requestMilli())
+                + " / limit " + percent(req.limitMilli()) + " under Ω = " + percent(params.omegaMilli())
+                + ", γ = " + percent(params.gammaMilli()));
+    }
+
+    private PlacementDecision.Placed onOneGpu(ClusterState state, InstanceRequest req, boolean largerThanAnyGpu) {
+        if (!largerThanAnyGpu) {
+            int g = bestAmong(state, state.gpusHosting(req.function()), req);
+            if (g < 0) {
+                g = bestActive(state, req);
+            }
+            if (g < 0 && req.splittable()) {
+                PlacementDecision.Placed split = split(state, req, false);
+                if (split != null) {
+                    return split;
+                }
+            }
+            if (g < 0) {
+                g = bestNewGpu(state, req);
+            }
+            if (g >= 0) {
+                return whole(state, req, g);
+            }
+            return null;
+        }
+        return split(state, req, true);
+    }
+
+    // ---- single GPU, Algorithm 1 lines 11-16 ----
+
+    private int bestAmong(ClusterState state, Map<Integer, Integer> candidates, InstanceRequest req) {
+        int best = -1;
+        double bestScore = Double.POSITIVE_INFINITY;
+        for (int g : candidates.keySet()) {
+            if (fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+                double s = score(state, g, req.requestMilli(), req.memoryMib());
+                if (s < bestScore || (s == bestScore && g < best)) {
+                    bestScore = s;
+                    best = g;
+                }
+            }
+        }
+        return best;
+    }
+
+    private int bestActive(ClusterState state, InstanceRequest req) {
+        ClusterState.OrdinalSet active = state.activeGpus();
+        int best = -1;
+        double bestScore = Double.POSITIVE_INFINITY;
+        for (int i = 0; i < active.size(); i++) {
+            int g = active.get(i);
+            if (fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+                double s = score(state, g, req.requestMilli(), req.memoryMib());
+                if (s < bestScore || (s == bestScore && g < best)) {
+                    bestScore = s;
+                    best = g;
+                }
+            }
+        }
+        return best;
+    }
+
+    private int bestNewGpu(ClusterState state, InstanceRequest req) {
+        int best = -1;
+        double bestScore = Double.POSITIVE_INFINITY;
+        ClusterState.OrdinalSet partial = state.partialNodes();
+        for (int i = 0; i < partial.size(); i++) {
+            int n = partial.get(i);
+            for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
+                if (!state.isActive(g) && fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+                    double s = score(state, g, req.requestMilli(), req.memoryMib());
+                    if (s < bestScore || (s == bestScore && g < best)) {
+                        bestScore = s;
+                        best = g;
+                    }
+                }
+            }
+        }
+        if (best >= 0) {
+            return best;
+        }
+        for (int n : state.emptyNodeRepresentatives()) {
+            for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
+                if (fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+                    double s = score(state, g, req.requestMilli(), req.memoryMib());
+                    if (s < bestScore || (s == bestScore && g < best)) {
+                        bestScore = s;
+                        best = g;
+                    }
+                }
+            }
+        }
+        return best;
+    }
+
+    // ---- several GPUs of one node ----
+
+    private PlacementDecision.Placed onOneNode(ClusterState state, InstanceRequest req) {
+        Map<Integer, Integer> affinity = state.gpusHosting(req.function());
+        int[] chosen = new int[req.gpus()];
+        int[] bestChoice = null;
+        long bestCost = Long.MAX_VALUE;
+        double bestScore = Double.POSITIVE_INFINITY;
+        int bestNode = -1;
+        List<Integer> nodes = candidateNodes(state, true);
+        for (int n : nodes) {
+            int found = 0;
+            int idle = 0;
+            int tiers = 0;
+            double scores = 0;
+            // Pick the n GPUs of this node that Algorithm 1 would pick one after another.
+            for (int k = 0; k < req.gpus(); k++) {
+                int pick = -1;
+                int pickTier = Integer.MAX_VALUE;
+                double pickScore = Double.POSITIVE_INFINITY;
+                for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
+                    if (contains(chosen, found, g)
+                            || !fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+                        continue;
+                    }
+                    int tier = !state.isActive(g) ? IDLE : affinity.containsKey(g) ? AFFINITY : ACTIVE;
+                    double s = score(state, g, req.requestMilli(), req.memoryMib());
+                    if (tier < pickTier || (tier == pickTier && s < pickScore)) {
+                        pick = g;
+                        pickTier = tier;
+                        pickScore = s;
+                    }
+                }
+                if (pick < 0) {
+                    break;
+                }
+                chosen[found++] = pick;
+                idle += pickTier == IDLE ? 1 : 0;
+                tiers += pickTier;
+                scores += pickScore;
+            }
+            if (found < req.gpus()) {
+                continue;
+            }
+            long cost = (long) idle * 1000 + tiers;
+            if (cost < bestCost || (cost == bestCost && scores < bestScore)) {
+                bestCost = cost;
+                bestScore = scores;
+                bestChoice = chosen.clone();
+                bestNode = n;
+            }
+        }
+        if (bestChoice == null) {
+            return null;
+        }
+        List<Slot> slots = new ArrayList<>(bestChoice.length);
+        for (int g : bestChoice) {
+            slots.add(new Slot(state.gpu(g).uuid(), req.requestMilli(), req.limitMilli(), req.memoryMib()));
+        }
+        return new PlacementDecision.Placed(state.nodeName(bestNode), slots);
+    }
+
+    // ---- pipeline stages over fragments, worst fit on free memory ----
+
+    private PlacementDecision.Placed split(ClusterState state, InstanceRequest req, boolean includeIdle) {
+        List<Slot> best = null;
+        int bestNode = -1;
+        double bestScore = Double.POSITIVE_INFINITY;
+        for (int n : candidateNodes(state, includeIdle)) {
+            List<Integer> gpus = new ArrayList<>();
+            for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
+                if ((includeIdle || state.isActive(g)) && state.freeMemory(g) >= params.minStageMemoryMib()) {
+                    gpus.add(g);
+                }
+            }
+            gpus.sort((a, b) -> Long.compare(state.freeMemory(b), state.freeMemory(a)));
+            List<Slot> stages = new ArrayList<>();
+            long remaining = req.memoryMib();
+            double scores = 0;
+            for (int g : gpus) {
+                if (remaining == 0 || stages.size() == params.maxPipelineStages()) {
+                    break;
+                }
+                long memory = Math.min(state.freeMemory(g), remaining);
+                int request = proportional(req.requestMilli(), memory, req.memoryMib());
+                int limit = Math.max(request, proportional(req.limitMilli(), memory, req.memoryMib()));
+                if (fits(state, g, request, limit, memory)) {
+                    stages.add(new Slot(state.gpu(g).uuid(), request, limit, memory));
+                    scores += score(state, g, request, memory);
+                    remaining -= memory;
+                }
+            }
+            if (remaining > 0 || stages.size() < 2) {
+                continue;
+            }
+            if (best == null || stages.size() < best.size() || (stages.size() == best.size() && scores < bestScore)) {
+                best = stages;
+                bestScore = scores;
+                bestNode = n;
+            }
+        }
+        return best == null ? null : new PlacementDecision.Placed(state.nodeName(bestNode), best);
+    }
+
+    private static int proportional(int share, long part, long whole) {
+        return (int) Math.max(1, Math.ceilDiv(share * part, whole));
+    }
+
+    private static List<Integer> candidateNodes(ClusterState state, boolean includeEmpty) {
+        ClusterState.OrdinalSet used = state.usedNodes();
+        List<Integer> nodes = new ArrayList<>(used.size() + 4);
+        for (int i = 0; i < used.size(); i++) {
+            nodes.add(used.get(i));
+        }
+        if (includeEmpty) {
+            nodes.addAll(state.emptyNodeRepresentatives());
+        }
+        return nodes;
+    }
+
+    // ---- Algorithm 1 lines 22-26 ----
+
+    private boolean fits(ClusterState state, int g, int request, int limit, long memory) {
+        return state.requestSum(g) + request <= params.omegaMilli()
+                && state.limitSum(g) + limit <= params.gammaMilli()
+                && state.memoryUsed(g) + memory <= state.gpu(g).memoryMib();
+    }
+
+    private double score(ClusterState state, int g, int request, long memory) {
+        return params.alpha() * (1 - (state.requestSum(g) + request) / 1000.0)
+                + params.beta() * (1 - (double) (state.memoryUsed(g) + memory) / state.gpu(g).memoryMib());
+    }
+
+    private static PlacementDecision.Placed whole(ClusterState state, InstanceRequest req, int g) {
+        return new PlacementDecision.Placed(state.nodeName(state.nodeOf(g)),
+                List.of(new Slot(state.gpu(g).uuid(), req.requestMilli(), req.limitMilli(), req.memoryMib())));
+    }
+
+    private static boolean contains(int[] values, int count, int value) {
+        for (int i = 0; i < count; i++) {
+            if (values[i] == value) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static String percent(int milli) {
+        return (milli % 10 == 0 ? Integer.toString(milli / 10) : Double.toString(milli / 10.0)) + "%";
+    }
+}

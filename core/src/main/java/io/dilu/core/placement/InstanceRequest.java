@@ -1,0 +1,45 @@
+package io.dilu.core.placement;
+
+/**
+ * What one function instance asks of the cluster. Shares are in thousandths of one GPU's SMs
+ * ("milli-GPU", the unit of Ω and γ × 1000), memory per GPU in MiB.
+ *
+ * @param id unique instance identity (a pod UID in the cluster)
+ * @param function the function it serves: instances of one function attract each other (workload affinity)
+ * @param gpus GPUs it needs on one node (training workers, tensor-parallel models); each gets the shares below
+ * @param requestMilli guaranteed SM share per GPU, 1..1000
+ * @param limitMilli most SM share per GPU, requestMilli..1000
+ * @param memoryMib device memory per GPU
+ * @param splittable whether the model may be cut into pipeline stages over several GPUs of one node when
+ *     no single fragment holds it (LLM inference)
+ */
+public record InstanceRequest(
+        String id, String function, int gpus, int requestMilli, int limitMilli, long memoryMib, boolean splittable) {
+
+    public InstanceRequest {
+        if (id == null || id.isBlank()) {
+            throw new IllegalArgumentException("id must not be blank");
+        }
+        if (function == null || function.isBlank()) {
+            throw new IllegalArgumentException("function must not be blank");
+        }
+        if (gpus < 1) {
+            throw new IllegalArgumentException("gpus must be at least 1, got " + gpus);
+        }
+        if (requestMilli < 1 || requestMilli > 1000) {
+            throw new IllegalArgumentException("requestMilli must be in 1..1000, got " + requestMilli);
+        }
+        if (limitMilli < requestMilli || limitMilli > 1000) {
+            throw new IllegalArgumentException(
+                    "limitMilli must be in " + requestMilli + "..1000 (request..1000), got " + limitMilli);
+        }
+        if (memoryMib < 1) {
+            throw new IllegalArgumentException("memoryMib must be at least 1, got " + memoryMib);
+        }
+    }
+
+    /** The same request with the limit raised to the request's level everywhere: static MPS-style quotas. */
+    public InstanceRequest atLimit() {
+        return new InstanceRequest(id, function, gpus, limitMilli, limitMilli, memoryMib, splittable);
+    }
+}

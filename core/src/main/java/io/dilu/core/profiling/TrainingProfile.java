@@ -1,0 +1,11 @@
+package io.dilu.core.profiling;
+
+/**
+ * Result of training profiling.
+ *
+ * @param smRequest smallest SM percent reaching the request fraction of the exclusive throughput
+ * @param smLimit smallest SM percent reaching (almost) the exclusive throughput
+ * @param exclusiveThroughput throughput at 100% SM
+ * @param trials distinct trials the search ran
+ */
+public record TrainingProfile(int smRequest, int smLimit, double exclusiveThroughput, int trials) {}

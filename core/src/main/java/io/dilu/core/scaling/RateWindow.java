@@ -1,0 +1,55 @@
+package io.dilu.core.scaling;
+
+import java.time.Instant;
+import java.util.Arrays;
+
+/**
+ * The per-second request rates of one function over the last {@code size} seconds. A second with no
+ * sample is absent, not zero: a missed scrape must not look like an idle function.
+ */
+public final class RateWindow {
+
+    private final double[] rates;
+    private final long[] seconds;
+
+    public RateWindow(int size) {
+        if (size < 1) {
+            throw new IllegalArgumentException("size must be at least 1, got " + size);
+        }
+        rates = new double[size];
+        seconds = new long[size];
+        Arrays.fill(seconds, Long.MIN_VALUE);
+    }
+
+    /** Records the rate of the second containing {@code at}; a second recorded twice keeps the latest. */
+    public void record(Instant at, double rps) {
+        if (!(rps >= 0) || Double.isInfinite(rps)) {
+            throw new IllegalArgumentException("rps must be finite and >= 0, got " + rps);
+        }
+        long second = at.getEpochSecond();
+        int slot = (int) Math.floorMod(second, (long) rates.length);
+        seconds[slot] = second;
+        rates[slot] = rps;
+    }
+
+    /** The samples of the window ending with the second of {@code now}, oldest first not guaranteed. */
+    public double[] samples(Instant now) {
+        long newest = now.getEpochSecond();
+        long oldest = newest - rates.length + 1;
+        double[] out = new double[rates.length];
+        int n = 0;
+        for (int i = 0; i < rates.length; i++) {
+            if (seconds[i] >= oldest && seconds[i] <= newest) {
+                out[n++] = rates[i];
+            }
+        }
+        return Arrays.copyOf(out, n);
+    }
+
+    /** The rate recorded for the second of {@code now}, or -1 when none. */
+    public double latest(Instant now) {
+        long second = now.getEpochSecond();
+        int slot = (int) Math.floorMod(second, (long) rates.length);
+        return seconds[slot] == second ? rates[slot] : -1;
+    }
+}

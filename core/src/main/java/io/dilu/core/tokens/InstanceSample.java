@@ -1,0 +1,30 @@
+package io.dilu.core.tokens;
+
+/**
+ * What the node agent read from one instance's control block for the period that just ended.
+ *
+ * @param id the instance (container) on this GPU
+ * @param sloSensitive whether latency matters ({@code dilu.io/priority: slo}) or the instance is best-effort
+ * @param request guaranteed SM share, fraction of the GPU (0..1]
+ * @param limit most SM share, fraction of the GPU, request..1
+ * @param blocksLaunched thread blocks launched during the period
+ * @param klcMillis the latest kernel launch cycle, in milliseconds, or {@code NaN} when none completed
+ */
+public record InstanceSample(
+        String id, boolean sloSensitive, double request, double limit, long blocksLaunched, double klcMillis) {
+
+    public InstanceSample {
+        if (!(request > 0 && request <= 1)) {
+            throw new IllegalArgumentException("request must be in (0, 1], got " + request);
+        }
+        if (!(limit >= request && limit <= 1)) {
+            throw new IllegalArgumentException("limit must be in request (" + request + ")..1, got " + limit);
+        }
+        if (blocksLaunched < 0) {
+            throw new IllegalArgumentException("blocksLaunched must be >= 0, got " + blocksLaunched);
+        }
+        if (klcMillis <= 0) {
+            throw new IllegalArgumentException("klcMillis must be > 0 or NaN, got " + klcMillis);
+        }
+    }
+}

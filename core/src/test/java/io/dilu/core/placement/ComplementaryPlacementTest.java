@@ -1,0 +1,166 @@
+package io.dilu.core.placement;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Algorithm 1's rules, one at a time, on small clusters of 40 GB GPUs. */
+class ComplementaryPlacementTest {
+
+    private static final long GB = 1024;
+    private final ComplementaryPlacement dilu = new ComplementaryPlacement();
+
+    private static ClusterState cluster(int nodes, int gpusPerNode) {
+        List<NodeInventory> inventory = new java.util.ArrayList<>();
+        for (int n = 0; n < nodes; n++) {
+            inventory.add(NodeInventory.uniform("n" + n, gpusPerNode, "A100-40GB", 40 * GB, 108));
+        }
+        return new ClusterState(inventory);
+    }
+
+    private static InstanceRequest req(String id, String fn, int request, int limit, long memGb) {
+        return new InstanceRequest(id, fn, 1, request, limit, memGb * GB, false);
+    }
+
+    private PlacementDecision.Placed place(ClusterState state, InstanceRequest r) {
+        PlacementDecision d = dilu.decide(state, r);
+        assertThat(d).as("decision for %s", r.id()).isInstanceOf(PlacementDecision.Placed.class);
+        PlacementDecision.Placed placed = (PlacementDecision.Placed) d;
+        state.apply(r.id(), r.function(), placed);
+        return placed;
+    }
+
+    private static String gpuOf(PlacementDecision.Placed p) {
+        return p.slots().getFirst().gpuUuid();
+    }
+
+    @Test
+    void bestFitPicksTheFullestActiveGpuThatStillHoldsTheInstance() {
+        ClusterState state = cluster(1, 4);
+        String a = gpuOf(place(state, req("a", "f1", 300, 500, 5)));
+        String b = gpuOf(place(state, req("b", "f2", 700, 900, 5))); // does not fit beside a (Σlim 1.4 ok, Σreq 1.0 ok)
+        assertThat(b).isEqualTo(a); // Σreq = 1.0 ≤ Ω, Σlim = 1.4 ≤ γ: shares a's GPU
+        String c = gpuOf(place(state, req("c", "f3", 100, 100, 5)));
+        assertThat(c).as("a's GPU is full on requests").isNotEqualTo(a);
+        String d = gpuOf(place(state, req("d", "f4", 500, 600, 5)));
+        assertThat(d).as("best fit: the GPU already holding c").isEqualTo(c);
+        assertThat(state.activeGpuCount()).isEqualTo(2);
+    }
+
+    @Test
+    void workloadAffinityComesBeforeABetterFit() {
+        ClusterState state = cluster(1, 4);
+        String fGpu = gpuOf(place(state, req("f-1", "f", 200, 300, 5)));
+        String gGpu = gpuOf(place(state, req("g-1", "g", 900, 1000, 5))); // new GPU: no room beside f-1? it fits
+        // g-1 went beside f-1 (Σreq 1.1 > Ω), so it opened a new GPU.
+        assertThat(gGpu).isNotEqualTo(fGpu);
+        place(state, req("h-1", "h", 50, 100, 5)); // fits both; best fit is g's fuller GPU
+        String second = gpuOf(place(state, req("f-2", "f", 50, 100, 5)));
+        assertThat(second).as("f-2 joins f-1 although g's GPU is the better fit").isEqualTo(fGpu);
+    }
+
+    @Test
+    void omegaGammaAndMemoryEachOpenANewGpu() {
+        ClusterState state = cluster(1, 4);
+        String first = gpuOf(place(state, req("a", "f", 600, 1000, 10)));
+        assertThat(gpuOf(place(state, req("omega", "o", 500, 500, 1)))).as("Σreq 1.1 > Ω").isNotEqualTo(first);
+
+        ClusterState s2 = cluster(1, 4);
+        String g2 = gpuOf(place(s2, req("a", "f", 300, 1000, 10)));
+        assertThat(gpuOf(place(s2, req("gamma", "o", 300, 600, 1)))).as("Σlim 1.6 > γ").isNotEqualTo(g2);
+
+        ClusterState s3 = cluster(1, 4);
+        String g3 = gpuOf(place(s3, req("a", "f", 100, 200, 30)));
+        assertThat(gpuOf(place(s3, req("mem", "o", 100, 200, 11)))).as("41 GB > 40 GB").isNotEqualTo(g3);
+    }
+
+    @Test
+    void aNewGpuIsOpenedOnANodeAlreadyInUse() {
+        ClusterState state = cluster(3, 4);
+        PlacementDecision.Placed a = place(state, req("a", "f", 900, 1000, 5));
+        PlacementDecision.Placed b = place(state, req("b", "g", 900, 1000, 5));
+        assertThat(b.node()).isEqualTo(a.node());
+        assertThat(gpuOf(b)).isNotEqualTo(gpuOf(a));
+    }
+
+    @Test
+    void multiGpuInstancesGetDistinctGpusOfOneNode() {
+        ClusterState state = cluster(3, 4);
+        place(state, req("x", "x", 200, 300, 5));
+        PlacementDecision.Placed t = place(state, new InstanceRequest("t", "train", 4, 500, 700, 30 * GB, false));
+        assertThat(t.slots()).hasSize(4);
+        assertThat(t.slots()).extracting(Slot::gpuUuid).doesNotHaveDuplicates().allMatch(u -> u.startsWith(t.node()));
+        PlacementDecision.Placed t2 = place(state, new InstanceRequest("t2", "train", 2, 500, 700, 30 * GB, false));
+        assertThat(t2.node()).as("n0 has no two GPUs with 30 GB free").isNotEqualTo(t.node());
+    }
+
+    @Test
+    void aSplittableModelIsCutIntoStagesOverFragmentsBeforeANewGpu() {
+        ClusterState state = cluster(1, 4);
+        place(state, req("t1", "train", 500, 700, 22));
+        place(state, req("t2", "train", 500, 700, 22)); // same function: joins t1? 44 GB > 40: second GPU
+        assertThat(state.activeGpuCount()).isEqualTo(2);
+        InstanceRequest llm = new InstanceRequest("llm", "llama", 1, 400, 600, 30 * GB, true);
+        PlacementDecision.Placed p = place(state, llm);
+        assertThat(p.slots()).hasSize(2);
+        assertThat(p.slots()).extracting(Slot::memoryMib).containsExactly(18 * GB, 12 * GB);
+        assertThat(p.slots().stream().mapToInt(Slot::requestMilli).sum()).isBetween(400, 402);
+        assertThat(state.activeGpuCount()).as("no new GPU opened").isEqualTo(2);
+    }
+
+    @Test
+    void aModelLargerThanAnyGpuIsSplitOverIdleGpusOfOneNode() {
+        ClusterState state = cluster(2, 4);
+        PlacementDecision.Placed p = place(state, new InstanceRequest("big", "llama-70b", 1, 600, 800, 100 * GB, true));
+        assertThat(p.slots()).hasSize(3);
+        assertThat(p.slots().stream().mapToLong(Slot::memoryMib).sum()).isEqualTo(100 * GB);
+    }
+
+    @Test
+    void infeasibleRequestsComeBackWithAReasonNotAnException() {
+        ClusterState state = cluster(1, 4);
+        assertThat(dilu.decide(state, new InstanceRequest("x", "f", 8, 100, 100, GB, false)))
+                .isEqualTo(new PlacementDecision.Infeasible("needs 8 GPUs on one node; no node has more than 4"));
+        assertThat(dilu.decide(state, req("y", "f", 100, 200, 41)))
+                .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.type(PlacementDecision.Infeasible.class))
+                .extracting(PlacementDecision.Infeasible::reason).asString()
+                .contains("41984 MiB").contains("40960 MiB");
+        for (int i = 0; i < 4; i++) {
+            place(state, req("full" + i, "f" + i, 1000, 1000, 1));
+        }
+        assertThat(dilu.decide(state, req("z", "f", 100, 200, 1)))
+                .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.type(PlacementDecision.Infeasible.class))
+                .extracting(PlacementDecision.Infeasible::reason).asString()
+                .startsWith("no node has a GPU with 1024 MiB free");
+        assertThat(state.placedInstances()).isEqualTo(4);
+    }
+
+    @Test
+    void releaseGivesTheGpuBack() {
+        ClusterState state = cluster(1, 2);
+        place(state, req("a", "f", 500, 600, 10));
+        assertThat(state.activeGpuCount()).isEqualTo(1);
+        assertThat(state.release("a")).isTrue();
+        assertThat(state.release("a")).isFalse();
+        assertThat(state.activeGpuCount()).isZero();
+        assertThat(state.usage("n0-gpu0")).isEqualTo(new ClusterState.GpuUsage("n0-gpu0", "n0", 0, 0, 0, 40 * GB, 0));
+    }
+
+    @Test
+    void staticQuotasBookTheLimitAndExclusiveBooksWholeGpus() {
+        ClusterState state = cluster(1, 4);
+        PlacementPolicy staticLimit = new StaticQuotaPlacement();
+        PlacementDecision.Placed p = (PlacementDecision.Placed) staticLimit.decide(state, req("a", "f", 300, 600, 5));
+        assertThat(p.slots().getFirst().requestMilli()).isEqualTo(600);
+
+        PlacementPolicy exclusive = new ExclusivePlacement();
+        ClusterState ex = cluster(1, 4);
+        for (int i = 0; i < 4; i++) {
+            PlacementDecision.Placed e = (PlacementDecision.Placed) exclusive.decide(ex, req("e" + i, "f", 100, 100, 1));
+            ex.apply("e" + i, "f", e);
+        }
+        assertThat(ex.activeGpuCount()).isEqualTo(4);
+        assertThat(exclusive.decide(ex, req("e4", "f", 100, 100, 1))).isInstanceOf(PlacementDecision.Infeasible.class);
+    }
+}

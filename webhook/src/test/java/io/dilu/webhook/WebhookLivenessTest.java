@@ -1,0 +1,20 @@
+package io.dilu.webhook;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.hasItem;
+
+import io.quarkus.test.junit.QuarkusTest;
+import org.junit.jupiter.api.Test;
+
+@QuarkusTest
+class WebhookLivenessTest {
+
+    @Test
+    void reportsItselfLive() {
+        given().when().get("/q/health/live")
+                .then().statusCode(200)
+                .body("status", equalTo("UP"))
+                .body("checks.name", hasItem(WebhookLiveness.NAME));
+    }
+}
