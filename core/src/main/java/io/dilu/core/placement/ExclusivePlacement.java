@@ -4,7 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Baseline: every GPU an instance touches is its own (Kubernetes' {@code nvidia.com/gpu}). Nodes are
+ * Baseline: every GPU an instance touches is its own (Kubernetes' {@code nvidia.com/gpu}); the GPU books only
+ * the instance's own shares, so what it leaves unused shows up as fragmentation. Nodes are
  * filled before new ones are opened, as a bin-packing scheduler would.
  */
 public final class ExclusivePlacement implements PlacementPolicy {
@@ -49,7 +50,7 @@ public final class ExclusivePlacement implements PlacementPolicy {
         List<Slot> slots = new ArrayList<>(req.gpus());
         for (int g = state.firstGpu(bestNode); g < state.endGpu(bestNode) && slots.size() < req.gpus(); g++) {
             if (!state.isActive(g) && state.gpu(g).memoryMib() >= req.memoryMib()) {
-                slots.add(new Slot(state.gpu(g).uuid(), 1000, 1000, req.memoryMib()));
+                slots.add(new Slot(state.gpu(g).uuid(), req.requestMilli(), req.limitMilli(), req.memoryMib()));
             }
         }
         return new PlacementDecision.Placed(state.nodeName(bestNode), slots);

@@ -1,0 +1,168 @@
+package io.dilu.simulator;
+
+import io.dilu.core.placement.ComplementaryPlacement;
+import io.dilu.core.placement.ExclusivePlacement;
+import io.dilu.core.placement.InstanceRequest;
+import io.dilu.core.placement.NodeInventory;
+import io.dilu.core.placement.PlacementParameters;
+import io.dilu.core.placement.PlacementPolicy;
+import io.dilu.core.placement.StaticQuotaPlacement;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** The {@code ./dilu simulate} and {@code ./dilu bench} commands. */
+@Command(name = "dilu", mixinStandardHelpOptions = true, subcommands = {
+        Main.Simulate.class, Main.Bench.class}, description = "Dilu for Knative: simulation and benchmarks.")
+public final class Main implements Runnable {
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(spec.commandLine().getOut());
+    }
+
+    public static void main(String[] args) {
+        System.exit(execute(args));
+    }
+
+    static int execute(String... args) {
+        return new CommandLine(new Main()).execute(args);
+    }
+
+    @Command(name = "simulate", mixinStandardHelpOptions = true,
+            description = "Place a workload with Dilu and with the Exclusive and static-limit baselines; print the GPUs each needs.")
+    static final class Simulate implements Callable<Integer> {
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Option(names = "--instances", paramLabel = "FILE",
+                description = "CSV of your own instances (header: " + InstanceCsv.HEADER + "[,function]); default: the paper's mix")
+        Path instances;
+
+        @Option(names = "--count", defaultValue = "3200", description = "Instances of the paper's mix (default ${DEFAULT-VALUE})")
+        int count;
+
+        @Option(names = "--seed", defaultValue = "20250330", description = "Seed of the paper's mix (default ${DEFAULT-VALUE})")
+        long seed;
+
+        @Option(names = "--gpus-per-node", defaultValue = "4", description = "GPUs per node (default ${DEFAULT-VALUE})")
+        int gpusPerNode;
+
+        @Option(names = "--gpu-memory-gb", defaultValue = "40", description = "Memory per GPU in GB (default ${DEFAULT-VALUE})")
+        int gpuMemoryGb;
+
+        @Option(names = "--omega", defaultValue = "1.0", description = "Most Σ SM request per GPU, Ω (default ${DEFAULT-VALUE})")
+        double omega;
+
+        @Option(names = "--gamma", defaultValue = "1.5", description = "Most Σ SM limit per GPU, γ (default ${DEFAULT-VALUE})")
+        double gamma;
+
+        @Override
+        public Integer call() throws IOException {
+            PrintWriter out = spec.commandLine().getOut();
+            PrintWriter err = spec.commandLine().getErr();
+            if (count < 1 || gpusPerNode < 1 || gpusPerNode > 64 || gpuMemoryGb < 1) {
+                err.println("--count must be >= 1, --gpus-per-node in 1..64, --gpu-memory-gb >= 1");
+                return 2;
+            }
+            PlacementParameters params;
+            try {
+                params = PlacementParameters.DEFAULTS.withOmegaGamma(omega, gamma);
+            } catch (IllegalArgumentException e) {
+                err.println("--omega/--gamma: " + e.getMessage());
+                return 2;
+            }
+            List<SimInstance> mix;
+            String source;
+            if (instances != null) {
+                try (var reader = Files.newBufferedReader(instances, StandardCharsets.UTF_8)) {
+                    mix = InstanceCsv.read(reader);
+                } catch (InstanceCsv.InvalidCsvException e) {
+                    err.println(instances + ": " + e.problems().size() + " problem(s):");
+                    e.problems().forEach(p -> err.println("  " + p));
+                    return 2;
+                } catch (java.nio.file.NoSuchFileException e) {
+                    err.println(instances + ": no such file");
+                    return 2;
+                }
+                source = instances.toString();
+            } else {
+                mix = PaperMix.generate(count, seed);
+                source = "the paper's mix, " + count + " instances, seed " + seed;
+            }
+            ClusterShape shape = new ClusterShape(gpusPerNode, gpuMemoryGb * 1024L, gpuMemoryGb + "GB");
+            List<NodeInventory> nodes = shape.nodesFor(mix);
+            List<InstanceRequest> requests = mix.stream().map(SimInstance::toRequest).toList();
+            out.printf("Placing %s on nodes of %d GPUs × %d GB (Ω = %.2f, γ = %.2f)%n%n", source, gpusPerNode,
+                    gpuMemoryGb, omega, gamma);
+            out.printf("%-14s %8s %6s %7s %8s %8s %10s%n", "policy", "GPUs", "nodes", "placed", "SM frag", "mem frag",
+                    "unplaced");
+            PlacementSimulation.Result dilu = null;
+            for (PlacementPolicy policy : List.of(new ComplementaryPlacement(params), new ExclusivePlacement(),
+                    new StaticQuotaPlacement(params))) {
+                PlacementSimulation.Result r = PlacementSimulation.run(policy, nodes, requests);
+                dilu = dilu == null ? r : dilu;
+                out.printf("%-14s %8d %6d %7d %7.1f%% %7.1f%% %10d%n", r.policy(), r.gpus(), r.nodes(), r.placed(),
+                        100 * r.smFragmentation(), 100 * r.memoryFragmentation(), r.infeasible());
+                r.reasons().forEach(reason -> out.println("    unplaced " + reason));
+                if (r != dilu && r.gpus() > 0) {
+                    out.printf("    dilu uses %.1f%% fewer GPUs than %s%n", 100.0 * (r.gpus() - dilu.gpus()) / r.gpus(),
+                            r.policy());
+                }
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "bench", mixinStandardHelpOptions = true, description = "Run a benchmark; each ends with a BENCH line.",
+            subcommands = {Bench.Placement.class, Bench.Tokens.class})
+    static final class Bench implements Runnable {
+
+        @CommandLine.Spec
+        CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public void run() {
+            spec.commandLine().usage(spec.commandLine().getOut());
+        }
+
+        @Command(name = "placement", mixinStandardHelpOptions = true,
+                description = "Time Dilu's placement of the paper's mix; compare GPUs with Exclusive and static-limit.")
+        static final class Placement implements Runnable {
+            @Option(names = "--instances", defaultValue = "3200") int instances;
+            @Option(names = "--seed", defaultValue = "20250330") long seed;
+            @Option(names = "--warmup", defaultValue = "30") int warmup;
+            @Option(names = "--runs", defaultValue = "31") int runs;
+
+            @Override
+            public void run() {
+                PlacementBench.run(System.out, instances, seed, warmup, runs);
+            }
+        }
+
+        @Command(name = "tokens", mixinStandardHelpOptions = true,
+                description = "Time one token period (Algorithm 2) for every GPU of a node.")
+        static final class Tokens implements Runnable {
+            @Option(names = "--gpus", defaultValue = "8") int gpus;
+            @Option(names = "--instances-per-gpu", defaultValue = "16") int perGpu;
+            @Option(names = "--periods", defaultValue = "200000") int periods;
+            @Option(names = "--seed", defaultValue = "7") long seed;
+
+            @Override
+            public void run() {
+                TokenBench.run(System.out, gpus, perGpu, periods, seed);
+            }
+        }
+    }
+}

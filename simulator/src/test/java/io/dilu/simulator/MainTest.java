@@ -1,0 +1,63 @@
+package io.dilu.simulator;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class MainTest {
+
+    @TempDir
+    Path dir;
+
+    private record Run(int exit, String out, String err) {}
+
+    private static Run run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cli = new CommandLine(new Main());
+        cli.setOut(new PrintWriter(out));
+        cli.setErr(new PrintWriter(err));
+        int exit = cli.execute(args);
+        return new Run(exit, out.toString(), err.toString());
+    }
+
+    @Test
+    void simulatesAUsersOwnInstances() throws Exception {
+        Path csv = dir.resolve("mine.csv");
+        Files.writeString(csv, """
+                type,gpus,sm_request,sm_limit,memory_gb
+                inference,1,0.3,0.5,8
+                inference,1,0.3,0.5,8
+                inference,1,0.3,0.5,8
+                training,2,0.5,0.7,20
+                """);
+        Run r = run("simulate", "--instances", csv.toString());
+        assertThat(r.exit()).isZero();
+        // Three inference instances share one GPU (Σreq 0.9, Σlim 1.5), training takes two more.
+        assertThat(r.out()).containsPattern("dilu\\s+3\\s+1\\s+4 ");
+        assertThat(r.out()).containsPattern("exclusive\\s+5\\s+");
+    }
+
+    @Test
+    void badRowsAreReportedWithLineNumbersAndFailTheCommand() throws Exception {
+        Path csv = dir.resolve("bad.csv");
+        Files.writeString(csv, "type,gpus,sm_request,sm_limit,memory_gb\ninference,1,1.5,0.5,8\n");
+        Run r = run("simulate", "--instances", csv.toString());
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("line 2: sm_request=1.5 is not allowed: must be in 0.001..1.0");
+        assertThat(run("simulate", "--instances", dir.resolve("missing.csv").toString()).err()).contains("no such file");
+    }
+
+    @Test
+    void refusesOmegaAboveGamma() {
+        Run r = run("simulate", "--count", "10", "--omega", "1.5", "--gamma", "1.2");
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("gamma must be in omega");
+    }
+}
