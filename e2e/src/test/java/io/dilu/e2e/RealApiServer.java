@@ -1,0 +1,55 @@
+package io.dilu.e2e;
+
+import io.fabric8.kubeapitest.KubeAPIServer;
+import io.fabric8.kubeapitest.KubeAPIServerConfigBuilder;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * A real kube-apiserver with its etcd, started from the local binaries that {@code e2e/bin/kube-binaries}
+ * lays out (fabric8 kube-api-test downloads nothing when they are there).
+ */
+final class RealApiServer implements AutoCloseable {
+
+    static final String VERSION = "1.20.2";
+
+    private final KubeAPIServer server;
+    private final KubernetesClient client;
+
+    private RealApiServer(KubeAPIServer server, KubernetesClient client) {
+        this.server = server;
+        this.client = client;
+    }
+
+    static RealApiServer start() {
+        String dir = System.getenv("KUBE_API_TEST_DIR");
+        if (dir == null || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kube-apiserver"))) {
+            throw new IllegalStateException("no kube-apiserver " + VERSION + " under KUBE_API_TEST_DIR=" + dir
+                    + "; run ./dilu kube-binaries (./dilu test does it for you)");
+        }
+        KubeAPIServer server = new KubeAPIServer(KubeAPIServerConfigBuilder.anAPIServerConfig()
+                .withTestDir(dir)
+                .withApiServerVersion(VERSION)
+                .withUpdateKubeConfig(false)
+                .withStartupTimeout(120_000)
+                .build());
+        server.start();
+        KubernetesClient client = new KubernetesClientBuilder()
+                .withConfig(Config.fromKubeconfig(server.getKubeConfigYaml()))
+                .build();
+        return new RealApiServer(server, client);
+    }
+
+    KubernetesClient client() {
+        return client;
+    }
+
+    @Override
+    public void close() {
+        client.close();
+        server.stop();
+    }
+}
