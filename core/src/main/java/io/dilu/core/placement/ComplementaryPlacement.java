@@ -103,69 +103,64 @@ public final class ComplementaryPlacement implements PlacementPolicy {
 
     // ---- single GPU, Algorithm 1 lines 11-16 ----
 
-    private int bestAmong(ClusterState state, Map<Integer, Integer> candidates, InstanceRequest req) {
-        int best = -1;
-        double bestScore = Double.POSITIVE_INFINITY;
-        for (int g : candidates.keySet()) {
+    /** The lowest-scoring feasible GPU seen so far; ties go to the lower ordinal so decisions are repeatable. */
+    private final class Best {
+        private final ClusterState state;
+        private final InstanceRequest req;
+        int gpu = -1;
+        double score = Double.POSITIVE_INFINITY;
+
+        Best(ClusterState state, InstanceRequest req) {
+            this.state = state;
+            this.req = req;
+        }
+
+        void consider(int g) {
             if (fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
                 double s = score(state, g, req.requestMilli(), req.memoryMib());
-                if (s < bestScore || (s == bestScore && g < best)) {
-                    bestScore = s;
-                    best = g;
+                if (s < score || (s == score && g < gpu)) {
+                    score = s;
+                    gpu = g;
                 }
             }
         }
-        return best;
+    }
+
+    private int bestAmong(ClusterState state, Map<Integer, Integer> candidates, InstanceRequest req) {
+        Best best = new Best(state, req);
+        candidates.keySet().forEach(best::consider);
+        return best.gpu;
     }
 
     private int bestActive(ClusterState state, InstanceRequest req) {
+        Best best = new Best(state, req);
         ClusterState.OrdinalSet active = state.activeGpus();
-        int best = -1;
-        double bestScore = Double.POSITIVE_INFINITY;
         for (int i = 0; i < active.size(); i++) {
-            int g = active.get(i);
-            if (fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
-                double s = score(state, g, req.requestMilli(), req.memoryMib());
-                if (s < bestScore || (s == bestScore && g < best)) {
-                    bestScore = s;
-                    best = g;
-                }
-            }
+            best.consider(active.get(i));
         }
-        return best;
+        return best.gpu;
     }
 
     private int bestNewGpu(ClusterState state, InstanceRequest req) {
-        int best = -1;
-        double bestScore = Double.POSITIVE_INFINITY;
+        Best best = new Best(state, req);
         ClusterState.OrdinalSet partial = state.partialNodes();
         for (int i = 0; i < partial.size(); i++) {
             int n = partial.get(i);
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
-                if (!state.isActive(g) && fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
-                    double s = score(state, g, req.requestMilli(), req.memoryMib());
-                    if (s < bestScore || (s == bestScore && g < best)) {
-                        bestScore = s;
-                        best = g;
-                    }
+                if (!state.isActive(g)) {
+                    best.consider(g);
                 }
             }
         }
-        if (best >= 0) {
-            return best;
+        if (best.gpu >= 0) {
+            return best.gpu;
         }
         for (int n : state.emptyNodeRepresentatives()) {
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
-                if (fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
-                    double s = score(state, g, req.requestMilli(), req.memoryMib());
-                    if (s < bestScore || (s == bestScore && g < best)) {
-                        bestScore = s;
-                        best = g;
-                    }
-                }
+                best.consider(g);
             }
         }
-        return best;
+        return best.gpu;
     }
 
     // ---- several GPUs of one node ----

@@ -37,9 +37,9 @@ public final class ExclusivePlacement implements PlacementPolicy {
                 }
             }
             // Best fit on nodes: the one left with the fewest idle GPUs, so big holes stay whole.
-            if (idleFitting >= req.gpus() && idleFitting - req.gpus() < bestIdleLeft
-                    || idleFitting >= req.gpus() && idleFitting - req.gpus() == bestIdleLeft && n < bestNode) {
-                bestIdleLeft = idleFitting - req.gpus();
+            int left = idleFitting - req.gpus();
+            if (left >= 0 && (left < bestIdleLeft || (left == bestIdleLeft && n < bestNode))) {
+                bestIdleLeft = left;
                 bestNode = n;
             }
         }
