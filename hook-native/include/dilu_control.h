@@ -1,11 +1,13 @@
 /*
  * The control block shared between the hook (inside a GPU container) and the node agent.
  *
- * Two mappings per container, so that a tenant cannot raise its own share:
+ * Two files per container, so that a tenant cannot raise its own share:
  *   - the grant page, written only by the agent and mapped read-only into the container;
- *   - the report page, written by the hook and read by the agent.
- * Both start with the same header (magic, version, size) so either side can refuse a block it
- * does not understand instead of misreading it. Layout changes bump DILU_CONTROL_VERSION.
+ *   - the report page, written by the hook (by every process of the container) and read by the agent.
+ * Both start with the same header (magic, version, size, kind) so either side refuses a block it does not
+ * understand instead of misreading it. A layout change bumps DILU_CONTROL_VERSION. Every field is
+ * fixed-width and naturally aligned; the Java agent reads them by the offsets checked in
+ * tests/control_block_layout_test.c. Counters are updated with C11 atomics (the agent uses VarHandles).
  */
 #ifndef DILU_CONTROL_H
 #define DILU_CONTROL_H
@@ -13,43 +15,62 @@
 #include <stdint.h>
 
 #define DILU_CONTROL_MAGIC 0x44494c55u /* "DILU" */
-#define DILU_CONTROL_VERSION 1u
+#define DILU_CONTROL_VERSION 2u
 #define DILU_MAX_DEVICES 8
 #define DILU_KLC_RING 64
+#define DILU_MAX_PROCESSES 32
+
+#define DILU_KIND_GRANT 1u
+#define DILU_KIND_REPORT 2u
+
+/* File names inside the directory named by DILU_CONTROL_DIR. */
+#define DILU_GRANT_FILE "grant"
+#define DILU_REPORT_FILE "report"
 
 typedef struct dilu_header {
     uint32_t magic;
     uint32_t version;
-    uint32_t size;   /* bytes of the whole page, header included */
-    uint32_t kind;   /* 1 = grant page, 2 = report page */
+    uint32_t size; /* bytes of the whole page, header included */
+    uint32_t kind; /* DILU_KIND_GRANT or DILU_KIND_REPORT */
 } dilu_header;
 
 /* Written by the agent. Grants are cumulative so the hook never loses a refill it did not see. */
 typedef struct dilu_grant_device {
     uint64_t tokens_granted;     /* cumulative thread blocks the container may have launched */
-    uint64_t memory_limit_bytes; /* device memory share of the whole container */
-    uint32_t state;              /* controller state, for observability */
-    uint32_t reserved;
+    uint64_t memory_limit_bytes; /* device memory share of the whole container; 0 = no limit */
+    uint32_t state;              /* controller state (0 NONE, 1 EMERGENCY, 2 RECOVERY, 3 CONTENTION) */
+    uint32_t throttled;          /* 0: launches are not throttled on this device */
 } dilu_grant_device;
 
 typedef struct dilu_grant_page {
     dilu_header header;
-    uint64_t epoch;              /* bumped by the agent on every refill period */
-    dilu_grant_device devices[DILU_MAX_DEVICES];
+    uint64_t heartbeat_ns; /* CLOCK_MONOTONIC of the agent's latest refill; stale → agent gone */
+    uint32_t devices;
+    uint32_t reserved;
+    dilu_grant_device device[DILU_MAX_DEVICES];
 } dilu_grant_page;
 
 /* Written by the hook. */
 typedef struct dilu_report_device {
-    uint64_t blocks_launched;    /* cumulative */
-    uint64_t memory_used_bytes;  /* summed over every process of the container */
-    uint64_t klc_count;          /* cumulative number of kernel launch cycles recorded */
-    uint64_t klc_ns[DILU_KLC_RING]; /* ring of the latest launch cycle durations */
+    uint64_t blocks_launched;   /* cumulative, every process of the container */
+    uint64_t memory_used_bytes; /* container total */
+    uint64_t klc_count;         /* cumulative number of kernel launch cycles recorded */
+    uint64_t reserved;
+    uint64_t klc_ns[DILU_KLC_RING]; /* klc_ns[(n - 1) % DILU_KLC_RING] is the n-th cycle */
 } dilu_report_device;
+
+typedef struct dilu_report_process {
+    int32_t pid; /* 0: free */
+    uint32_t reserved;
+    uint64_t memory_bytes[DILU_MAX_DEVICES]; /* reclaimed from the container total if the process dies */
+} dilu_report_process;
 
 typedef struct dilu_report_page {
     dilu_header header;
-    uint64_t last_launch_ns;     /* CLOCK_MONOTONIC of the latest launch, for idleness */
-    dilu_report_device devices[DILU_MAX_DEVICES];
+    uint32_t devices;
+    uint32_t reserved;
+    dilu_report_device device[DILU_MAX_DEVICES];
+    dilu_report_process process[DILU_MAX_PROCESSES];
 } dilu_report_page;
 
 #endif

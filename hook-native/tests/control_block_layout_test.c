@@ -1,4 +1,4 @@
-/* The Java side reads these pages by offset: any change of layout must show up here first. */
+/* The Java agent reads these pages by offset: any change of layout must show up here first. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +16,19 @@ static void expect(const char *what, size_t actual, size_t wanted) {
 
 int main(void) {
     expect("sizeof(dilu_header)", sizeof(dilu_header), 16);
-    expect("grant epoch offset", offsetof(dilu_grant_page, epoch), 16);
-    expect("grant devices offset", offsetof(dilu_grant_page, devices), 24);
+    expect("grant heartbeat offset", offsetof(dilu_grant_page, heartbeat_ns), 16);
+    expect("grant devices count offset", offsetof(dilu_grant_page, devices), 24);
+    expect("grant device[0] offset", offsetof(dilu_grant_page, device), 32);
     expect("sizeof(dilu_grant_device)", sizeof(dilu_grant_device), 24);
-    expect("sizeof(dilu_grant_page)", sizeof(dilu_grant_page), 24 + 24 * DILU_MAX_DEVICES);
-    expect("report devices offset", offsetof(dilu_report_page, devices), 24);
-    expect("sizeof(dilu_report_device)", sizeof(dilu_report_device), 24 + 8 * DILU_KLC_RING);
+    expect("grant memory limit offset", offsetof(dilu_grant_device, memory_limit_bytes), 8);
+    expect("grant state offset", offsetof(dilu_grant_device, state), 16);
+    expect("sizeof(dilu_grant_page)", sizeof(dilu_grant_page), 32 + 24 * DILU_MAX_DEVICES);
+    expect("report device[0] offset", offsetof(dilu_report_page, device), 24);
+    expect("sizeof(dilu_report_device)", sizeof(dilu_report_device), 32 + 8 * DILU_KLC_RING);
+    expect("report klc ring offset", offsetof(dilu_report_device, klc_ns), 32);
+    expect("report process[0] offset", offsetof(dilu_report_page, process),
+           24 + (32 + 8 * DILU_KLC_RING) * DILU_MAX_DEVICES);
+    expect("sizeof(dilu_report_process)", sizeof(dilu_report_process), 8 + 8 * DILU_MAX_DEVICES);
     if (failures == 0) {
         printf("control block layout: ok\n");
     }

@@ -1,0 +1,463 @@
+/* The emulated driver API: devices, contexts, modules, memory, launches, events and graphs. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static _Thread_local int current_device;
+static struct CUctx_st contexts[EMU_MAX_DEVICES];
+
+int emu_current_device(void) {
+    return current_device;
+}
+
+uint64_t emu_grid_blocks(unsigned int x, unsigned int y, unsigned int z) {
+    return (uint64_t)x * (uint64_t)y * (uint64_t)z; /* at most 2^96 in theory; grid dims are < 2^31·2^16·2^16 */
+}
+
+static CUresult ready(void) {
+    return emu_state() != NULL ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static CUresult check_device(CUdevice dev) {
+    emu_shared *s = emu_state();
+    if (s == NULL) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return dev >= 0 && (uint32_t)dev < s->devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+EXPORT CUresult cuInit(unsigned int flags) {
+    return flags != 0 ? CUDA_ERROR_INVALID_VALUE : ready();
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v) {
+    if (v == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *v = 13000;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult error, const char **p) {
+    if (p == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    switch (error) {
+    case CUDA_SUCCESS: *p = "no error"; break;
+    case CUDA_ERROR_INVALID_VALUE: *p = "invalid argument"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *p = "out of memory"; break;
+    case CUDA_ERROR_NOT_INITIALIZED: *p = "initialization error"; break;
+    case CUDA_ERROR_INVALID_DEVICE: *p = "invalid device ordinal"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *p = "invalid resource handle"; break;
+    case CUDA_ERROR_NOT_FOUND: *p = "named symbol not found"; break;
+    default: *p = "unknown error"; return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult error, const char **p) {
+    return cuGetErrorString(error, p);
+}
+
+EXPORT CUresult cuDeviceGetCount(int *count) {
+    CUresult rc = ready();
+    if (rc == CUDA_SUCCESS && count != NULL) {
+        *count = (int)emu_state()->devices;
+    }
+    return count == NULL ? CUDA_ERROR_INVALID_VALUE : rc;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+    CUresult rc = check_device(ordinal);
+    if (rc == CUDA_SUCCESS) {
+        if (device == NULL) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        *device = ordinal;
+    }
+    return rc;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+    CUresult rc = check_device(dev);
+    if (rc != CUDA_SUCCESS || name == NULL || len <= 0) {
+        return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_INVALID_VALUE;
+    }
+    snprintf(name, (size_t)len, "%s", emu_state()->dev[dev].name);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
+    CUresult rc = check_device(dev);
+    if (rc != CUDA_SUCCESS || uuid == NULL) {
+        return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_INVALID_VALUE;
+    }
+    static const char prefix[12] = {'d', 'i', 'l', 'u', '-', 'e', 'm', 'u', 0, 0, 0, 0};
+    memcpy(uuid->bytes, prefix, sizeof(prefix));
+    uint32_t index = (uint32_t)dev;
+    memcpy(uuid->bytes + 12, &index, sizeof(index));
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+    return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+    CUresult rc = check_device(dev);
+    if (rc != CUDA_SUCCESS || bytes == NULL) {
+        return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_INVALID_VALUE;
+    }
+    *bytes = emu_state()->dev[dev].memory_total;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+    CUresult rc = check_device(dev);
+    if (rc != CUDA_SUCCESS || pi == NULL) {
+        return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_INVALID_VALUE;
+    }
+    switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = (int)emu_state()->dev[dev].sms; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 8; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---- contexts: one per device (the primary context); creating one makes it current ---- */
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+    CUresult rc = check_device(dev);
+    if (rc != CUDA_SUCCESS || pctx == NULL) {
+        return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_INVALID_VALUE;
+    }
+    contexts[dev].device = dev;
+    *pctx = &contexts[dev];
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    return check_device(dev);
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+    (void)flags;
+    CUresult rc = cuDevicePrimaryCtxRetain(pctx, dev);
+    if (rc == CUDA_SUCCESS) {
+        current_device = dev;
+    }
+    return rc;
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+    return ctx == NULL ? CUDA_ERROR_INVALID_CONTEXT : emu_sync_all();
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+    if (ctx != NULL) {
+        current_device = ctx->device;
+    }
+    return ready();
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
+    if (pctx == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pctx = &contexts[current_device];
+    contexts[current_device].device = current_device;
+    return ready();
+}
+
+EXPORT CUresult cuCtxSynchronize(void) {
+    CUresult rc = ready();
+    return rc != CUDA_SUCCESS ? rc : emu_sync_all();
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    emu_stream_destroy(s);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s) {
+    CUresult rc = ready();
+    return rc != CUDA_SUCCESS ? rc : emu_stream_sync(s);
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
+    return cuStreamSynchronize(s);
+}
+
+/* ---- events ---- */
+
+EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
+    (void)flags;
+    if (ph == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct CUevent_st *e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (pthread_mutex_init(&e->lock, NULL) != 0 || pthread_cond_init(&e->done_cond, NULL) != 0) {
+        free(e);
+        return CUDA_ERROR_UNKNOWN;
+    }
+    *ph = e;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+    return e == NULL ? CUDA_ERROR_INVALID_HANDLE : emu_enqueue_event(s, e);
+}
+
+EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
+    return cuEventRecord(e, s);
+}
+
+EXPORT CUresult cuEventSynchronize(CUevent e) {
+    if (e == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    pthread_mutex_lock(&e->lock);
+    while (e->pending) {
+        pthread_cond_wait(&e->done_cond, &e->lock);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {
+    if (ms == NULL || start == NULL || end == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (start->pending || end->pending) {
+        return CUDA_ERROR_NOT_READY;
+    }
+    *ms = (float)((double)((int64_t)(end->time_ns - start->time_ns)) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+    if (e == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    cuEventSynchronize(e);
+    pthread_cond_destroy(&e->done_cond);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+/* ---- modules: a text image, one "kernel <name> <block_us>" per line ---- */
+
+EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+    if (module == NULL || image == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct CUmod_st *m = calloc(1, sizeof(*m));
+    char *copy = strdup(image);
+    if (m == NULL || copy == NULL) {
+        free(m);
+        free(copy);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult rc = CUDA_SUCCESS;
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        char name[64];
+        double block_us;
+        if (line[0] == '#' || line[0] == '\0') {
+            continue;
+        }
+        if (sscanf(line, "kernel %63s %lf", name, &block_us) != 2 || block_us < 0) {
+            rc = CUDA_ERROR_INVALID_IMAGE;
+            break;
+        }
+        struct CUfunc_st *grown = realloc(m->functions, sizeof(*grown) * (size_t)(m->count + 1));
+        if (grown == NULL) {
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        m->functions = grown;
+        snprintf(m->functions[m->count].name, sizeof(m->functions[m->count].name), "%s", name);
+        m->functions[m->count].block_ns = (uint64_t)(block_us * 1000.0 + 0.5);
+        m->count++;
+    }
+    free(copy);
+    if (rc != CUDA_SUCCESS) {
+        free(m->functions);
+        free(m);
+        return rc;
+    }
+    *module = m;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+    if (f == NULL || m == NULL || name == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (int i = 0; i < m->count; i++) {
+        if (strcmp(m->functions[i].name, name) == 0) {
+            *f = &m->functions[i];
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m) {
+    if (m == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    free(m->functions);
+    free(m);
+    return CUDA_SUCCESS;
+}
+
+/* ---- launches ---- */
+
+static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, CUstream s) {
+    if (f == NULL || gx == 0 || gy == 0 || gz == 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult rc = ready();
+    return rc != CUDA_SUCCESS ? rc : emu_enqueue_kernel(s, emu_grid_blocks(gx, gy, gz), f->block_ns);
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                               unsigned int by, unsigned int bz, unsigned int shm, CUstream s, void **params,
+                               void **extra) {
+    (void)bx, (void)by, (void)bz, (void)shm, (void)params, (void)extra;
+    return launch(f, gx, gy, gz, s);
+}
+
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shm,
+                                    CUstream s, void **params, void **extra) {
+    return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
+}
+
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+    (void)params, (void)extra;
+    return c == NULL ? CUDA_ERROR_INVALID_VALUE : launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->hStream);
+}
+
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+    return cuLaunchKernelEx(c, f, params, extra);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                          unsigned int bx, unsigned int by, unsigned int bz, unsigned int shm,
+                                          CUstream s, void **params) {
+    (void)bx, (void)by, (void)bz, (void)shm, (void)params;
+    return launch(f, gx, gy, gz, s);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                               unsigned int bx, unsigned int by, unsigned int bz,
+                                               unsigned int shm, CUstream s, void **params) {
+    return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params);
+}
+
+/* ---- graphs: kernel nodes run in the order they were added ---- */
+
+EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags) {
+    (void)flags;
+    if (g == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *g = calloc(1, sizeof(**g));
+    return *g == NULL ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                        const CUDA_KERNEL_NODE_PARAMS_v2 *p) {
+    (void)deps, (void)ndeps;
+    if (g == NULL || p == NULL || p->func == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (g->count == g->capacity) {
+        int capacity = g->capacity == 0 ? 8 : g->capacity * 2;
+        emu_graph_node *grown = realloc(g->nodes, sizeof(*grown) * (size_t)capacity);
+        if (grown == NULL) {
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        g->nodes = grown;
+        g->capacity = capacity;
+    }
+    g->nodes[g->count].func = p->func;
+    g->nodes[g->count].blocks = emu_grid_blocks(p->gridDimX, p->gridDimY, p->gridDimZ);
+    if (node != NULL) {
+        *node = (CUgraphNode)(uintptr_t)(g->count + 1);
+    }
+    g->count++;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsigned long long flags) {
+    (void)flags;
+    if (exec == NULL || g == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct CUgraphExec_st *e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    e->nodes = calloc((size_t)(g->count > 0 ? g->count : 1), sizeof(*e->nodes));
+    if (e->nodes == NULL) {
+        free(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(e->nodes, g->nodes, sizeof(*e->nodes) * (size_t)g->count);
+    e->count = g->count;
+    *exec = e;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+    if (e == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    for (int i = 0; i < e->count; i++) {
+        CUresult rc = emu_enqueue_kernel(s, e->nodes[i].blocks, e->nodes[i].func->block_ns);
+        if (rc != CUDA_SUCCESS) {
+            return rc;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
+    return cuGraphLaunch(e, s);
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
+    if (e == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    free(e->nodes);
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph g) {
+    if (g == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    free(g->nodes);
+    free(g);
+    return CUDA_SUCCESS;
+}

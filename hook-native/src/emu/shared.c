@@ -1,0 +1,206 @@
+/* The emulated GPU's state, shared by every process through one mapped file. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emu_internal.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static emu_shared *state;
+static emu_proc *self;
+static int log_enabled = 1;
+
+void emu_log(const char *fmt, ...) {
+    if (!log_enabled) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("dilu-emu: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+uint64_t emu_now_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) {
+        return 0;
+    }
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static long env_long(const char *name, long fallback, long min, long max) {
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0') {
+        return fallback;
+    }
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || x < min || x > max) {
+        emu_log("%s=%s is not allowed: must be an integer in %ld..%ld; using %ld", name, v, min, max, fallback);
+        return fallback;
+    }
+    return x;
+}
+
+static void initialise(emu_shared *s) {
+    long devices = env_long("DILU_EMU_GPUS", 1, 1, EMU_MAX_DEVICES);
+    long sms = env_long("DILU_EMU_SMS", 108, 1, 100000);
+    long mib = env_long("DILU_EMU_MEMORY_MIB", 40960, 1, 16L * 1024 * 1024);
+    const char *model = getenv("DILU_EMU_MODEL");
+    memset(s, 0, sizeof(*s));
+    s->magic = EMU_MAGIC;
+    s->version = EMU_VERSION;
+    s->size = sizeof(*s);
+    s->devices = (uint32_t)devices;
+    for (long i = 0; i < devices; i++) {
+        s->dev[i].sms = (uint32_t)sms;
+        s->dev[i].memory_total = (uint64_t)mib * 1024 * 1024;
+        snprintf(s->dev[i].name, sizeof(s->dev[i].name), "%s",
+                 model != NULL && *model != '\0' ? model : "Emulated A100-SXM4-40GB");
+    }
+    atomic_store(&s->ready, 1);
+}
+
+static int valid(const emu_shared *s) {
+    return s->magic == EMU_MAGIC && s->version == EMU_VERSION && s->size == sizeof(*s) &&
+           s->devices >= 1 && s->devices <= EMU_MAX_DEVICES;
+}
+
+/* Frees what dead processes left behind: their memory and their SM demand. */
+static void reap_dead(emu_shared *s) {
+    for (int i = 0; i < EMU_MAX_PROCS; i++) {
+        int32_t pid = atomic_load(&s->procs[i].pid);
+        if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+            if (atomic_compare_exchange_strong(&s->procs[i].pid, &pid, -1)) {
+                for (uint32_t d = 0; d < s->devices; d++) {
+                    uint64_t held = atomic_exchange(&s->procs[i].memory[d], 0);
+                    atomic_fetch_sub(&s->dev[d].memory_used, held);
+                    atomic_store(&s->procs[i].demand[d], 0);
+                }
+                atomic_store(&s->procs[i].pid, 0);
+            }
+        }
+    }
+}
+
+static void open_state(void) {
+    const char *level = getenv("DILU_EMU_LOG");
+    log_enabled = !(level != NULL && strcmp(level, "off") == 0);
+    const char *dir = getenv("DILU_EMU_DIR");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/dilu-emu-gpu-%u", dir != NULL && *dir != '\0' ? dir : "/dev/shm",
+             (unsigned)getuid());
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        emu_log("cannot open %s: %s", path, strerror(errno));
+        return;
+    }
+    if (flock(fd, LOCK_EX) != 0) {
+        emu_log("cannot lock %s: %s", path, strerror(errno));
+        close(fd);
+        return;
+    }
+    struct stat st;
+    int fresh = fstat(fd, &st) != 0 || st.st_size != (off_t)sizeof(emu_shared);
+    if (fresh && ftruncate(fd, sizeof(emu_shared)) != 0) {
+        emu_log("cannot size %s: %s", path, strerror(errno));
+        close(fd);
+        return;
+    }
+    void *m = mmap(NULL, sizeof(emu_shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        emu_log("cannot map %s: %s", path, strerror(errno));
+        close(fd);
+        return;
+    }
+    emu_shared *s = m;
+    if (fresh || !valid(s) || atomic_load(&s->ready) != 1) {
+        if (!fresh) {
+            emu_log("%s was corrupt or of another version; recreated it", path);
+        }
+        initialise(s);
+    }
+    reap_dead(s);
+    pid_t me = getpid();
+    for (int i = 0; i < EMU_MAX_PROCS && self == NULL; i++) {
+        int32_t expected = 0;
+        if (atomic_compare_exchange_strong(&s->procs[i].pid, &expected, me)) {
+            self = &s->procs[i];
+        }
+    }
+    if (flock(fd, LOCK_UN) != 0 || close(fd) != 0) {
+        emu_log("cannot release %s: %s", path, strerror(errno));
+    }
+    if (self == NULL) {
+        emu_log("more than %d processes on the emulated GPU", EMU_MAX_PROCS);
+        return;
+    }
+    state = s;
+}
+
+emu_shared *emu_state(void) {
+    if (pthread_once(&once, open_state) != 0) {
+        return NULL;
+    }
+    return state;
+}
+
+emu_proc *emu_self(void) {
+    return emu_state() != NULL ? self : NULL;
+}
+
+double emu_share(int device, uint32_t my_demand) {
+    emu_shared *s = state;
+    uint64_t total = 0;
+    for (int i = 0; i < EMU_MAX_PROCS; i++) {
+        if (atomic_load_explicit(&s->procs[i].pid, memory_order_relaxed) > 0) {
+            total += atomic_load_explicit(&s->procs[i].demand[device], memory_order_relaxed);
+        }
+    }
+    uint32_t sms = s->dev[device].sms;
+    if (total <= sms || total == 0) {
+        return my_demand;
+    }
+    return (double)sms * my_demand / (double)total;
+}
+
+int emu_reserve_memory(int device, uint64_t bytes) {
+    emu_shared *s = state;
+    uint64_t used = atomic_load(&s->dev[device].memory_used);
+    do {
+        if (bytes > s->dev[device].memory_total || used > s->dev[device].memory_total - bytes) {
+            return 0;
+        }
+    } while (!atomic_compare_exchange_weak(&s->dev[device].memory_used, &used, used + bytes));
+    atomic_fetch_add(&self->memory[device], bytes);
+    return 1;
+}
+
+void emu_release_memory(int device, uint64_t bytes) {
+    atomic_fetch_sub(&state->dev[device].memory_used, bytes);
+    atomic_fetch_sub(&self->memory[device], bytes);
+}
+
+__attribute__((destructor)) static void leave(void) {
+    if (self != NULL && state != NULL) {
+        for (uint32_t d = 0; d < state->devices; d++) {
+            uint64_t held = atomic_exchange(&self->memory[d], 0);
+            atomic_fetch_sub(&state->dev[d].memory_used, held);
+            atomic_store(&self->demand[d], 0);
+        }
+        atomic_store(&self->pid, 0);
+    }
+}

@@ -1,0 +1,65 @@
+/*
+ * Kernel launch cycles: from the first launch after a host synchronisation point to the end of the next
+ * one. Synchronisation points: cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize and synchronous
+ * device-to-host copies. A cycle with no launch in it is not a cycle and is not recorded.
+ */
+#define _GNU_SOURCE
+#include "hook.h"
+
+static _Atomic uint64_t first_launch_ns; /* 0: no launch since the last synchronisation */
+
+void hook_klc_launch(void) {
+    if (atomic_load_explicit(&first_launch_ns, memory_order_relaxed) == 0) {
+        uint64_t expected = 0;
+        uint64_t now = hook_now_ns(); /* vDSO clock: no system call */
+        atomic_compare_exchange_strong(&first_launch_ns, &expected, now == 0 ? 1 : now);
+    }
+}
+
+void hook_klc_sync(void) {
+    uint64_t start = atomic_exchange(&first_launch_ns, 0);
+    hook_control *c = hook_control_get();
+    if (start == 0 || c->report == NULL) {
+        return;
+    }
+    dilu_report_device *d = &c->report->device[0];
+    uint64_t n = __atomic_load_n(&d->klc_count, __ATOMIC_RELAXED);
+    /* Write the sample before publishing the count, so a reader of count n finds cycle n in place. */
+    __atomic_store_n(&d->klc_ns[n % DILU_KLC_RING], hook_now_ns() - start, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->klc_count, n + 1, __ATOMIC_RELEASE);
+}
+
+typedef CUresult (*ctx_sync_fn)(void);
+typedef CUresult (*stream_sync_fn)(CUstream);
+typedef CUresult (*event_sync_fn)(CUevent);
+typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t);
+
+#define SYNC(type, name, ...)                                              \
+    do {                                                                   \
+        type real_ = REAL(type, name);                                     \
+        CUresult rc_ = real_ == NULL ? CUDA_ERROR_NOT_INITIALIZED : real_(__VA_ARGS__); \
+        if (rc_ == CUDA_SUCCESS) {                                         \
+            hook_klc_sync();                                               \
+        }                                                                  \
+        return rc_;                                                        \
+    } while (0)
+
+HOOK_EXPORT CUresult cuCtxSynchronize(void) {
+    SYNC(ctx_sync_fn, cuCtxSynchronize);
+}
+
+HOOK_EXPORT CUresult cuStreamSynchronize(CUstream s) {
+    SYNC(stream_sync_fn, cuStreamSynchronize, s);
+}
+
+HOOK_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
+    SYNC(stream_sync_fn, cuStreamSynchronize_ptsz, s);
+}
+
+HOOK_EXPORT CUresult cuEventSynchronize(CUevent e) {
+    SYNC(event_sync_fn, cuEventSynchronize, e);
+}
+
+HOOK_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    SYNC(dtoh_fn, cuMemcpyDtoH_v2, dst, src, n);
+}

@@ -1,0 +1,196 @@
+/*
+ * The container's memory share, enforced on every allocation path and summed over all of its processes:
+ * an allocation first reserves its bytes against the share in the report page (compare-and-swap, so two
+ * processes cannot both squeeze past it), and only then asks the driver.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "hook.h"
+
+#define BUCKETS 1024
+
+typedef struct held {
+    uint64_t key; /* device pointer or allocation handle */
+    uint64_t bytes;
+    struct held *next;
+} held;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static held *table[BUCKETS];
+
+static size_t bucket(uint64_t key) {
+    return (size_t)((key >> 8) * 0x9E3779B97F4A7C15ull >> 54) % BUCKETS;
+}
+
+static uint64_t limit_of(const hook_control *c) {
+    return c->self == NULL ? 0 : __atomic_load_n(&c->grant->device[0].memory_limit_bytes, __ATOMIC_ACQUIRE);
+}
+
+/* 1 if the bytes fit the share (and are now booked), 0 if not. */
+static int reserve(hook_control *c, uint64_t bytes) {
+    if (c->self == NULL) {
+        return 1;
+    }
+    uint64_t limit = limit_of(c);
+    _Atomic uint64_t *used = (_Atomic uint64_t *)&c->report->device[0].memory_used_bytes;
+    uint64_t now = atomic_load(used);
+    do {
+        if (limit != 0 && (bytes > limit || now > limit - bytes)) {
+            return 0;
+        }
+    } while (!atomic_compare_exchange_weak(used, &now, now + bytes));
+    atomic_fetch_add((_Atomic uint64_t *)&c->self->memory_bytes[0], bytes);
+    return 1;
+}
+
+static void unreserve(hook_control *c, uint64_t bytes) {
+    if (c->self != NULL) {
+        atomic_fetch_sub((_Atomic uint64_t *)&c->report->device[0].memory_used_bytes, bytes);
+        atomic_fetch_sub((_Atomic uint64_t *)&c->self->memory_bytes[0], bytes);
+    }
+}
+
+static void remember(uint64_t key, uint64_t bytes) {
+    held *h = malloc(sizeof(*h));
+    if (h == NULL) {
+        return; /* the bytes stay booked until the process exits: errs on the safe side */
+    }
+    h->key = key;
+    h->bytes = bytes;
+    pthread_mutex_lock(&lock);
+    h->next = table[bucket(key)];
+    table[bucket(key)] = h;
+    pthread_mutex_unlock(&lock);
+}
+
+static uint64_t forget(uint64_t key) {
+    pthread_mutex_lock(&lock);
+    uint64_t bytes = 0;
+    for (held **link = &table[bucket(key)]; *link != NULL; link = &(*link)->next) {
+        if ((*link)->key == key) {
+            held *gone = *link;
+            *link = gone->next;
+            bytes = gone->bytes;
+            free(gone);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return bytes;
+}
+
+/* Runs an allocation: book, allocate, remember; or refuse with OUT_OF_MEMORY without asking the driver. */
+#define ALLOCATE(bytes, key_ptr, call)                                \
+    do {                                                              \
+        hook_control *c_ = hook_control_get();                        \
+        if (!reserve(c_, (bytes))) {                                  \
+            return CUDA_ERROR_OUT_OF_MEMORY;                          \
+        }                                                             \
+        CUresult rc_ = (call);                                        \
+        if (rc_ == CUDA_SUCCESS && (key_ptr) != NULL) {               \
+            remember((uint64_t) * (key_ptr), (bytes));                \
+        } else {                                                      \
+            unreserve(c_, (bytes));                                   \
+        }                                                             \
+        return rc_;                                                   \
+    } while (0)
+
+#define RELEASE(key, call)                                            \
+    do {                                                              \
+        CUresult rc_ = (call);                                        \
+        if (rc_ == CUDA_SUCCESS) {                                    \
+            uint64_t bytes_ = forget((uint64_t)(key));                \
+            unreserve(hook_control_get(), bytes_);                    \
+        }                                                             \
+        return rc_;                                                   \
+    } while (0)
+
+typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
+typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+typedef CUresult (*managed_fn)(CUdeviceptr *, size_t, unsigned int);
+typedef CUresult (*async_fn)(CUdeviceptr *, size_t, CUstream);
+typedef CUresult (*pool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+typedef CUresult (*free_fn)(CUdeviceptr);
+typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
+typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
+typedef CUresult (*info_fn)(size_t *, size_t *);
+typedef CUresult (*total_fn)(size_t *, CUdevice);
+
+#define CALL(type, name, ...) (REAL(type, name) == NULL ? CUDA_ERROR_NOT_INITIALIZED : REAL(type, name)(__VA_ARGS__))
+
+HOOK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+    ALLOCATE(n, p, CALL(alloc_fn, cuMemAlloc_v2, p, n));
+}
+
+HOOK_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int e) {
+    /* The pitch is the driver's to choose; book the widest row it may pick (512-byte alignment). */
+    uint64_t rows = h, row = ((uint64_t)w + 511) & ~511ull;
+    uint64_t bytes = rows != 0 && row > UINT64_MAX / rows ? UINT64_MAX : row * rows;
+    ALLOCATE(bytes, p, CALL(pitch_fn, cuMemAllocPitch_v2, p, pitch, w, h, e));
+}
+
+HOOK_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags) {
+    ALLOCATE(n, p, CALL(managed_fn, cuMemAllocManaged, p, n, flags));
+}
+
+HOOK_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
+    ALLOCATE(n, p, CALL(async_fn, cuMemAllocAsync, p, n, s));
+}
+
+HOOK_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) {
+    ALLOCATE(n, p, CALL(async_fn, cuMemAllocAsync_ptsz, p, n, s));
+}
+
+HOOK_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+    ALLOCATE(n, p, CALL(pool_fn, cuMemAllocFromPoolAsync, p, n, pool, s));
+}
+
+HOOK_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+    ALLOCATE(n, p, CALL(pool_fn, cuMemAllocFromPoolAsync_ptsz, p, n, pool, s));
+}
+
+HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop,
+                                 unsigned long long flags) {
+    ALLOCATE(n, h, CALL(create_fn, cuMemCreate, h, n, prop, flags));
+}
+
+HOOK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+    RELEASE(p, CALL(free_fn, cuMemFree_v2, p));
+}
+
+HOOK_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+    RELEASE(p, CALL(free_async_fn, cuMemFreeAsync, p, s));
+}
+
+HOOK_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
+    RELEASE(p, CALL(free_async_fn, cuMemFreeAsync_ptsz, p, s));
+}
+
+HOOK_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
+    RELEASE(h, CALL(release_fn, cuMemRelease, h));
+}
+
+HOOK_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+    CUresult rc = CALL(info_fn, cuMemGetInfo_v2, free_bytes, total);
+    hook_control *c = hook_control_get();
+    uint64_t limit = limit_of(c);
+    if (rc == CUDA_SUCCESS && limit != 0) {
+        uint64_t used = __atomic_load_n(&c->report->device[0].memory_used_bytes, __ATOMIC_ACQUIRE);
+        uint64_t left = used >= limit ? 0 : limit - used;
+        *free_bytes = left < *free_bytes ? left : *free_bytes;
+        *total = limit < *total ? limit : *total;
+    }
+    return rc;
+}
+
+HOOK_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+    CUresult rc = CALL(total_fn, cuDeviceTotalMem_v2, bytes, dev);
+    uint64_t limit = limit_of(hook_control_get());
+    if (rc == CUDA_SUCCESS && limit != 0 && limit < *bytes) {
+        *bytes = limit;
+    }
+    return rc;
+}

@@ -1,0 +1,176 @@
+/*
+ * An emulated inference server: requests arrive by a Poisson rate or a per-second rate trace, are batched
+ * (up to --batch, waiting at most --max-wait-ms), and each batch runs the model's kernel sequence.
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "workload.h"
+
+#define MAX_REQUESTS 2000000
+
+static uint64_t *arrivals;   /* arrival time of request i, ns since start */
+static long total;           /* requests in the run */
+
+static int compare(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static long load_trace(const char *path, double scale, unsigned seed) {
+    FILE *in = fopen(path, "r");
+    if (in == NULL) {
+        perror(path);
+        exit(2);
+    }
+    double rate;
+    long second = 0, n = 0;
+    while (fscanf(in, "%lf", &rate) == 1) {
+        /* Poisson arrivals within each second of the trace. */
+        double t = 0;
+        for (;;) {
+            double u = (double)rand_r(&seed) / ((double)RAND_MAX + 1.0);
+            t += -log(1 - u) / (rate * scale > 0 ? rate * scale : 1e-9);
+            if (t >= 1.0 || n >= MAX_REQUESTS) {
+                break;
+            }
+            arrivals[n++] = (uint64_t)((second + t) * 1e9);
+        }
+        second++;
+    }
+    if (fclose(in) != 0) {
+        perror(path);
+        exit(2);
+    }
+    return n;
+}
+
+int main(int argc, char **argv) {
+    double rate = 100, seconds = 5, batch = 8, max_wait_ms = 5, kernels = 20, blocks = 108, block_us = 50, scale = 1;
+    const char *trace = NULL, *latencies = NULL;
+    unsigned seed = 42;
+    static const struct option options[] = {
+        {"rate", required_argument, NULL, 'r'},    {"seconds", required_argument, NULL, 's'},
+        {"trace", required_argument, NULL, 't'},   {"scale", required_argument, NULL, 'x'},
+        {"batch", required_argument, NULL, 'n'},   {"max-wait-ms", required_argument, NULL, 'w'},
+        {"kernels", required_argument, NULL, 'k'}, {"blocks", required_argument, NULL, 'b'},
+        {"block-us", required_argument, NULL, 'u'}, {"latencies", required_argument, NULL, 'l'},
+        {"seed", required_argument, NULL, 'e'},    {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        switch (c) {
+        case 'r': rate = parse_double("rate", optarg, 0.001, 1e6); break;
+        case 's': seconds = parse_double("seconds", optarg, 0.001, 86400); break;
+        case 't': trace = optarg; break;
+        case 'x': scale = parse_double("scale", optarg, 0, 1e6); break;
+        case 'n': batch = parse_double("batch", optarg, 1, 4096); break;
+        case 'w': max_wait_ms = parse_double("max-wait-ms", optarg, 0, 1e5); break;
+        case 'k': kernels = parse_double("kernels", optarg, 1, 10000); break;
+        case 'b': blocks = parse_double("blocks", optarg, 1, 2147483647.0); break;
+        case 'u': block_us = parse_double("block-us", optarg, 0, 1e7); break;
+        case 'l': latencies = optarg; break;
+        case 'e': seed = (unsigned)parse_double("seed", optarg, 0, 4294967295.0); break;
+        default:
+            fprintf(stderr, "usage: emu-infer [--rate R --seconds S | --trace FILE [--scale X]] [--batch N] "
+                            "[--max-wait-ms W] [--kernels K] [--blocks B] [--block-us U] [--latencies FILE]\n");
+            return 2;
+        }
+    }
+    arrivals = malloc(sizeof(*arrivals) * MAX_REQUESTS);
+    if (arrivals == NULL) {
+        perror("malloc");
+        return 3;
+    }
+    if (trace != NULL) {
+        total = load_trace(trace, scale, seed);
+    } else {
+        double t = 0;
+        while (total < MAX_REQUESTS) {
+            double u = (double)rand_r(&seed) / ((double)RAND_MAX + 1.0);
+            t += -log(1 - u) / rate;
+            if (t >= seconds) {
+                break;
+            }
+            arrivals[total++] = (uint64_t)(t * 1e9);
+        }
+    }
+    if (total == 0) {
+        fprintf(stderr, "no requests to serve\n");
+        return 2;
+    }
+    double *latency = malloc(sizeof(*latency) * (size_t)total);
+    if (latency == NULL) {
+        perror("malloc");
+        return 3;
+    }
+    CUcontext ctx;
+    CUstream stream;
+    CHECK(cuInit(0));
+    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
+    CHECK(cuStreamCreate(&stream, 0));
+    CUfunction f = load_kernel(block_us);
+
+    uint64_t start = now_ns();
+    long next = 0;
+    while (next < total) {
+        uint64_t now = now_ns() - start;
+        if (arrivals[next] > now) {
+            uint64_t wait = arrivals[next] - now;
+            struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull), .tv_nsec = (long)(wait % 1000000000ull)};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        /* The oldest waiting request opens a batch; wait for more until it is full or the wait is over. */
+        uint64_t deadline = arrivals[next] + (uint64_t)(max_wait_ms * 1e6);
+        long end = next;
+        for (;;) {
+            now = now_ns() - start;
+            while (end < total && end - next < (long)batch && arrivals[end] <= now) {
+                end++;
+            }
+            if (end - next >= (long)batch || now >= deadline || end == total) {
+                break;
+            }
+            uint64_t until = end < total && arrivals[end] < deadline ? arrivals[end] : deadline;
+            if (until > now) {
+                uint64_t wait = until - now;
+                struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(wait < 999999999ull ? wait : 999999999ull)};
+                nanosleep(&ts, NULL);
+            }
+        }
+        for (int k = 0; k < (int)kernels; k++) {
+            CHECK(cuLaunchKernel(f, (unsigned)blocks, 1, 1, 128, 1, 1, 0, stream, NULL, NULL));
+        }
+        CHECK(cuStreamSynchronize(stream));
+        uint64_t done = now_ns() - start;
+        for (long i = next; i < end; i++) {
+            latency[i] = (double)(done - arrivals[i]) / 1e6;
+        }
+        next = end;
+    }
+    double elapsed = (double)(now_ns() - start) / 1e9;
+    if (latencies != NULL) {
+        FILE *out = fopen(latencies, "w");
+        if (out == NULL) {
+            perror(latencies);
+            return 3;
+        }
+        for (long i = 0; i < total; i++) {
+            fprintf(out, "%.3f\n", latency[i]);
+        }
+        if (fclose(out) != 0) {
+            perror(latencies);
+            return 3;
+        }
+    }
+    qsort(latency, (size_t)total, sizeof(*latency), compare);
+    printf("RESULT requests=%ld p50_ms=%.3f p95_ms=%.3f p99_ms=%.3f throughput_rps=%.1f\n", total,
+           latency[(long)(total * 0.50)], latency[(long)(total * 0.95)], latency[(long)(total * 0.99)],
+           (double)total / elapsed);
+    free(latency);
+    free(arrivals);
+    return 0;
+}
