@@ -1,0 +1,138 @@
+/* A CUDA program for the hook tests: each mode reaches the driver a different way. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../workloads/workload.h"
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
+
+static CUfunction setup(double block_us) {
+    CUcontext ctx;
+    CHECK(cuInit(0));
+    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
+    return load_kernel(block_us);
+}
+
+/* Launches 100 blocks through each of 7 paths a framework might use; the hook must see all of them. */
+static int bypass(void) {
+    CUfunction f = setup(0);
+    launch_fn paths[7] = {0};
+    CUdriverProcAddressQueryResult status;
+    CHECK(cuGetProcAddress("cuLaunchKernel", (void **)&paths[0], 12000, CU_GET_PROC_ADDRESS_DEFAULT));
+    CHECK(cuGetProcAddress("cuLaunchKernel", (void **)&paths[1], 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM));
+    CHECK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&paths[2], 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status));
+    CHECK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&paths[3], 13000,
+                              CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &status));
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (driver == NULL) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        return 3;
+    }
+    paths[4] = (launch_fn)dlsym(driver, "cuLaunchKernel");
+    paths[5] = (launch_fn)dlsym(driver, "cuLaunchKernel_ptsz");
+    paths[6] = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel");
+    /* dlvsym still answers for versioned libraries exactly as glibc does. */
+    if (dlvsym(RTLD_DEFAULT, "malloc", "GLIBC_2.2.5") == NULL) {
+        fprintf(stderr, "dlvsym no longer finds glibc's malloc\n");
+        return 3;
+    }
+    for (int i = 0; i < 7; i++) {
+        if (paths[i] == NULL) {
+            fprintf(stderr, "path %d did not resolve\n", i);
+            return 3;
+        }
+        CHECK(paths[i](f, 100, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    }
+    CHECK(cuCtxSynchronize());
+    return 0;
+}
+
+/* One launch through cuGetProcAddress; prints how long it took to be admitted. */
+static int wait_mode(void) {
+    CUfunction f = setup(0);
+    launch_fn launch;
+    CHECK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&launch, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    uint64_t t0 = now_ns();
+    CHECK(launch(f, 1000, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    printf("admitted_ms=%.1f\n", (double)(now_ns() - t0) / 1e6);
+    return 0;
+}
+
+/* Allocates MiB and reports the result code and what cuMemGetInfo says; holds the memory for hold_ms. */
+static int alloc_mode(const char *mib, const char *hold_ms) {
+    setup(0);
+    CUdeviceptr p = 0;
+    CUresult rc = cuMemAlloc_v2(&p, (size_t)atol(mib) << 20);
+    size_t free_bytes = 0, total = 0;
+    CHECK(cuMemGetInfo_v2(&free_bytes, &total));
+    printf("alloc=%d free_mib=%zu total_mib=%zu\n", (int)rc, free_bytes >> 20, total >> 20);
+    fflush(stdout);
+    usleep((useconds_t)atol(hold_ms) * 1000);
+    return 0;
+}
+
+/* Launches kernels of 108 blocks × block_us for the given seconds; prints the block rate. */
+static int rate_mode(const char *seconds, const char *block_us) {
+    CUfunction f = setup(atof(block_us));
+    uint64_t start = now_ns(), end = start + (uint64_t)(atof(seconds) * 1e9), blocks = 0;
+    while (now_ns() < end) {
+        CHECK(cuLaunchKernel(f, 108, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+        CHECK(cuCtxSynchronize());
+        blocks += 108;
+    }
+    printf("blocks_per_second=%.1f\n", (double)blocks / ((double)(now_ns() - start) / 1e9));
+    return 0;
+}
+
+/* A graph of 3 kernel nodes of 50 blocks, launched twice. */
+static int graph_mode(void) {
+    CUfunction f = setup(0);
+    CUgraph g;
+    CUgraphExec e;
+    CHECK(cuGraphCreate(&g, 0));
+    for (int i = 0; i < 3; i++) {
+        CUDA_KERNEL_NODE_PARAMS_v2 p;
+        memset(&p, 0, sizeof(p));
+        p.func = f;
+        p.gridDimX = 50;
+        p.gridDimY = p.gridDimZ = p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+        CHECK(cuGraphAddKernelNode_v2(NULL, g, NULL, 0, &p));
+    }
+    CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CHECK(cuGraphLaunch(e, NULL));
+    CHECK(cuGraphLaunch_ptsz(e, NULL));
+    CHECK(cuStreamSynchronize(NULL));
+    CHECK(cuGraphExecDestroy(e));
+    CHECK(cuGraphDestroy(g));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "bypass") == 0) {
+        return bypass();
+    }
+    if (argc >= 2 && strcmp(argv[1], "wait") == 0) {
+        return wait_mode();
+    }
+    if (argc >= 4 && strcmp(argv[1], "alloc") == 0) {
+        return alloc_mode(argv[2], argv[3]);
+    }
+    if (argc >= 4 && strcmp(argv[1], "rate") == 0) {
+        return rate_mode(argv[2], argv[3]);
+    }
+    if (argc >= 2 && strcmp(argv[1], "graph") == 0) {
+        return graph_mode();
+    }
+    if (argc >= 2 && strcmp(argv[1], "init") == 0) {
+        CUresult rc = cuInit(0);
+        printf("init=%d\n", (int)rc);
+        return 0;
+    }
+    fprintf(stderr, "usage: hook-probe bypass|wait|alloc MIB HOLD_MS|rate SECONDS BLOCK_US|graph|init\n");
+    return 2;
+}
