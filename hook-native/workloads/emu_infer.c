@@ -172,5 +172,6 @@ int main(int argc, char **argv) {
            (double)total / elapsed);
     free(latency);
     free(arrivals);
+    CHECK(cuStreamDestroy_v2(stream));
     return 0;
 }

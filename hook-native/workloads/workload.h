@@ -31,13 +31,27 @@ static inline uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A module with one kernel whose blocks take block_us each; returns the function. */
+static CUmodule loaded_module;
+
+static inline void unload_kernel(void) {
+    fflush(stdout); /* before a sanitizer's exit-time report can end the process */
+    if (loaded_module != NULL && cuModuleUnload(loaded_module) != CUDA_SUCCESS) {
+        fprintf(stderr, "cuModuleUnload failed\n");
+    }
+}
+
+/* A module with one kernel whose blocks take block_us each; returns the function. Unloaded at exit. */
 static inline CUfunction load_kernel(double block_us) {
     char image[128];
     snprintf(image, sizeof(image), "kernel work %.3f\n", block_us);
     CUmodule module;
     CUfunction f;
     CHECK(cuModuleLoadData(&module, image));
+    loaded_module = module;
+    if (atexit(unload_kernel) != 0) {
+        fprintf(stderr, "atexit failed\n");
+        exit(3);
+    }
     CHECK(cuModuleGetFunction(&f, module, "work"));
     return f;
 }

@@ -9,8 +9,34 @@
 #include "dilu_cuda.h"
 
 #define HOOK_EXPORT __attribute__((visibility("default")))
+/* For code reachable from dlsym: sanitizer runtimes call dlsym while they start, before their shadow
+ * memory exists, so instrumented code there would crash them. */
+#define HOOK_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
 enum { LOG_OFF, LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+/* String comparison for the dlsym path, where a sanitizer's interceptors of strcmp may not be ready. */
+HOOK_NO_SANITIZE static inline int hook_same(const char *a, const char *b) {
+    while (*a != '\0' && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+HOOK_NO_SANITIZE static inline int hook_contains(const char *hay, const char *needle) {
+    for (; *hay != '\0'; hay++) {
+        const char *h = hay, *n = needle;
+        while (*n != '\0' && *h == *n) {
+            h++;
+            n++;
+        }
+        if (*n == '\0') {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 /* log.c: never called on the launch fast path */
 void hook_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -61,31 +61,31 @@ void *hook_wrapper_for(const char *name, cuuint64_t flags) {
 }
 
 /* Our function for an exported driver symbol name (as dlsym sees them), or NULL. */
-static void *wrapper_for_symbol(const char *name) {
+HOOK_NO_SANITIZE static void *wrapper_for_symbol(const char *name) {
     if (name == NULL || name[0] != 'c' || name[1] != 'u') {
         return NULL; /* the common case of a dlsym call: not a driver symbol at all */
     }
     for (size_t i = 0; i < ENTRIES; i++) {
-        if (strcmp(table[i].exported, name) == 0) {
+        if (hook_same(table[i].exported, name)) {
             return table[i].legacy;
         }
-        if (table[i].exported_ptsz != NULL && strcmp(table[i].exported_ptsz, name) == 0) {
+        if (table[i].exported_ptsz != NULL && hook_same(table[i].exported_ptsz, name)) {
             return table[i].per_thread;
         }
     }
-    if (strcmp(name, "cuGetProcAddress") == 0) {
+    if (hook_same(name, "cuGetProcAddress")) {
         return (void *)cuGetProcAddress;
     }
     return NULL;
 }
 
-HOOK_EXPORT void *dlsym(void *handle, const char *name) {
+HOOK_EXPORT HOOK_NO_SANITIZE void *dlsym(void *handle, const char *name) {
     void *found = hook_real_dlsym(handle, name);
     void *ours = found != NULL ? wrapper_for_symbol(name) : NULL;
     return ours != NULL ? ours : found;
 }
 
-HOOK_EXPORT void *dlvsym(void *handle, const char *name, const char *version) {
+HOOK_EXPORT HOOK_NO_SANITIZE void *dlvsym(void *handle, const char *name, const char *version) {
     void *found = hook_real_dlvsym(handle, name, version);
     void *ours = found != NULL ? wrapper_for_symbol(name) : NULL;
     return ours != NULL ? ours : found;

@@ -10,7 +10,6 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
-#include <string.h>
 
 #include "hook.h"
 
@@ -28,14 +27,14 @@ typedef struct lookup {
     void *found[2];
 } lookup;
 
-static ElfW(Addr) absolute(ElfW(Addr) base, ElfW(Addr) ptr) {
+HOOK_NO_SANITIZE static ElfW(Addr) absolute(ElfW(Addr) base, ElfW(Addr) ptr) {
     return ptr < base ? base + ptr : ptr; /* some loaders relocate the dynamic section in place, some don't */
 }
 
-static int scan_libc(struct dl_phdr_info *info, size_t size, void *data) {
+HOOK_NO_SANITIZE static int scan_libc(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     lookup *want = data;
-    if (info->dlpi_name == NULL || strstr(info->dlpi_name, "libc.so.6") == NULL) {
+    if (info->dlpi_name == NULL || !hook_contains(info->dlpi_name, "libc.so.6")) {
         return 0;
     }
     const ElfW(Dyn) *dyn = NULL;
@@ -88,7 +87,7 @@ static int scan_libc(struct dl_phdr_info *info, size_t size, void *data) {
             continue; /* a hidden (non-default) version */
         }
         for (int k = 0; k < 2; k++) {
-            if (want->found[k] == NULL && strcmp(strtab + sym->st_name, want->names[k]) == 0) {
+            if (want->found[k] == NULL && hook_same(strtab + sym->st_name, want->names[k])) {
                 want->found[k] = (void *)(info->dlpi_addr + sym->st_value);
             }
         }
@@ -96,7 +95,7 @@ static int scan_libc(struct dl_phdr_info *info, size_t size, void *data) {
     return 1;
 }
 
-static void find_libc(void) {
+HOOK_NO_SANITIZE static void find_libc(void) {
     lookup want = {{"dlsym", "dlvsym"}, {NULL, NULL}};
     dl_iterate_phdr(scan_libc, &want);
     real_dlsym = (dlsym_fn)want.found[0];
@@ -106,14 +105,14 @@ static void find_libc(void) {
     }
 }
 
-void *hook_real_dlsym(void *handle, const char *name) {
+HOOK_NO_SANITIZE void *hook_real_dlsym(void *handle, const char *name) {
     if (pthread_once(&libc_once, find_libc) != 0 || real_dlsym == NULL) {
         return NULL;
     }
     return real_dlsym(handle, name);
 }
 
-void *hook_real_dlvsym(void *handle, const char *name, const char *version) {
+HOOK_NO_SANITIZE void *hook_real_dlvsym(void *handle, const char *name, const char *version) {
     if (pthread_once(&libc_once, find_libc) != 0 || real_dlvsym == NULL) {
         return NULL;
     }
