@@ -219,10 +219,14 @@ static void test_bypass(void) {
 static void test_memory_share_across_processes(void) {
     control_block(1ull << 40, 1024ull << 20, 1);
     start_agent(0);
-    char *hold[] = {PROBE, "alloc", "600", "2000", NULL};
+    char *hold[] = {PROBE, "alloc", "600", "20000", NULL};
     run holder;
     start(&holder, 1, hold);
-    usleep(700 * 1000); /* the holder has its 600 MiB */
+    /* Wait until the holder has its 600 MiB, as the container's books show it. */
+    for (int i = 0; i < 1000 && __atomic_load_n(&report->device[0].memory_used_bytes, __ATOMIC_ACQUIRE) < (600ull << 20);
+         i++) {
+        usleep(10 * 1000);
+    }
     char out[4096], err[4096];
     char *second[] = {PROBE, "alloc", "600", "0", NULL};
     int code = run_and_read(1, second, out, sizeof(out), err, sizeof(err));
