@@ -1,0 +1,194 @@
+package io.dilu.deviceplugin.control;
+
+import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+
+/**
+ * The agent's side of one container's control block: the grant page it writes (mounted read-only into the
+ * container) and the report page the hook writes. The layout is {@code hook-native/include/dilu_control.h},
+ * version 2; the offsets here are checked against the C ones by {@code ControlBlockIT}, which runs the
+ * real hook against a block made by this class.
+ *
+ * <p>Counters are read and written with acquire/release semantics through VarHandles, matching the C
+ * side's atomics. One writer per field: the agent for the grant page, the hook for the report page.
+ */
+public final class ControlBlock implements AutoCloseable {
+
+    public static final int MAGIC = 0x44494c55;
+    public static final int VERSION = 2;
+    public static final int MAX_DEVICES = 8;
+    public static final int KLC_RING = 64;
+    public static final int MAX_PROCESSES = 32;
+    public static final String GRANT_FILE = "grant";
+    public static final String REPORT_FILE = "report";
+
+    static final int HEADER = 16;
+    static final int GRANT_HEARTBEAT = 16;
+    static final int GRANT_DEVICES = 24;
+    static final int GRANT_DEVICE = 32;
+    static final int GRANT_DEVICE_SIZE = 24;
+    public static final int GRANT_SIZE = GRANT_DEVICE + GRANT_DEVICE_SIZE * MAX_DEVICES;
+    static final int REPORT_DEVICES = 16;
+    static final int REPORT_DEVICE = 24;
+    static final int REPORT_DEVICE_SIZE = 32 + 8 * KLC_RING;
+    static final int REPORT_PROCESS = REPORT_DEVICE + REPORT_DEVICE_SIZE * MAX_DEVICES;
+    static final int REPORT_PROCESS_SIZE = 8 + 8 * MAX_DEVICES;
+    public static final int REPORT_SIZE = REPORT_PROCESS + REPORT_PROCESS_SIZE * MAX_PROCESSES;
+
+    private static final VarHandle LONGS = MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
+    private static final VarHandle INTS = MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.nativeOrder());
+
+    private final Path dir;
+    private final MappedByteBuffer grant;
+    private final MappedByteBuffer report;
+
+    private ControlBlock(Path dir, MappedByteBuffer grant, MappedByteBuffer report) {
+        this.dir = dir;
+        this.grant = grant;
+        this.report = report;
+    }
+
+    /**
+     * Creates (or resets) the block of one container in {@code dir}: a fresh grant page with nothing granted
+     * and a fresh report page, both world-readable so the container's user can map them.
+     */
+    public static ControlBlock create(Path dir, int devices) throws IOException {
+        if (devices < 1 || devices > MAX_DEVICES) {
+            throw new IllegalArgumentException("devices must be in 1.." + MAX_DEVICES + ", got " + devices);
+        }
+        Files.createDirectories(dir);
+        MappedByteBuffer grant = map(dir.resolve(GRANT_FILE), GRANT_SIZE, true);
+        MappedByteBuffer report = map(dir.resolve(REPORT_FILE), REPORT_SIZE, true);
+        header(grant, GRANT_SIZE, 1);
+        header(report, REPORT_SIZE, 2);
+        INTS.setRelease(grant, GRANT_DEVICES, devices);
+        INTS.setRelease(report, REPORT_DEVICES, devices);
+        // Readable by the container's user; the report page must also be writable by it.
+        Files.setPosixFilePermissions(dir.resolve(GRANT_FILE), PosixFilePermissions.fromString("rw-r--r--"));
+        Files.setPosixFilePermissions(dir.resolve(REPORT_FILE), PosixFilePermissions.fromString("rw-rw-rw-"));
+        return new ControlBlock(dir, grant, report);
+    }
+
+    /** Opens an existing block after an agent restart; refuses one of another layout. */
+    public static ControlBlock open(Path dir) throws IOException {
+        MappedByteBuffer grant = map(dir.resolve(GRANT_FILE), GRANT_SIZE, false);
+        MappedByteBuffer report = map(dir.resolve(REPORT_FILE), REPORT_SIZE, false);
+        check(grant, GRANT_SIZE, 1, dir.resolve(GRANT_FILE));
+        check(report, REPORT_SIZE, 2, dir.resolve(REPORT_FILE));
+        return new ControlBlock(dir, grant, report);
+    }
+
+    private static MappedByteBuffer map(Path file, int size, boolean reset) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
+                StandardOpenOption.WRITE)) {
+            if (reset) {
+                ch.truncate(0);
+            }
+            if (ch.size() < size) {
+                if (!reset) {
+                    throw new IOException(file + " is truncated: " + ch.size() + " bytes, expected " + size);
+                }
+                ch.write(java.nio.ByteBuffer.allocate(size), 0);
+            }
+            MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
+            m.order(ByteOrder.nativeOrder());
+            return m;
+        }
+    }
+
+    private static void header(MappedByteBuffer page, int size, int kind) {
+        INTS.set(page, 4, VERSION);
+        INTS.set(page, 8, size);
+        INTS.set(page, 12, kind);
+        INTS.setRelease(page, 0, MAGIC); // last: a reader that sees the magic sees a whole header
+    }
+
+    private static void check(MappedByteBuffer page, int size, int kind, Path file) throws IOException {
+        int magic = (int) INTS.getAcquire(page, 0);
+        int version = (int) INTS.get(page, 4);
+        if (magic != MAGIC || version != VERSION || (int) INTS.get(page, 8) != size || (int) INTS.get(page, 12) != kind) {
+            throw new IOException(file + " is not a version " + VERSION + " Dilu control page (magic "
+                    + Integer.toHexString(magic) + ", version " + version + ")");
+        }
+    }
+
+    public Path directory() {
+        return dir;
+    }
+
+    // ---- grant page: written by the agent ----
+
+    private static int grantDevice(int device) {
+        return GRANT_DEVICE + GRANT_DEVICE_SIZE * device;
+    }
+
+    public long tokensGranted(int device) {
+        return (long) LONGS.getAcquire(grant, grantDevice(device));
+    }
+
+    public void grantTokens(int device, long cumulative) {
+        LONGS.setRelease(grant, grantDevice(device), cumulative);
+    }
+
+    public void setMemoryLimit(int device, long bytes) {
+        LONGS.setRelease(grant, grantDevice(device) + 8, bytes);
+    }
+
+    public long memoryLimit(int device) {
+        return (long) LONGS.getAcquire(grant, grantDevice(device) + 8);
+    }
+
+    public void setState(int device, int state) {
+        INTS.setRelease(grant, grantDevice(device) + 16, state);
+    }
+
+    public void setThrottled(int device, boolean throttled) {
+        INTS.setRelease(grant, grantDevice(device) + 20, throttled ? 1 : 0);
+    }
+
+    /** Tells the hook the agent is alive; {@code monotonicNanos} on the hook's clock (CLOCK_MONOTONIC). */
+    public void heartbeat(long monotonicNanos) {
+        LONGS.setRelease(grant, GRANT_HEARTBEAT, monotonicNanos);
+    }
+
+    // ---- report page: written by the hook ----
+
+    private static int reportDevice(int device) {
+        return REPORT_DEVICE + REPORT_DEVICE_SIZE * device;
+    }
+
+    public long blocksLaunched(int device) {
+        return (long) LONGS.getAcquire(report, reportDevice(device));
+    }
+
+    public long memoryUsed(int device) {
+        return (long) LONGS.getAcquire(report, reportDevice(device) + 8);
+    }
+
+    public long klcCount(int device) {
+        return (long) LONGS.getAcquire(report, reportDevice(device) + 16);
+    }
+
+    /** The n-th (1-based) launch cycle, in nanoseconds; only the latest {@value #KLC_RING} are kept. */
+    public long klcNanos(int device, long n) {
+        return (long) LONGS.getAcquire(report, reportDevice(device) + 32 + 8 * (int) ((n - 1) % KLC_RING));
+    }
+
+    /** Pid of a process slot, 0 when free. */
+    public int processId(int slot) {
+        return (int) INTS.getAcquire(report, REPORT_PROCESS + REPORT_PROCESS_SIZE * slot);
+    }
+
+    @Override
+    public void close() {
+        // Mapped buffers are unmapped by the GC; nothing to release explicitly.
+    }
+}

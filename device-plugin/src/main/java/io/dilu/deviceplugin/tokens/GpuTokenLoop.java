@@ -1,0 +1,87 @@
+package io.dilu.deviceplugin.tokens;
+
+import io.dilu.core.tokens.InstanceSample;
+import io.dilu.core.tokens.TokenController;
+import io.dilu.core.tokens.TokenGrant;
+import io.dilu.core.tokens.TokenParameters;
+import io.dilu.core.tokens.TokenPlan;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * One period of Algorithm 2 for one GPU, between the control blocks of its tenants and core's
+ * {@link TokenController}: read what each hook reported, decide, write the grants.
+ *
+ * <p>Grants are cumulative. The new grant is {@code min(previous grant, launched so far) + tokens}: a
+ * container that did not use its tokens cannot bank them beyond one period (an idle instance must not
+ * come back with a burst), and one that is waiting for tokens has its backlog paid at the rate decided.
+ * Tenants may be added and removed from other threads; {@link #tick} runs on the GPU's own thread.
+ */
+public final class GpuTokenLoop {
+
+    private final TokenController controller;
+    private final Map<String, Tracked> tenants = new ConcurrentHashMap<>();
+
+    private static final class Tracked {
+        final Tenant tenant;
+        long lastLaunched;
+        long lastKlcCount;
+
+        Tracked(Tenant tenant) {
+            this.tenant = tenant;
+            this.lastLaunched = tenant.block().blocksLaunched(tenant.device());
+            this.lastKlcCount = tenant.block().klcCount(tenant.device());
+        }
+    }
+
+    public GpuTokenLoop(TokenParameters params) {
+        this.controller = new TokenController(params);
+    }
+
+    public void add(Tenant tenant) {
+        tenant.block().setThrottled(tenant.device(), true);
+        tenants.put(tenant.id(), new Tracked(tenant));
+    }
+
+    public void remove(String id) {
+        tenants.remove(id);
+    }
+
+    public int size() {
+        return tenants.size();
+    }
+
+    /**
+     * @param now the period's time for the decision
+     * @param monotonicNanos the same moment on CLOCK_MONOTONIC, the hook's clock, for the heartbeat
+     */
+    public TokenPlan tick(Instant now, long monotonicNanos) {
+        List<Tracked> order = new ArrayList<>(tenants.values());
+        List<InstanceSample> samples = new ArrayList<>(order.size());
+        long[] launched = new long[order.size()];
+        for (int i = 0; i < order.size(); i++) {
+            Tracked t = order.get(i);
+            Tenant tenant = t.tenant;
+            launched[i] = tenant.block().blocksLaunched(tenant.device());
+            long cycles = tenant.block().klcCount(tenant.device());
+            double klcMillis = cycles > t.lastKlcCount ? tenant.block().klcNanos(tenant.device(), cycles) / 1e6 : Double.NaN;
+            samples.add(new InstanceSample(tenant.id(), tenant.sloSensitive(), tenant.request(), tenant.limit(),
+                    Math.max(0, launched[i] - t.lastLaunched), klcMillis > 0 ? klcMillis : Double.NaN));
+            t.lastLaunched = launched[i];
+            t.lastKlcCount = cycles;
+        }
+        TokenPlan plan = controller.issue(now, samples);
+        List<TokenGrant> grants = plan.grants();
+        for (int i = 0; i < order.size(); i++) {
+            Tenant tenant = order.get(i).tenant;
+            long previous = tenant.block().tokensGranted(tenant.device());
+            tenant.block().grantTokens(tenant.device(), Math.min(previous, launched[i]) + grants.get(i).tokens());
+            tenant.block().setState(tenant.device(), plan.state().ordinal());
+            tenant.block().heartbeat(monotonicNanos);
+        }
+        return plan;
+    }
+}

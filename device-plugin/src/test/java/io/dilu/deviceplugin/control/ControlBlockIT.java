@@ -1,0 +1,126 @@
+package io.dilu.deviceplugin.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.tokens.Tenant;
+import io.dilu.deviceplugin.tokens.TokenManager;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The agent's Java view of the control block against the real hook, loaded into real processes running
+ * on the emulated GPU: both sides must agree on every offset, and the token loop must hold a process to
+ * its share.
+ */
+class ControlBlockIT {
+
+    private static final Path NATIVE = Path.of(System.getProperty("dilu.native.dir", "../hook-native/target/cmake"));
+
+    @TempDir
+    Path tmp;
+
+    private Path emuState;
+
+    @BeforeEach
+    void emulatedGpuOfOurOwn() throws IOException {
+        emuState = Files.createDirectories(tmp.resolve("emu"));
+    }
+
+    private record Result(int exit, String out, String err) {}
+
+    private Result run(Path controlDir, String... command) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(command);
+        pb.environment().put("LD_PRELOAD", NATIVE.resolve("hook/libdilu-hook.so").toString());
+        pb.environment().put("DILU_CONTROL_DIR", controlDir.toString());
+        pb.environment().put("DILU_EMU_DIR", emuState.toString());
+        Path out = Files.createTempFile(tmp, "out", ".txt");
+        Path err = Files.createTempFile(tmp, "err", ".txt");
+        Process p = pb.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("%s finished", List.of(command)).isTrue();
+        return new Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8),
+                Files.readString(err, StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void theHookReadsWhatJavaWritesAndJavaReadsWhatTheHookReports() throws Exception {
+        ControlBlock block = ControlBlock.create(tmp.resolve("c1"), 1);
+        block.grantTokens(0, Long.MAX_VALUE / 2);
+        block.setMemoryLimit(0, 1024L << 20);
+        block.setThrottled(0, true);
+        block.heartbeat(System.nanoTime());
+
+        Result bypass = run(block.directory(), NATIVE.resolve("tests/hook_probe").toString(), "bypass");
+        assertThat(bypass.exit()).as(bypass.err()).isZero();
+        assertThat(bypass.err()).doesNotContain("no usable control block");
+        assertThat(block.blocksLaunched(0)).isEqualTo(700);
+
+        Result alloc = run(block.directory(), NATIVE.resolve("tests/hook_probe").toString(), "alloc", "600", "0");
+        assertThat(alloc.out()).contains("alloc=0 free_mib=424 total_mib=1024");
+        assertThat(block.memoryUsed(0)).isEqualTo(600L << 20);
+
+        Result over = run(block.directory(), NATIVE.resolve("tests/hook_probe").toString(), "alloc", "600", "0");
+        // The first process died holding 600 MiB: reclaimed when this one attached, so it gets its own.
+        assertThat(over.out()).contains("alloc=0 free_mib=424 total_mib=1024");
+
+        long cyclesBefore = block.klcCount(0);
+        Result train = run(block.directory(), NATIVE.resolve("bin/emu-train").toString(), "--iterations", "5",
+                "--kernels", "4", "--blocks", "108", "--block-us", "500");
+        assertThat(train.exit()).as(train.err()).isZero();
+        long cycles = block.klcCount(0);
+        assertThat(cycles - cyclesBefore).isEqualTo(5);
+        assertThat(block.klcNanos(0, cycles) / 1e6).isBetween(1.9, 2.6); // 4 kernels × 1 wave × 0.5 ms
+    }
+
+    @Test
+    void aLayoutOfAnotherVersionIsRefused() throws Exception {
+        ControlBlock.create(tmp.resolve("c2"), 1);
+        try (var ch = java.nio.channels.FileChannel.open(tmp.resolve("c2/grant"), java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(new byte[] {9, 0, 0, 0}), 4);
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> ControlBlock.open(tmp.resolve("c2")))
+                .hasMessageContaining("is not a version 2 Dilu control page");
+        Result r = run(tmp.resolve("c2"), NATIVE.resolve("tests/hook_probe").toString(), "init");
+        assertThat(r.err()).contains("is not a version 2 Dilu grant page");
+    }
+
+    private static double blocksPerSecond(String out) {
+        Matcher m = Pattern.compile("blocks_per_second=([0-9.]+)").matcher(out);
+        assertThat(m.find()).as(out).isTrue();
+        return Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    void theTokenLoopHoldsABestEffortProcessToItsLimit() throws Exception {
+        String[] train = {NATIVE.resolve("bin/emu-train").toString(), "--seconds", "1.5", "--kernels", "4",
+                "--blocks", "108", "--block-us", "100"};
+        ControlBlock free = ControlBlock.create(tmp.resolve("free"), 1);
+        free.heartbeat(System.nanoTime());
+        double alone = blocksPerSecond(run(free.directory(), train).out()); // counted, never throttled
+
+        // 108 SMs × 5 ms / 100 µs blocks: what the whole emulated GPU runs in one period.
+        TokenParameters params = TokenParameters.DEFAULTS.withMaxTokens(5_400);
+        ControlBlock limited = ControlBlock.create(tmp.resolve("limited"), 1);
+        limited.heartbeat(System.nanoTime());
+        try (TokenManager manager = new TokenManager(1, params, InstantSource.system(), 1024)) {
+            manager.gpu(0).add(new Tenant("train", limited, 0, 0.2, 0.25, false));
+            manager.start();
+            double held = blocksPerSecond(run(limited.directory(), train).out());
+            // Tokens are shares of the GPU's capacity (5,400 blocks per 5 ms), not of what one process reaches
+            // alone (the emulator's hand-off between kernels keeps that lower).
+            double capacity = 5_400 / 0.005;
+            assertThat(held / capacity).as("limited to 25%% of the GPU: %.0f blocks/s", held).isBetween(0.22, 0.28);
+            assertThat(held).isLessThan(alone * 0.5);
+        }
+    }
+}
