@@ -182,6 +182,19 @@ public final class ControlBlock implements AutoCloseable {
         return (long) LONGS.getAcquire(report, reportDevice(device) + 32 + 8 * (int) ((n - 1) % KLC_RING));
     }
 
+    /**
+     * Writes the report page as a hook would (cumulative launches; a launch cycle when {@code klcNanos > 0}),
+     * for benchmarks and tests that stand in for the hook.
+     */
+    public void reportForTesting(long blocksLaunched, long klcNanos) {
+        LONGS.setRelease(report, reportDevice(0), blocksLaunched);
+        if (klcNanos > 0) {
+            long n = (long) LONGS.getAcquire(report, reportDevice(0) + 16);
+            LONGS.setRelease(report, reportDevice(0) + 32 + 8 * (int) (n % KLC_RING), klcNanos);
+            LONGS.setRelease(report, reportDevice(0) + 16, n + 1);
+        }
+    }
+
     /** Pid of a process slot, 0 when free. */
     public int processId(int slot) {
         return (int) INTS.getAcquire(report, REPORT_PROCESS + REPORT_PROCESS_SIZE * slot);

@@ -39,6 +39,11 @@ public final class TokenManager implements AutoCloseable {
         return loops.get(index);
     }
 
+    /** The token threads, for measuring what they cost. */
+    public List<Thread> threads() {
+        return List.copyOf(threads);
+    }
+
     public void start() {
         for (int g = 0; g < loops.size(); g++) {
             int gpu = g;
