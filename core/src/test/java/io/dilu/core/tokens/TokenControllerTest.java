@@ -39,10 +39,13 @@ class TokenControllerTest {
 
     @Test
     void aStretchedLaunchCycleIsAnEmergency() {
-        period(slo(100, 10), train(500)); // Tmin = 10 ms
+        TokenPlan first = period(slo(100, 10), train(500)); // Tmin = 10 ms
+        assertThat(first.tokensOf("inf")).as("starts at its request and grows by η_increase").isEqualTo(3_900);
+        assertThat(first.tokensOf("train")).as("a best-effort neighbour holds its request").isEqualTo(4_000);
         TokenPlan calm = period(slo(100, 12), train(500));
         assertThat(calm.state()).isEqualTo(ControllerState.CONTENTION);
-        assertThat(calm.tokensOf("inf")).isEqualTo(3_000);
+        assertThat(calm.tokensOf("inf")).isEqualTo(5_070); // 3000 × 1.3², on its way to the limit
+        assertThat(period(slo(100, 12), train(500)).tokensOf("inf")).as("capped at the limit").isEqualTo(6_000);
         long trainBefore = calm.tokensOf("train");
 
         TokenPlan hot = period(slo(100, 30), train(500)); // ΔT = 2.0 > 1.6
@@ -64,7 +67,12 @@ class TokenControllerTest {
 
         TokenPlan over = period(slo(100, 11), train(500)); // back within η
         assertThat(over.state()).isEqualTo(ControllerState.CONTENTION);
-        assertThat(over.tokensOf("train")).as("contention holds the shrunk share").isEqualTo(last.tokensOf("train"));
+        assertThat(over.tokensOf("train")).as("contention regrows a shrunk share towards its request")
+                .isEqualTo((long) Math.floor(last.tokensOf("train") * 1.3));
+        for (int i = 0; i < 30; i++) {
+            over = period(slo(100, 11), train(500));
+        }
+        assertThat(over.tokensOf("train")).as("but not past the request while contended").isEqualTo(4_000);
     }
 
     @Test
@@ -74,7 +82,7 @@ class TokenControllerTest {
         long shrunk = period(slo(100, Double.NaN), train(500)).tokensOf("train");
         TokenPlan plan = period(slo(0, Double.NaN), train(500));
         assertThat(plan.state()).as("launched nothing: no longer stretched").isEqualTo(ControllerState.CONTENTION);
-        assertThat(plan.tokensOf("train")).isEqualTo(shrunk);
+        assertThat(plan.tokensOf("train")).isEqualTo((long) Math.floor(shrunk * 1.3));
         for (int i = 1; i < P.rateWindow(); i++) { // the launch window empties
             plan = period(slo(0, Double.NaN), train(500));
         }

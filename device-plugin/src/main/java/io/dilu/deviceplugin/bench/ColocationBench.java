@@ -139,7 +139,7 @@ public final class ColocationBench {
     };
 
     private static final Control DILU = (inf, train) -> {
-        TokenManager manager = new TokenManager(1, TokenParameters.DEFAULTS.withMaxTokens(MAX_TOKENS),
+        TokenManager manager = new TokenManager(1, TokenParameters.DEFAULTS.withMaxTokens(MAX_TOKENS).withEtaViolation(Double.parseDouble(System.getProperty("dilu.eta", "0.25"))),
                 InstantSource.system(), 4096);
         manager.gpu(0).add(new Tenant("inference", inf, 0, INF_REQUEST, INF_LIMIT, true));
         manager.gpu(0).add(new Tenant("training", train, 0, TRAIN_REQUEST, TRAIN_LIMIT, false));
