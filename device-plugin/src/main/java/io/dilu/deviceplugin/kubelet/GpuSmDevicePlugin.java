@@ -1,0 +1,174 @@
+package io.dilu.deviceplugin.kubelet;
+
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.deviceplugin.kubelet.v1beta1.AllocateRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.AllocateResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerPreferredAllocationRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerPreferredAllocationResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.Device;
+import io.dilu.deviceplugin.kubelet.v1beta1.DevicePluginGrpc;
+import io.dilu.deviceplugin.kubelet.v1beta1.DevicePluginOptions;
+import io.dilu.deviceplugin.kubelet.v1beta1.Empty;
+import io.dilu.deviceplugin.kubelet.v1beta1.ListAndWatchResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.Mount;
+import io.dilu.deviceplugin.kubelet.v1beta1.PreStartContainerRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.PreStartContainerResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.PreferredAllocationRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.PreferredAllocationResponse;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.jboss.logging.Logger;
+
+/**
+ * The kubelet-facing side of the node agent for {@code dilu.io/gpu-sm}: every GPU is advertised as 100
+ * device IDs ({@code <uuid>::sm<NN>}), one per percent of its SMs, so the kubelet's integer accounting of
+ * extended resources counts SM percent. Allocate answers with the GPU, the quota and the mounts of the
+ * container's control block; what it decides about the control block is delegated to {@link Allocator}.
+ */
+public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBase {
+
+    private static final Logger LOG = Logger.getLogger(GpuSmDevicePlugin.class);
+    public static final String RESOURCE = "dilu.io/gpu-sm";
+    static final String SEPARATOR = "::sm";
+
+    /** Turns one container's share into what the container needs: environment and mounts. */
+    @FunctionalInterface
+    public interface Allocator {
+        ContainerAllocateResponse allocate(GpuDevice gpu, int smPercent);
+    }
+
+    private final List<GpuDevice> gpus;
+    private final Allocator allocator;
+    private final Set<String> unhealthy = ConcurrentHashMap.newKeySet();
+    private final Set<StreamObserver<ListAndWatchResponse>> watchers = ConcurrentHashMap.newKeySet();
+
+    public GpuSmDevicePlugin(List<GpuDevice> gpus, Allocator allocator) {
+        this.gpus = List.copyOf(gpus);
+        this.allocator = allocator;
+    }
+
+    public static String deviceId(GpuDevice gpu, int percent) {
+        return String.format("%s%s%02d", gpu.uuid(), SEPARATOR, percent);
+    }
+
+    static String gpuOf(String deviceId) {
+        int at = deviceId.lastIndexOf(SEPARATOR);
+        if (at <= 0) {
+            throw new IllegalArgumentException("device ID " + deviceId + " is not <gpu-uuid>" + SEPARATOR + "<NN>");
+        }
+        return deviceId.substring(0, at);
+    }
+
+    ListAndWatchResponse devices() {
+        ListAndWatchResponse.Builder list = ListAndWatchResponse.newBuilder();
+        for (GpuDevice gpu : gpus) {
+            String health = unhealthy.contains(gpu.uuid()) ? "Unhealthy" : "Healthy";
+            for (int p = 0; p < 100; p++) {
+                list.addDevices(Device.newBuilder().setID(deviceId(gpu, p)).setHealth(health));
+            }
+        }
+        return list.build();
+    }
+
+    /** Marks a GPU (un)healthy and tells every watching kubelet at once. */
+    public void setHealthy(String uuid, boolean healthy) {
+        boolean changed = healthy ? unhealthy.remove(uuid) : unhealthy.add(uuid);
+        if (changed) {
+            LOG.infof("GPU %s is now %s", uuid, healthy ? "healthy" : "unhealthy");
+            ListAndWatchResponse update = devices();
+            for (StreamObserver<ListAndWatchResponse> w : watchers) {
+                try {
+                    w.onNext(update);
+                } catch (RuntimeException e) {
+                    watchers.remove(w); // the kubelet went away; it will reconnect after re-registering
+                }
+            }
+        }
+    }
+
+    @Override
+    public void getDevicePluginOptions(Empty request, StreamObserver<DevicePluginOptions> out) {
+        out.onNext(DevicePluginOptions.newBuilder().setGetPreferredAllocationAvailable(true).build());
+        out.onCompleted();
+    }
+
+    @Override
+    public void listAndWatch(Empty request, StreamObserver<ListAndWatchResponse> out) {
+        if (out instanceof ServerCallStreamObserver<ListAndWatchResponse> call) {
+            call.setOnCancelHandler(() -> watchers.remove(out));
+        }
+        watchers.add(out);
+        out.onNext(devices());
+    }
+
+    /** Keeps a container's share on one GPU: the one with the most free IDs that holds all it must include. */
+    @Override
+    public void getPreferredAllocation(PreferredAllocationRequest request, StreamObserver<PreferredAllocationResponse> out) {
+        PreferredAllocationResponse.Builder response = PreferredAllocationResponse.newBuilder();
+        for (ContainerPreferredAllocationRequest c : request.getContainerRequestsList()) {
+            Map<String, List<String>> byGpu = c.getAvailableDeviceIDsList().stream()
+                    .collect(Collectors.groupingBy(GpuSmDevicePlugin::gpuOf, LinkedHashMap::new, Collectors.toList()));
+            String required = c.getMustIncludeDeviceIDsCount() > 0 ? gpuOf(c.getMustIncludeDeviceIDs(0)) : null;
+            List<String> chosen = byGpu.entrySet().stream()
+                    .filter(e -> required == null || e.getKey().equals(required))
+                    .filter(e -> e.getValue().size() >= c.getAllocationSize())
+                    .max(Comparator.comparingInt(e -> e.getValue().size()))
+                    .map(e -> e.getValue().subList(0, c.getAllocationSize()))
+                    .orElse(List.of());
+            response.addContainerResponses(ContainerPreferredAllocationResponse.newBuilder().addAllDeviceIDs(chosen));
+        }
+        out.onNext(response.build());
+        out.onCompleted();
+    }
+
+    @Override
+    public void allocate(AllocateRequest request, StreamObserver<AllocateResponse> out) {
+        Map<String, GpuDevice> known = gpus.stream().collect(Collectors.toMap(GpuDevice::uuid, Function.identity()));
+        AllocateResponse.Builder response = AllocateResponse.newBuilder();
+        for (ContainerAllocateRequest c : request.getContainerRequestsList()) {
+            Map<String, Long> perGpu;
+            try {
+                perGpu = c.getDevicesIdsList().stream()
+                        .collect(Collectors.groupingBy(GpuSmDevicePlugin::gpuOf, LinkedHashMap::new, Collectors.counting()));
+            } catch (IllegalArgumentException e) {
+                out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+                return;
+            }
+            if (perGpu.size() != 1 || !known.containsKey(perGpu.keySet().iterator().next())) {
+                out.onError(Status.INVALID_ARGUMENT.withDescription("a dilu.io/gpu-sm share must lie on one known GPU, got "
+                        + new ArrayList<>(perGpu.keySet())).asRuntimeException());
+                return;
+            }
+            Map.Entry<String, Long> share = perGpu.entrySet().iterator().next();
+            response.addContainerResponses(allocator.allocate(known.get(share.getKey()), share.getValue().intValue()));
+        }
+        out.onNext(response.build());
+        out.onCompleted();
+    }
+
+    @Override
+    public void preStartContainer(PreStartContainerRequest request, StreamObserver<PreStartContainerResponse> out) {
+        out.onNext(PreStartContainerResponse.getDefaultInstance());
+        out.onCompleted();
+    }
+
+    /** The standard mounts of a control block directory and the hook, for {@link Allocator}s. */
+    public static List<Mount> controlMounts(String hostDir, String containerDir, String hostHook, String containerHook) {
+        return List.of(
+                Mount.newBuilder().setHostPath(hostDir + "/grant").setContainerPath(containerDir + "/grant").setReadOnly(true).build(),
+                Mount.newBuilder().setHostPath(hostDir + "/report").setContainerPath(containerDir + "/report").setReadOnly(false).build(),
+                Mount.newBuilder().setHostPath(hostHook).setContainerPath(containerHook).setReadOnly(true).build());
+    }
+}

@@ -1,0 +1,48 @@
+package io.dilu.deviceplugin.kubelet;
+
+import io.grpc.BindableService;
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** gRPC over Unix-domain sockets, as the kubelet speaks it: servers and channels on socket files. */
+public final class UnixSockets {
+
+    private UnixSockets() {}
+
+    /** Serves {@code services} on {@code socket}, replacing a stale socket file left by a previous run. */
+    @SuppressWarnings("deprecation") // the shaded Netty's epoll group is what grpc-netty-shaded accepts
+    public static Server serve(Path socket, BindableService... services) throws IOException {
+        Files.deleteIfExists(socket);
+        EventLoopGroup group = new EpollEventLoopGroup(1);
+        NettyServerBuilder builder = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollServerDomainSocketChannel.class)
+                .bossEventLoopGroup(group)
+                .workerEventLoopGroup(group);
+        for (BindableService s : services) {
+            builder.addService(s);
+        }
+        Server server = builder.build().start();
+        Runtime.getRuntime().addShutdownHook(new Thread(group::shutdownGracefully));
+        return server;
+    }
+
+    /** A plaintext channel to the server listening on {@code socket}. */
+    @SuppressWarnings("deprecation")
+    public static ManagedChannel connect(Path socket) {
+        return NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(new EpollEventLoopGroup(1))
+                .usePlaintext()
+                .build();
+    }
+}

@@ -1,0 +1,134 @@
+package io.dilu.deviceplugin.kubelet;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.placement.NodeInventory;
+import io.dilu.deviceplugin.kubelet.v1beta1.AllocateRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.AllocateResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerPreferredAllocationRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.DevicePluginGrpc;
+import io.dilu.deviceplugin.kubelet.v1beta1.Device;
+import io.dilu.deviceplugin.kubelet.v1beta1.Empty;
+import io.dilu.deviceplugin.kubelet.v1beta1.ListAndWatchResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.Mount;
+import io.dilu.deviceplugin.kubelet.v1beta1.PreferredAllocationRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.RegisterRequest;
+import io.grpc.StatusRuntimeException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The device plugin against a kubelet stand-in over real Unix sockets: registration, devices, allocation. */
+class DevicePluginIT {
+
+    @TempDir
+    Path tmp;
+
+    private Path dir;
+    private GpuSmDevicePlugin plugin;
+    private DevicePluginEndpoint endpoint;
+    private FakeKubelet kubelet;
+    private final List<GpuDevice> gpus = NodeInventory.uniform("node", 2, "Emulated A100", 40_960, 108).gpus();
+
+    @BeforeEach
+    void start() throws Exception {
+        dir = Files.createDirectories(tmp.resolve("device-plugins"));
+        kubelet = new FakeKubelet(dir);
+        plugin = new GpuSmDevicePlugin(gpus, (gpu, sm) -> ContainerAllocateResponse.newBuilder()
+                .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
+                .putEnvs("DILU_SM_REQUEST", Integer.toString(sm))
+                .putEnvs("DILU_CONTROL_DIR", "/var/run/dilu/control")
+                .addAllMounts(GpuSmDevicePlugin.controlMounts("/var/lib/dilu/containers/x", "/var/run/dilu/control",
+                        "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so"))
+                .build());
+        endpoint = new DevicePluginEndpoint(dir, "dilu-gpu-sm.sock", plugin);
+        endpoint.start();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        endpoint.close();
+        kubelet.close();
+    }
+
+    @Test
+    void registersAndAdvertisesOneHundredIdsPerGpu() throws Exception {
+        RegisterRequest registration = kubelet.registrations.poll(10, TimeUnit.SECONDS);
+        assertThat(registration).isNotNull();
+        assertThat(registration.getVersion()).isEqualTo("v1beta1");
+        assertThat(registration.getResourceName()).isEqualTo("dilu.io/gpu-sm");
+        assertThat(registration.getEndpoint()).isEqualTo("dilu-gpu-sm.sock");
+        assertThat(registration.getOptions().getGetPreferredAllocationAvailable()).isTrue();
+
+        DevicePluginGrpc.DevicePluginBlockingStub stub = kubelet.connect(registration);
+        ListAndWatchResponse first = kubelet.deviceLists.poll(10, TimeUnit.SECONDS);
+        assertThat(first).isNotNull();
+        assertThat(first.getDevicesList()).hasSize(200).allMatch(d -> d.getHealth().equals("Healthy"));
+        assertThat(first.getDevicesList()).extracting(Device::getID).doesNotHaveDuplicates()
+                .contains(gpus.get(0).uuid() + "::sm00", gpus.get(1).uuid() + "::sm99");
+        assertThat(stub.getDevicePluginOptions(Empty.getDefaultInstance()).getGetPreferredAllocationAvailable()).isTrue();
+
+        plugin.setHealthy(gpus.get(1).uuid(), false);
+        ListAndWatchResponse update = kubelet.deviceLists.poll(10, TimeUnit.SECONDS);
+        assertThat(update).isNotNull();
+        assertThat(update.getDevicesList().stream().filter(d -> d.getHealth().equals("Unhealthy")).count()).isEqualTo(100);
+        assertThat(update.getDevicesList().stream().filter(d -> d.getHealth().equals("Unhealthy")))
+                .allMatch(d -> d.getID().startsWith(gpus.get(1).uuid()));
+    }
+
+    @Test
+    void allocateHandsOutTheGpuTheQuotaAndTheControlBlock() throws Exception {
+        DevicePluginGrpc.DevicePluginBlockingStub stub = kubelet.connect(kubelet.registrations.poll(10, TimeUnit.SECONDS));
+        List<String> thirty = IntStream.range(10, 40).mapToObj(i -> GpuSmDevicePlugin.deviceId(gpus.get(1), i)).toList();
+        AllocateResponse response = stub.allocate(AllocateRequest.newBuilder()
+                .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(thirty)).build());
+        ContainerAllocateResponse c = response.getContainerResponses(0);
+        assertThat(c.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", gpus.get(1).uuid())
+                .containsEntry("DILU_SM_REQUEST", "30").containsEntry("DILU_CONTROL_DIR", "/var/run/dilu/control");
+        assertThat(c.getMountsList()).extracting(Mount::getContainerPath, Mount::getReadOnly).containsExactly(
+                org.assertj.core.groups.Tuple.tuple("/var/run/dilu/control/grant", true),
+                org.assertj.core.groups.Tuple.tuple("/var/run/dilu/control/report", false),
+                org.assertj.core.groups.Tuple.tuple("/opt/dilu/lib/libdilu-hook.so", true));
+
+        List<String> split = List.of(GpuSmDevicePlugin.deviceId(gpus.get(0), 1), GpuSmDevicePlugin.deviceId(gpus.get(1), 1));
+        assertThatThrownBy(() -> stub.allocate(AllocateRequest.newBuilder()
+                .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(split)).build()))
+                .isInstanceOf(StatusRuntimeException.class).hasMessageContaining("must lie on one known GPU");
+        assertThatThrownBy(() -> stub.allocate(AllocateRequest.newBuilder()
+                .addContainerRequests(ContainerAllocateRequest.newBuilder().addDevicesIds("garbage")).build()))
+                .isInstanceOf(StatusRuntimeException.class).hasMessageContaining("is not <gpu-uuid>::sm<NN>");
+
+        // Preferred allocation keeps a share on one GPU.
+        List<String> available = IntStream.range(0, 200)
+                .mapToObj(i -> GpuSmDevicePlugin.deviceId(gpus.get(i % 2), i / 2)).toList();
+        List<String> preferred = stub.getPreferredAllocation(PreferredAllocationRequest.newBuilder()
+                .addContainerRequests(ContainerPreferredAllocationRequest.newBuilder()
+                        .addAllAvailableDeviceIDs(available.subList(0, 150)).setAllocationSize(40)).build())
+                .getContainerResponses(0).getDeviceIDsList();
+        assertThat(preferred).hasSize(40).allMatch(id -> id.startsWith(gpus.get(0).uuid()));
+    }
+
+    @Test
+    void registersAgainWhenTheKubeletRestarts() throws Exception {
+        assertThat(kubelet.registrations.poll(10, TimeUnit.SECONDS)).isNotNull();
+        kubelet.close();
+        Files.deleteIfExists(dir.resolve(DevicePluginEndpoint.KUBELET_SOCKET));
+        Files.deleteIfExists(dir.resolve("dilu-gpu-sm.sock")); // the kubelet clears the directory on restart
+        kubelet = new FakeKubelet(dir);
+        RegisterRequest again = kubelet.registrations.poll(20, TimeUnit.SECONDS);
+        assertThat(again).as("re-registration after the kubelet socket was re-created").isNotNull();
+        kubelet.connect(again);
+        assertThat(kubelet.deviceLists.poll(10, TimeUnit.SECONDS)).isNotNull();
+        assertThat(endpoint.registrations()).isGreaterThanOrEqualTo(2);
+    }
+}
