@@ -7,18 +7,8 @@
 #include <unistd.h>
 
 #include "../workloads/workload.h"
+#include "expect.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                        \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fputc('\n', stderr);                                 \
-            failures++;                                          \
-        }                                                        \
-    } while (0)
 
 /* ms one kernel of `blocks` × 1 ms takes, launched then synchronised */
 static double kernel_ms(CUfunction f, unsigned blocks) {

@@ -19,21 +19,11 @@
 #include <unistd.h>
 
 #include "dilu_control.h"
+#include "expect.h"
 
 static char dir[256];
 static dilu_grant_page *grant;
 static dilu_report_page *report;
-static int failures;
-
-#define EXPECT(cond, ...)                                             \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-            fprintf(stderr, __VA_ARGS__);                             \
-            fputc('\n', stderr);                                      \
-            failures++;                                               \
-        }                                                             \
-    } while (0)
 
 static void die(const char *what) {
     perror(what);
