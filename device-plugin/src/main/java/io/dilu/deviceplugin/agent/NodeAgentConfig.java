@@ -1,0 +1,59 @@
+package io.dilu.deviceplugin.agent;
+
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+
+/** The node agent's configuration ({@code dilu.agent.*}). */
+@ConfigMapping(prefix = "dilu.agent")
+public interface NodeAgentConfig {
+
+    /** Whether the agent serves the kubelet and runs the token manager (off for tests of other parts). */
+    @WithDefault("true")
+    boolean enabled();
+
+    /** The node's name, for emulated GPU UUIDs. */
+    @WithDefault("local")
+    String nodeName();
+
+    /** The kubelet's device-plugins directory, where kubelet.sock lives. */
+    @WithDefault("/var/lib/kubelet/device-plugins")
+    Path devicePluginsDir();
+
+    /** File name of this plugin's socket in that directory. */
+    @WithDefault("dilu-gpu-sm.sock")
+    String endpoint();
+
+    /** Host directory holding one control-block directory per allocation (a hostPath of the DaemonSet). */
+    @WithDefault("/var/lib/dilu/containers")
+    Path controlRoot();
+
+    /** Where a container sees its control block (the hook reads DILU_CONTROL_DIR). */
+    @WithDefault("/var/run/dilu/control")
+    String containerControlDir();
+
+    /** The hook library on the host, installed by the agent's init container. */
+    @WithDefault("/opt/dilu/lib/libdilu-hook.so")
+    String hookHostPath();
+
+    /** Where containers see the hook (the webhook's LD_PRELOAD points here). */
+    @WithDefault("/opt/dilu/lib/libdilu-hook.so")
+    String hookContainerPath();
+
+    /** Emulated GPUs, e.g. "4x A100-40GB, 108 SMs"; when unset, NVML is used. */
+    Optional<String> emulatedGpus();
+
+    /** Token period. */
+    @WithDefault("5ms")
+    Duration period();
+
+    /** Thread blocks one whole GPU runs per period: SMs × period / typical block time (100 µs). */
+    @WithDefault("5400")
+    long maxTokens();
+
+    /** KLC stretch (ΔT) that declares an emergency. */
+    @WithDefault("1.6")
+    double etaViolation();
+}

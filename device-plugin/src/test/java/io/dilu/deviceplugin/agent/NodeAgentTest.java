@@ -1,0 +1,100 @@
+package io.dilu.deviceplugin.agent;
+
+import static io.restassured.RestAssured.given;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.control.ControlBlock;
+import io.dilu.deviceplugin.kubelet.FakeKubeletAccess;
+import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
+import io.dilu.deviceplugin.kubelet.v1beta1.AllocateRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateRequest;
+import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
+import io.dilu.deviceplugin.tokens.TokenManager;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.QuarkusTestProfile;
+import io.quarkus.test.junit.TestProfile;
+import jakarta.inject.Inject;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+/** The whole agent as the application starts it: GPUs, the kubelet's plugin socket, tokens, metrics. */
+@QuarkusTest
+@TestProfile(NodeAgentTest.Enabled.class)
+class NodeAgentTest {
+
+    /** The agent on, over temporary directories and two emulated GPUs. */
+    public static class Enabled implements QuarkusTestProfile {
+        static final Path ROOT;
+
+        static {
+            try {
+                ROOT = Files.createTempDirectory("dilu-agent-test-");
+                Files.createDirectories(ROOT.resolve("device-plugins"));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        @Override
+        public Map<String, String> getConfigOverrides() {
+            return Map.of(
+                    "dilu.agent.enabled", "true",
+                    "dilu.agent.device-plugins-dir", ROOT.resolve("device-plugins").toString(),
+                    "dilu.agent.control-root", ROOT.resolve("containers").toString(),
+                    "dilu.agent.emulated-gpus", "2x A100-40GB, 108 SMs");
+        }
+    }
+
+    @Inject
+    NodeAgent agent;
+
+    @Inject
+    NodeAgentConfig config;
+
+    @Test
+    void servesTheKubeletHandsOutSharesAndRefillsTheirTokens() throws Exception {
+        assertThat(agent.gpus()).hasSize(2);
+        try (FakeKubeletAccess kubelet = FakeKubeletAccess.start(Enabled.ROOT.resolve("device-plugins"))) {
+            var stub = kubelet.connectAfterRegistration();
+            List<String> thirty = IntStream.range(0, 30)
+                    .mapToObj(i -> GpuSmDevicePlugin.deviceId(agent.gpus().get(1), i)).toList();
+            ContainerAllocateResponse c = stub.allocate(AllocateRequest.newBuilder()
+                    .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(thirty)).build())
+                    .getContainerResponses(0);
+            String id = c.getEnvsOrThrow("DILU_ALLOCATION");
+            assertThat(c.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", "GPU-emu-local-1")
+                    .containsEntry("DILU_CONTROL_DIR", "/var/run/dilu/control");
+            Path dir = config.controlRoot().resolve("GPU-emu-local-1_30_" + id);
+            assertThat(dir.resolve("grant")).exists();
+            assertThat(c.getMounts(0).getHostPath()).isEqualTo(dir.resolve("grant").toString());
+
+            // Alone on its GPU, the container gets tokens every period up to its limit (60% of 5,400).
+            ControlBlock block = ControlBlock.open(dir);
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (block.tokensGranted(0) == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertThat(block.tokensGranted(0)).isEqualTo(3_240);
+
+            String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+            assertThat(metrics).contains("dilu_allocations 1.0")
+                    .containsPattern("dilu_gpu_sm_request_percent\\{gpu=\"GPU-emu-local-1\"[^}]*} 30\\.0");
+
+            // A restarted agent finds the allocation again from the control root alone.
+            try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, InstantSource.system(), 16)) {
+                Allocations recovered = new Allocations(config, agent.gpus(), fresh);
+                assertThat(recovered.recover()).isEqualTo(1);
+                assertThat(recovered.all()).containsKey(id);
+                assertThat(recovered.all().get(id).request()).isEqualTo(0.30);
+            }
+        }
+    }
+}
