@@ -43,7 +43,28 @@ public final class ColocationBench {
         this.seconds = seconds;
     }
 
-    private record Outcome(double p95Millis, double p50Millis, double trainBlocksPerSecond) {}
+    /** One run: the inference server's latency and the training loop's throughput. */
+    public record Outcome(double p95Millis, double p50Millis, double trainBlocksPerSecond) {}
+
+    /** The four runs of one comparison. */
+    public record Comparison(Outcome exclusive, Outcome noControl, Outcome staticShares, Outcome dilu) {
+
+        public double p95VsExclusive(Outcome o) {
+            return o.p95Millis() / exclusive.p95Millis();
+        }
+
+        public double trainingVsExclusive(Outcome o) {
+            return o.trainBlocksPerSecond() / exclusive.trainBlocksPerSecond();
+        }
+    }
+
+    /** Runs the four ways, {@code seconds} each, with the workloads and hook built in {@code nativeDir}. */
+    public static Comparison compare(Path nativeDir, int seconds, double etaViolation) throws Exception {
+        Path work = Files.createTempDirectory("dilu-colocation-");
+        ColocationBench bench = new ColocationBench(nativeDir, work, seconds);
+        return new Comparison(bench.run("exclusive", false, false, NONE), bench.run("no-control", false, true, NONE),
+                bench.run("static", true, true, STATIC), bench.run("dilu", true, true, dilu(etaViolation)));
+    }
 
     /** Bursty load: 40 rps, with 3-second bursts of 240 rps every 10 seconds. */
     private Path trace() throws IOException {
@@ -138,14 +159,16 @@ public final class ColocationBench {
         };
     };
 
-    private static final Control DILU = (inf, train) -> {
-        TokenManager manager = new TokenManager(1, TokenParameters.DEFAULTS.withMaxTokens(MAX_TOKENS).withEtaViolation(Double.parseDouble(System.getProperty("dilu.eta", "0.25"))),
+    private static Control dilu(double etaViolation) {
+        return (inf, train) -> {
+        TokenManager manager = new TokenManager(1, TokenParameters.DEFAULTS.withMaxTokens(MAX_TOKENS).withEtaViolation(etaViolation),
                 InstantSource.system(), 4096);
         manager.gpu(0).add(new Tenant("inference", inf, 0, INF_REQUEST, INF_LIMIT, true));
         manager.gpu(0).add(new Tenant("training", train, 0, TRAIN_REQUEST, TRAIN_LIMIT, false));
         manager.start();
         return manager;
-    };
+        };
+    }
 
     public static void main(String[] args) throws Exception {
         if (args.length < 1) {
@@ -153,25 +176,21 @@ public final class ColocationBench {
             System.exit(2);
         }
         int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 20;
-        Path work = Files.createTempDirectory("dilu-colocation-");
-        ColocationBench bench = new ColocationBench(Path.of(args[0]), work, seconds);
-        Outcome exclusive = bench.run("exclusive", false, false, NONE);
-        Outcome none = bench.run("no-control", false, true, NONE);
-        Outcome fixed = bench.run("static", true, true, STATIC);
-        Outcome dilu = bench.run("dilu", true, true, DILU);
-        System.out.println("EMULATED GPU (108 SMs), " + seconds + " s per run; inference p50/p95 ms, training blocks/s:");
-        for (Object[] row : new Object[][] {{"exclusive (2 GPUs)", exclusive}, {"shared, no control", none},
-                {"shared, static shares", fixed}, {"shared, dilu", dilu}}) {
+        double eta = Double.parseDouble(System.getProperty("dilu.eta", "0.25"));
+        Comparison c = compare(Path.of(args[0]), seconds, eta);
+        System.out.println("EMULATED GPU (108 SMs), " + seconds + " s per run, η_violation " + eta
+                + "; inference p50/p95 ms, training blocks/s:");
+        for (Object[] row : new Object[][] {{"exclusive (2 GPUs)", c.exclusive()}, {"shared, no control", c.noControl()},
+                {"shared, static shares", c.staticShares()}, {"shared, dilu", c.dilu()}}) {
             Outcome o = (Outcome) row[1];
             System.out.printf(Locale.ROOT, "  %-22s p50 %7.2f  p95 %7.2f  training %10.0f%n", row[0], o.p50Millis(),
                     o.p95Millis(), o.trainBlocksPerSecond());
         }
         System.out.printf(Locale.ROOT, "BENCH colocation inference_p95_vs_exclusive=%.3f training_throughput_vs_exclusive=%.3f"
                         + " static_inference_p95_vs_exclusive=%.3f static_training_throughput_vs_exclusive=%.3f%n",
-                dilu.p95Millis() / exclusive.p95Millis(), dilu.trainBlocksPerSecond() / exclusive.trainBlocksPerSecond(),
-                fixed.p95Millis() / exclusive.p95Millis(), fixed.trainBlocksPerSecond() / exclusive.trainBlocksPerSecond());
-        System.out.println("(no control: p95 " + String.format(Locale.ROOT, "%.3f", none.p95Millis() / exclusive.p95Millis())
-                + "x, training " + String.format(Locale.ROOT, "%.3f", none.trainBlocksPerSecond() / exclusive.trainBlocksPerSecond())
-                + "x of exclusive; work files in " + work + ")");
+                c.p95VsExclusive(c.dilu()), c.trainingVsExclusive(c.dilu()), c.p95VsExclusive(c.staticShares()),
+                c.trainingVsExclusive(c.staticShares()));
+        System.out.printf(Locale.ROOT, "(no control: p95 %.3fx, training %.3fx of exclusive)%n",
+                c.p95VsExclusive(c.noControl()), c.trainingVsExclusive(c.noControl()));
     }
 }
