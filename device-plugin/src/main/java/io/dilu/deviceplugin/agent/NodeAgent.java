@@ -2,6 +2,7 @@ package io.dilu.deviceplugin.agent;
 
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.gpu.EmulatedInventory;
 import io.dilu.deviceplugin.gpu.GpuInventory;
 import io.dilu.deviceplugin.gpu.NvmlInventory;
@@ -11,14 +12,21 @@ import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.MultiGauge;
+import io.micrometer.core.instrument.Tags;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.io.IOException;
 import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
+import java.util.function.ToLongFunction;
 import org.jboss.logging.Logger;
 
 /** Starts the node agent with the application: GPU discovery, the kubelet device plugin and the token manager. */
@@ -33,6 +41,9 @@ public class NodeAgent {
     private DevicePluginEndpoint endpoint;
     private Allocations allocations;
     private List<GpuDevice> gpus = List.of();
+    private final List<ToLongFunction<ControlBlock>> readers = new ArrayList<>();
+    private final ScheduledExecutorService refresher = Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon().name("dilu-metrics").unstarted(r));
 
     public NodeAgent(NodeAgentConfig config, MeterRegistry metrics) {
         this.config = config;
@@ -73,6 +84,35 @@ public class NodeAgent {
         }
         Gauge.builder("dilu_allocations", this, a -> a.allocations.all().size())
                 .description("GPU shares handed out on this node").register(metrics);
+        List<MultiGauge> perContainer = List.of(
+                containerGauge("dilu_container_tokens_granted", "cumulative thread blocks granted", b -> b.tokensGranted(0)),
+                containerGauge("dilu_container_blocks_launched", "cumulative thread blocks launched", b -> b.blocksLaunched(0)),
+                containerGauge("dilu_container_klc_count", "kernel launch cycles recorded", b -> b.klcCount(0)),
+                containerGauge("dilu_container_controller_state", "0 NONE, 1 EMERGENCY, 2 RECOVERY, 3 CONTENTION", b -> b.state(0)));
+        MultiGauge klc = MultiGauge.builder("dilu_container_klc_seconds").description("latest kernel launch cycle")
+                .register(metrics);
+        // The set of containers changes with allocations: refresh the rows every second.
+        refresher.scheduleAtFixedRate(() -> {
+            var tenants = allocations.all().values();
+            for (int i = 0; i < perContainer.size(); i++) {
+                ToLongFunction<ControlBlock> value = readers.get(i);
+                perContainer.get(i).register(tenants.stream().map(t -> MultiGauge.Row.of(tags(t),
+                        value.applyAsLong(t.block()))).toList(), true);
+            }
+            klc.register(tenants.stream().map(t -> MultiGauge.Row.of(tags(t), t.block().klcCount(0) == 0 ? 0
+                    : t.block().klcNanos(0, t.block().klcCount(0)) / 1e9)).toList(), true);
+        }, 0, 1, TimeUnit.SECONDS);
+    }
+
+    private MultiGauge containerGauge(String name, String description,
+            ToLongFunction<ControlBlock> reader) {
+        readers.add(reader);
+        return MultiGauge.builder(name).description(description).register(metrics);
+    }
+
+    private static Tags tags(Tenant t) {
+        String dir = t.block().directory().getFileName().toString();
+        return Tags.of("allocation", t.id(), "gpu", dir.substring(0, dir.indexOf('_')));
     }
 
     private double sum(GpuDevice gpu, ToDoubleFunction<Tenant> share) {
@@ -83,6 +123,7 @@ public class NodeAgent {
     }
 
     void stop(@Observes ShutdownEvent event) throws Exception {
+        refresher.shutdownNow();
         if (endpoint != null) {
             endpoint.close();
         }

@@ -150,6 +150,11 @@ public final class ControlBlock implements AutoCloseable {
         INTS.setRelease(grant, grantDevice(device) + 16, state);
     }
 
+    /** The controller state last written for the device ({@code ControllerState} ordinal). */
+    public int state(int device) {
+        return (int) INTS.getAcquire(grant, grantDevice(device) + 16);
+    }
+
     public void setThrottled(int device, boolean throttled) {
         INTS.setRelease(grant, grantDevice(device) + 20, throttled ? 1 : 0);
     }

@@ -84,8 +84,11 @@ class NodeAgentTest {
             }
             assertThat(block.tokensGranted(0)).isEqualTo(3_240);
 
+            Thread.sleep(1_200); // the per-container rows refresh every second
             String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
             assertThat(metrics).contains("dilu_allocations 1.0")
+                    .containsPattern("dilu_container_tokens_granted\\{allocation=\"" + id + "\",gpu=\"GPU-emu-local-1\"[^}]*} 3240\\.0")
+                    .contains("dilu_container_controller_state{allocation=\"" + id + "\"")
                     .containsPattern("dilu_gpu_sm_request_percent\\{gpu=\"GPU-emu-local-1\"[^}]*} 30\\.0");
 
             // A restarted agent finds the allocation again from the control root alone.
