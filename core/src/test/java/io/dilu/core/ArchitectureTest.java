@@ -1,6 +1,7 @@
 package io.dilu.core;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
@@ -21,6 +22,14 @@ class ArchitectureTest {
         core = new ClassFileImporter()
                 .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
                 .importPackages("io.dilu.core");
+    }
+
+    @Test
+    void theRulesSeeTheWholeCore() {
+        // An empty import would make every rule below pass vacuously.
+        assertThat(core.stream().map(c -> c.getPackageName()).distinct())
+                .contains("io.dilu.core.placement", "io.dilu.core.tokens", "io.dilu.core.scaling",
+                        "io.dilu.core.profiling", "io.dilu.core.quota");
     }
 
     @Test
