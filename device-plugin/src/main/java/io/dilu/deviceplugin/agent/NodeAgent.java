@@ -5,11 +5,13 @@ import io.dilu.core.tokens.TokenParameters;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.gpu.EmulatedInventory;
 import io.dilu.deviceplugin.gpu.GpuInventory;
+import io.dilu.deviceplugin.gpu.InventoryPublisher;
 import io.dilu.deviceplugin.gpu.NvmlInventory;
 import io.dilu.deviceplugin.kubelet.DevicePluginEndpoint;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
+import io.fabric8.kubernetes.client.KubernetesClient;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.MultiGauge;
@@ -37,6 +39,7 @@ public class NodeAgent {
 
     private final NodeAgentConfig config;
     private final MeterRegistry metrics;
+    private final KubernetesClient kubernetes;
     private TokenManager tokens;
     private DevicePluginEndpoint endpoint;
     private Allocations allocations;
@@ -45,9 +48,10 @@ public class NodeAgent {
     private final ScheduledExecutorService refresher = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-metrics").unstarted(r));
 
-    public NodeAgent(NodeAgentConfig config, MeterRegistry metrics) {
+    public NodeAgent(NodeAgentConfig config, MeterRegistry metrics, KubernetesClient kubernetes) {
         this.config = config;
         this.metrics = metrics;
+        this.kubernetes = kubernetes;
     }
 
     void start(@Observes StartupEvent event) throws IOException {
@@ -72,7 +76,22 @@ public class NodeAgent {
         endpoint.start();
         tokens.start();
         registerMetrics();
+        long health = config.healthInterval().toMillis();
+        refresher.scheduleWithFixedDelay(() -> gpus.forEach(g -> plugin.setHealthy(g.uuid(), inventory.healthy(g.uuid()))),
+                health, health, TimeUnit.MILLISECONDS);
+        if (config.publishInventory()) {
+            publishUntilDone(new InventoryPublisher(kubernetes, config.nodeName()));
+        }
         LOG.infof("node agent up: %d GPU(s), %d allocation(s) recovered", gpus.size(), recovered);
+    }
+
+    /** The Node may not exist yet, or the API server may be away: try again every 30 s until it works. */
+    private void publishUntilDone(InventoryPublisher publisher) {
+        refresher.execute(() -> {
+            if (!publisher.publish(gpus)) {
+                refresher.schedule(() -> publishUntilDone(publisher), 30, TimeUnit.SECONDS);
+            }
+        });
     }
 
     private void registerMetrics() {

@@ -45,6 +45,14 @@ public interface NodeAgentConfig {
     /** Emulated GPUs, e.g. "4x A100-40GB, 108 SMs"; when unset, NVML is used. */
     Optional<String> emulatedGpus();
 
+    /** Whether to write the GPU inventory on this node's Node object (needs RBAC to patch nodes). */
+    @WithDefault("true")
+    boolean publishInventory();
+
+    /** How often GPU health is checked; changes reach the kubelet at once through ListAndWatch. */
+    @WithDefault("5s")
+    Duration healthInterval();
+
     /** Token period. */
     @WithDefault("5ms")
     Duration period();

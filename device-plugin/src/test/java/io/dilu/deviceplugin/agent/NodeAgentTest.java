@@ -49,7 +49,8 @@ class NodeAgentTest {
                     "dilu.agent.enabled", "true",
                     "dilu.agent.device-plugins-dir", ROOT.resolve("device-plugins").toString(),
                     "dilu.agent.control-root", ROOT.resolve("containers").toString(),
-                    "dilu.agent.emulated-gpus", "2x A100-40GB, 108 SMs");
+                    "dilu.agent.emulated-gpus", "2x A100-40GB, 108 SMs",
+                    "dilu.agent.publish-inventory", "false");
         }
     }
 
