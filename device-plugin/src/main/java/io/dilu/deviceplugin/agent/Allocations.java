@@ -1,6 +1,8 @@
 package io.dilu.deviceplugin.agent;
 
+import io.dilu.core.contract.PodQuotaAnnotations;
 import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.quota.Priority;
 import io.dilu.core.quota.Quota;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
@@ -8,55 +10,97 @@ import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import java.io.IOException;
+import java.io.Reader;
 import java.io.UncheckedIOException;
+import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.jboss.logging.Logger;
 
 /**
- * The containers this node has handed GPU shares to. Each allocation gets a control-block directory
- * under the control root, named {@code <gpu-uuid>_<smPercent>_<id>}, so that after an agent restart the
- * directory alone says which GPU and share it belongs to: nothing is lost with the process.
+ * The containers this node has handed GPU shares to. Each allocation gets a control-block directory under
+ * the control root, named {@code <gpu-uuid>_<smPercent>_<id>}, holding beside the control block an
+ * {@code allocation.properties} with the device IDs, the owner and the quota: after an agent restart the
+ * directory alone says whose share it is, so nothing is lost with the process. The file is not mounted into
+ * the container; only {@code grant} and {@code report} are.
  *
- * <p>Until the allocation is matched to its pod, its limit is the default {@code min(100, 2 × request)} and
- * it is treated as best-effort.
+ * <p>At Allocate the owner is guessed by {@link PodMatcher}; the {@link Reconciler}'s changes, applied
+ * through {@link #apply}, confirm or correct it from the kubelet's PodResources API and release shares no
+ * container holds any more. Until an owner is known a share is best-effort with the default limit.
  */
 public final class Allocations implements GpuSmDevicePlugin.Allocator {
 
     private static final Logger LOG = Logger.getLogger(Allocations.class);
+    static final String STATE_FILE = "allocation.properties";
 
-    private final NodeAgentConfig config;
+    /**
+     * Where control blocks live on the host and in containers.
+     *
+     * @param controlRoot host directory of the control-block directories
+     * @param containerControlDir where a container sees its control block
+     * @param hookHostPath the hook library on the host
+     * @param hookContainerPath where containers see it
+     */
+    public record Paths(Path controlRoot, String containerControlDir, String hookHostPath, String hookContainerPath) {
+        public static Paths of(NodeAgentConfig config) {
+            return new Paths(config.controlRoot(), config.containerControlDir(), config.hookHostPath(),
+                    config.hookContainerPath());
+        }
+    }
+
+    private final Paths config;
     private final List<GpuDevice> gpus;
     private final TokenManager tokens;
-    private final Map<String, Tenant> byId = new ConcurrentHashMap<>();
+    private final InstantSource clock;
+    private final Supplier<Collection<PodView>> pods;
+    private final Map<String, Allocation> byId = new LinkedHashMap<>();
+    private final Map<String, Tenant> tenants = new HashMap<>();
+    private final Map<String, Path> dirs = new HashMap<>();
 
-    public Allocations(NodeAgentConfig config, List<GpuDevice> gpus, TokenManager tokens) {
+    /**
+     * @param pods the pods on this node as last seen from the API server (empty when it is unreachable)
+     */
+    public Allocations(Paths config, List<GpuDevice> gpus, TokenManager tokens, InstantSource clock,
+            Supplier<Collection<PodView>> pods) {
         this.config = config;
         this.gpus = List.copyOf(gpus);
         this.tokens = tokens;
+        this.clock = clock;
+        this.pods = pods;
     }
 
     /** Takes back the allocations of a previous run from the control root. */
-    public int recover() throws IOException {
+    public synchronized int recover() throws IOException {
         Files.createDirectories(config.controlRoot());
         int recovered = 0;
-        try (Stream<Path> dirs = Files.list(config.controlRoot())) {
-            for (Path dir : dirs.filter(Files::isDirectory).toList()) {
+        try (Stream<Path> list = Files.list(config.controlRoot())) {
+            for (Path dir : list.filter(Files::isDirectory).sorted().toList()) {
                 String[] parts = dir.getFileName().toString().split("_");
-                int gpu = parts.length == 3 ? indexOf(parts[0]) : -1;
-                if (gpu < 0) {
+                if (parts.length != 3 || indexOf(parts[0]) < 0) {
                     LOG.warnf("ignoring %s: not a control block of this node's GPUs", dir);
                     continue;
                 }
                 try {
-                    track(parts[2], gpu, Integer.parseInt(parts[1]), ControlBlock.open(dir));
+                    Allocation a = read(dir.resolve(STATE_FILE), parts[2], parts[0]);
+                    track(a, dir, ControlBlock.open(dir));
                     recovered++;
-                } catch (IOException | NumberFormatException e) {
+                } catch (IOException | IllegalArgumentException | java.time.DateTimeException e) {
                     LOG.warnf("ignoring %s: %s", dir, e.getMessage());
                 }
             }
@@ -73,36 +117,179 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         return -1;
     }
 
-    private void track(String id, int gpu, int smPercent, ControlBlock block) {
-        Tenant tenant = new Tenant(id, block, 0, smPercent / 100.0, Quota.defaultLimit(smPercent) / 100.0, false);
-        byId.put(id, tenant);
-        tokens.gpu(gpu).add(tenant);
+    private void track(Allocation a, Path dir, ControlBlock block) {
+        Tenant tenant = tenantOf(a, block);
+        byId.put(a.id(), a);
+        tenants.put(a.id(), tenant);
+        dirs.put(a.id(), dir);
+        tokens.gpu(indexOf(a.gpu())).add(tenant);
+    }
+
+    private static Tenant tenantOf(Allocation a, ControlBlock block) {
+        return new Tenant(a.id(), block, 0, a.smRequest() / 100.0, a.smLimit() / 100.0, a.priority() == Priority.SLO);
     }
 
     @Override
-    public ContainerAllocateResponse allocate(GpuDevice gpu, int smPercent) {
+    public synchronized ContainerAllocateResponse allocate(GpuDevice gpu, List<String> deviceIds) {
+        int smPercent = deviceIds.size();
         String id = UUID.randomUUID().toString();
         Path dir = config.controlRoot().resolve(gpu.uuid() + "_" + smPercent + "_" + id);
+        Optional<PodMatcher.Candidate> guess = PodMatcher.forAllocate(pods.get(), owned(), gpu.uuid(), smPercent);
+        Allocation a = new Allocation(id, gpu.uuid(), Set.copyOf(deviceIds), clock.instant(), Optional.empty(),
+                Quota.defaultLimit(smPercent), Priority.BEST_EFFORT, Optional.empty());
+        if (guess.isPresent()) {
+            var annotations = guess.get().pod().annotations();
+            a = a.withOwner(guess.get().ref(), PodQuotaAnnotations.smLimit(annotations, smPercent),
+                    PodQuotaAnnotations.priority(annotations, Priority.BEST_EFFORT));
+        }
         try {
             ControlBlock block = ControlBlock.create(dir, 1);
             block.heartbeat(System.nanoTime());
-            track(id, indexOf(gpu.uuid()), smPercent, block);
+            write(dir, a);
+            track(a, dir, block);
         } catch (IOException e) {
+            deleteQuietly(dir);
             throw new UncheckedIOException("cannot create the control block " + dir, e);
         }
-        LOG.infof("allocated %d%% of %s as %s", smPercent, gpu.uuid(), id);
+        LOG.infof("allocated %d%% of %s as %s to %s", smPercent, gpu.uuid(), id,
+                a.owner().map(ContainerRef::toString).orElse("a container not known yet"));
         return ContainerAllocateResponse.newBuilder()
                 .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
                 .putEnvs("DILU_CONTROL_DIR", config.containerControlDir())
                 .putEnvs("DILU_SM_REQUEST", Integer.toString(smPercent))
+                .putEnvs("DILU_SM_LIMIT", Integer.toString(a.smLimit()))
                 .putEnvs("DILU_ALLOCATION", id)
                 .addAllMounts(GpuSmDevicePlugin.controlMounts(dir.toString(), config.containerControlDir(),
                         config.hookHostPath(), config.hookContainerPath()))
                 .build();
     }
 
-    /** The allocations, by id: for metrics and the pod matcher. */
-    public Map<String, Tenant> all() {
+    @Override
+    public synchronized Optional<String> preferredGpu(int size, Map<String, Integer> available) {
+        return PodMatcher.preferredGpu(pods.get(), owned(), size, available);
+    }
+
+    private Set<ContainerRef> owned() {
+        return byId.values().stream().flatMap(a -> a.owner().stream()).collect(Collectors.toSet());
+    }
+
+    /** Applies the reconciler's changes to shares (annotation corrections are for the caller). */
+    public synchronized void apply(List<Reconciler.Change> changes) {
+        for (Reconciler.Change change : changes) {
+            switch (change) {
+                case Reconciler.Bind b -> update(b.allocation(), a -> a.withOwner(b.owner(), b.smLimit(), b.priority()));
+                case Reconciler.Missing m -> update(m.allocation(), a -> a.withMissingSince(Optional.of(m.since())));
+                case Reconciler.Present p -> update(p.allocation(), a -> a.withMissingSince(Optional.empty()));
+                case Reconciler.Release r -> release(r.allocation());
+                case Reconciler.CorrectAnnotation c -> { }
+            }
+        }
+    }
+
+    private void update(String id, java.util.function.UnaryOperator<Allocation> change) {
+        Allocation before = byId.get(id);
+        if (before == null) {
+            return;
+        }
+        Allocation after = change.apply(before);
+        try {
+            write(dirs.get(id), after);
+        } catch (IOException e) {
+            // The running share changes anyway; a restart would re-learn the owner from the kubelet.
+            LOG.warnf("cannot record allocation %s on disk: %s", id, e.getMessage());
+        }
+        byId.put(id, after);
+        Tenant tenant = tenantOf(after, tenants.get(id).block());
+        tenants.put(id, tenant);
+        tokens.gpu(indexOf(after.gpu())).update(tenant);
+        if (!before.owner().equals(after.owner()) || before.smLimit() != after.smLimit() || before.priority() != after.priority()) {
+            LOG.infof("allocation %s: %s, limit %d%%, %s", id, after.owner().map(ContainerRef::toString).orElse("?"),
+                    after.smLimit(), after.priority().label());
+        }
+    }
+
+    private void release(String id) {
+        Allocation a = byId.remove(id);
+        if (a == null) {
+            return;
+        }
+        tokens.gpu(indexOf(a.gpu())).remove(id);
+        tenants.remove(id);
+        Path dir = dirs.remove(id);
+        deleteQuietly(dir);
+        LOG.infof("released allocation %s (%d%% of %s, last held by %s)", id, a.smRequest(), a.gpu(),
+                a.owner().map(ContainerRef::toString).orElse("no known container"));
+    }
+
+    private static void deleteQuietly(Path dir) {
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path f : files.toList()) {
+                Files.deleteIfExists(f);
+            }
+            Files.deleteIfExists(dir);
+        } catch (IOException e) {
+            LOG.warnf("cannot remove %s: %s", dir, e.getMessage());
+        }
+    }
+
+    /** The allocations, by id. */
+    public synchronized Map<String, Allocation> all() {
         return Map.copyOf(byId);
     }
+
+    /** The token loop's view of each allocation, by id: for metrics. */
+    public synchronized Map<String, Tenant> tenants() {
+        return Map.copyOf(tenants);
+    }
+
+    // allocation.properties: small, human-readable, replaced atomically so a crash leaves the old or the new.
+
+    private static void write(Path dir, Allocation a) throws IOException {
+        Properties p = new Properties();
+        p.setProperty("gpu", a.gpu());
+        p.setProperty("devices", a.deviceIds().stream().sorted().collect(Collectors.joining(",")));
+        p.setProperty("created", a.created().toString());
+        p.setProperty("smLimit", Integer.toString(a.smLimit()));
+        p.setProperty("priority", a.priority().label());
+        a.owner().ifPresent(o -> p.setProperty("owner", o.namespace() + "/" + o.pod() + "/" + o.container()));
+        a.missingSince().ifPresent(t -> p.setProperty("missingSince", t.toString()));
+        Path tmp = dir.resolve(STATE_FILE + ".tmp");
+        try (Writer w = Files.newBufferedWriter(tmp)) {
+            p.store(w, "Dilu node agent: one GPU share");
+        }
+        Files.move(tmp, dir.resolve(STATE_FILE), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    private static Allocation read(Path file, String id, String gpu) throws IOException {
+        Properties p = new Properties();
+        try (Reader r = Files.newBufferedReader(file)) {
+            p.load(r);
+        }
+        String devices = required(p, "devices");
+        Set<String> ids = Arrays.stream(devices.split(",")).map(String::strip).collect(Collectors.toSet());
+        if (ids.stream().anyMatch(d -> !GpuSmDevicePlugin.gpuOf(d).equals(gpu))) {
+            throw new IllegalArgumentException("devices " + devices + " do not all lie on " + gpu);
+        }
+        Optional<ContainerRef> owner = Optional.ofNullable(p.getProperty("owner")).map(o -> {
+            String[] parts = o.split("/");
+            if (parts.length != 3) {
+                throw new IllegalArgumentException("owner " + o + " is not namespace/pod/container");
+            }
+            return new ContainerRef(parts[0], parts[1], parts[2]);
+        });
+        Priority priority = Priority.fromLabel(required(p, "priority"))
+                .orElseThrow(() -> new IllegalArgumentException("priority " + p.getProperty("priority")));
+        return new Allocation(id, gpu, ids, Instant.parse(required(p, "created")), owner,
+                Integer.parseInt(required(p, "smLimit")), priority,
+                Optional.ofNullable(p.getProperty("missingSince")).map(Instant::parse));
+    }
+
+    private static String required(Properties p, String key) {
+        String v = p.getProperty(key);
+        if (v == null || v.isBlank()) {
+            throw new IllegalArgumentException(STATE_FILE + " has no " + key);
+        }
+        return v;
+    }
+
 }

@@ -9,6 +9,7 @@ import io.dilu.deviceplugin.gpu.InventoryPublisher;
 import io.dilu.deviceplugin.gpu.NvmlInventory;
 import io.dilu.deviceplugin.kubelet.DevicePluginEndpoint;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
+import io.dilu.deviceplugin.kubelet.PodResourcesClient;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -21,13 +22,15 @@ import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.io.IOException;
+import java.time.Duration;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.ToDoubleFunction;
+import java.util.Map;
+import java.util.function.ToIntFunction;
 import java.util.function.ToLongFunction;
 import org.jboss.logging.Logger;
 
@@ -43,6 +46,9 @@ public class NodeAgent {
     private TokenManager tokens;
     private DevicePluginEndpoint endpoint;
     private Allocations allocations;
+    private volatile PodIdentity identity;
+    private volatile double[] estimatedBusy = new double[0];
+    private PodResourcesClient kubelet;
     private List<GpuDevice> gpus = List.of();
     private final List<ToLongFunction<ControlBlock>> readers = new ArrayList<>();
     private final ScheduledExecutorService refresher = Executors.newSingleThreadScheduledExecutor(
@@ -69,13 +75,23 @@ public class NodeAgent {
                 TokenParameters.DEFAULTS.etaIncrease(), config.period(), TokenParameters.DEFAULTS.rateWindow(),
                 TokenParameters.DEFAULTS.floor(), TokenParameters.DEFAULTS.klcMemory());
         tokens = new TokenManager(gpus.size(), params, InstantSource.system(), 4096);
-        allocations = new Allocations(config, gpus, tokens);
+        allocations = new Allocations(Allocations.Paths.of(config), gpus, tokens, InstantSource.system(),
+                () -> identity == null ? List.of() : identity.pods());
         int recovered = allocations.recover();
+        if (config.matchPods()) {
+            kubelet = new PodResourcesClient(config.podResourcesSocket(), Duration.ofSeconds(2));
+            identity = new PodIdentity(kubernetes, config.nodeName(), allocations, kubelet, InstantSource.system(),
+                    config.releaseGrace(), metrics);
+            identity.start();
+            long every = config.reconcileInterval().toMillis();
+            refresher.scheduleWithFixedDelay(this::reconcile, every, every, TimeUnit.MILLISECONDS);
+        }
         GpuSmDevicePlugin plugin = new GpuSmDevicePlugin(gpus, allocations);
         endpoint = new DevicePluginEndpoint(config.devicePluginsDir(), config.endpoint(), plugin);
         endpoint.start();
         tokens.start();
-        registerMetrics();
+        estimatedBusy = new double[gpus.size()];
+        registerMetrics(inventory);
         long health = config.healthInterval().toMillis();
         refresher.scheduleWithFixedDelay(() -> gpus.forEach(g -> plugin.setHealthy(g.uuid(), inventory.healthy(g.uuid()))),
                 health, health, TimeUnit.MILLISECONDS);
@@ -83,6 +99,14 @@ public class NodeAgent {
             publishUntilDone(new InventoryPublisher(kubernetes, config.nodeName()));
         }
         LOG.infof("node agent up: %d GPU(s), %d allocation(s) recovered", gpus.size(), recovered);
+    }
+
+    private void reconcile() {
+        try {
+            identity.reconcile();
+        } catch (RuntimeException e) {
+            LOG.errorf(e, "matching shares to pods failed; the next round retries");
+        }
     }
 
     /** The Node may not exist yet, or the API server may be away: try again every 30 s until it works. */
@@ -94,12 +118,23 @@ public class NodeAgent {
         });
     }
 
-    private void registerMetrics() {
-        for (GpuDevice gpu : gpus) {
-            Gauge.builder("dilu_gpu_sm_request_percent", this, a -> a.sum(gpu, Tenant::request))
+    private void registerMetrics(GpuInventory inventory) {
+        for (int g = 0; g < gpus.size(); g++) {
+            GpuDevice gpu = gpus.get(g);
+            Gauge.builder("dilu_gpu_sm_request_percent", this, a -> a.sum(gpu, Allocation::smRequest))
                     .tag("gpu", gpu.uuid()).description("Σ SM request of the containers on the GPU").register(metrics);
-            Gauge.builder("dilu_gpu_sm_limit_percent", this, a -> a.sum(gpu, Tenant::limit))
+            Gauge.builder("dilu_gpu_sm_limit_percent", this, a -> a.sum(gpu, Allocation::smLimit))
                     .tag("gpu", gpu.uuid()).description("Σ SM limit of the containers on the GPU").register(metrics);
+            boolean nvml = inventory.utilisation(gpu.uuid()).isPresent();
+            int index = g;
+            // Without NVML the busy share is estimated from the thread blocks the hooks report against MaxTokens:
+            // on emulated GPUs that is the only utilisation there is, and it is labelled so.
+            Gauge.builder("dilu_gpu_utilisation_ratio", this, a -> nvml
+                            ? inventory.utilisation(gpu.uuid()).orElse(Double.NaN) : a.estimatedBusy[index])
+                    .tag("gpu", gpu.uuid())
+                    .tag("source", nvml ? "nvml" : inventory instanceof EmulatedInventory ? "emulated" : "tokens")
+                    .description("share of the GPU's time busy (NVML), or of its thread-block capacity used")
+                    .register(metrics);
         }
         Gauge.builder("dilu_allocations", this, a -> a.allocations.all().size())
                 .description("GPU shares handed out on this node").register(metrics);
@@ -110,16 +145,26 @@ public class NodeAgent {
                 containerGauge("dilu_container_controller_state", "0 NONE, 1 EMERGENCY, 2 RECOVERY, 3 CONTENTION", b -> b.state(0)));
         MultiGauge klc = MultiGauge.builder("dilu_container_klc_seconds").description("latest kernel launch cycle")
                 .register(metrics);
+        long[] lastLaunched = new long[gpus.size()];
+        double capacityPerSecond = config.maxTokens() * (1e9 / config.period().toNanos());
         // The set of containers changes with allocations: refresh the rows every second.
         refresher.scheduleAtFixedRate(() -> {
-            var tenants = allocations.all().values();
+            Map<String, Allocation> all = allocations.all();
+            Map<String, Tenant> tenants = allocations.tenants();
             for (int i = 0; i < perContainer.size(); i++) {
                 ToLongFunction<ControlBlock> value = readers.get(i);
-                perContainer.get(i).register(tenants.stream().map(t -> MultiGauge.Row.of(tags(t),
-                        value.applyAsLong(t.block()))).toList(), true);
+                perContainer.get(i).register(all.values().stream().filter(a -> tenants.containsKey(a.id()))
+                        .map(a -> MultiGauge.Row.of(tags(a), value.applyAsLong(tenants.get(a.id()).block()))).toList(), true);
             }
-            klc.register(tenants.stream().map(t -> MultiGauge.Row.of(tags(t), t.block().klcCount(0) == 0 ? 0
-                    : t.block().klcNanos(0, t.block().klcCount(0)) / 1e9)).toList(), true);
+            klc.register(all.values().stream().filter(a -> tenants.containsKey(a.id())).map(a -> {
+                ControlBlock b = tenants.get(a.id()).block();
+                return MultiGauge.Row.of(tags(a), b.klcCount(0) == 0 ? 0 : b.klcNanos(0, b.klcCount(0)) / 1e9);
+            }).toList(), true);
+            for (int g = 0; g < gpus.size(); g++) {
+                long launched = tokens.gpu(g).blocksLaunched();
+                estimatedBusy[g] = Math.min(1.0, (launched - lastLaunched[g]) / capacityPerSecond);
+                lastLaunched[g] = launched;
+            }
         }, 0, 1, TimeUnit.SECONDS);
     }
 
@@ -129,22 +174,26 @@ public class NodeAgent {
         return MultiGauge.builder(name).description(description).register(metrics);
     }
 
-    private static Tags tags(Tenant t) {
-        String dir = t.block().directory().getFileName().toString();
-        return Tags.of("allocation", t.id(), "gpu", dir.substring(0, dir.indexOf('_')));
+    private static Tags tags(Allocation a) {
+        ContainerRef owner = a.owner().orElse(new ContainerRef("", "", ""));
+        return Tags.of("allocation", a.id(), "gpu", a.gpu(), "namespace", owner.namespace(), "pod", owner.pod(),
+                "container", owner.container());
     }
 
-    private double sum(GpuDevice gpu, ToDoubleFunction<Tenant> share) {
-        // Allocation ids carry no GPU; the tenants of this GPU are those on its token loop.
-        return allocations.all().values().stream()
-                .filter(t -> t.block().directory().getFileName().toString().startsWith(gpu.uuid() + "_"))
-                .mapToDouble(share).sum() * 100;
+    private double sum(GpuDevice gpu, ToIntFunction<Allocation> percent) {
+        return allocations.all().values().stream().filter(a -> a.gpu().equals(gpu.uuid())).mapToInt(percent).sum();
     }
 
     void stop(@Observes ShutdownEvent event) throws Exception {
         refresher.shutdownNow();
         if (endpoint != null) {
             endpoint.close();
+        }
+        if (identity != null) {
+            identity.close();
+        }
+        if (kubelet != null) {
+            kubelet.close();
         }
         if (tokens != null) {
             tokens.close();

@@ -53,6 +53,25 @@ public interface NodeAgentConfig {
     @WithDefault("5s")
     Duration healthInterval();
 
+    /** Whether shares are matched to their pods (needs the kubelet's PodResources socket and the API server). */
+    @WithDefault("true")
+    boolean matchPods();
+
+    /** The kubelet's PodResources API socket. */
+    @WithDefault("/var/lib/kubelet/pod-resources/kubelet.sock")
+    Path podResourcesSocket();
+
+    /** How often shares are checked against the kubelet's PodResources API. */
+    @WithDefault("2s")
+    Duration reconcileInterval();
+
+    /**
+     * How long the kubelet must go on not listing a share before its control block is removed: long enough
+     * for a restarting kubelet to list its pods again.
+     */
+    @WithDefault("30s")
+    Duration releaseGrace();
+
     /** Token period. */
     @WithDefault("5ms")
     Duration period();

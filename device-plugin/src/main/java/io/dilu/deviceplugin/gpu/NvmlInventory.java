@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalDouble;
 import org.jboss.logging.Logger;
 
 /** The node's real GPUs through NVML ({@code libnvidia-ml.so.1}), loaded with JNA. */
@@ -34,6 +35,15 @@ public final class NvmlInventory implements GpuInventory {
         int nvmlDeviceGetMemoryInfo(Pointer device, Memory memory);
 
         int nvmlDeviceGetAttributes_v2(Pointer device, Attributes attributes);
+
+        int nvmlDeviceGetUtilizationRates(Pointer device, Utilization utilization);
+    }
+
+    /** nvmlUtilization_t: percent of the last sample period a kernel ran / memory was read or written. */
+    @Structure.FieldOrder({"gpu", "memory"})
+    public static final class Utilization extends Structure {
+        public int gpu;
+        public int memory;
     }
 
     /** nvmlMemory_t */
@@ -137,5 +147,17 @@ public final class NvmlInventory implements GpuInventory {
             }
         }
         return false;
+    }
+
+    @Override
+    public OptionalDouble utilisation(String uuid) {
+        for (int i = 0; i < gpus.size(); i++) {
+            if (gpus.get(i).uuid().equals(uuid)) {
+                Utilization u = new Utilization();
+                return nvml.nvmlDeviceGetUtilizationRates(handles.get(i), u) == NVML_SUCCESS
+                        ? OptionalDouble.of(u.gpu / 100.0) : OptionalDouble.empty();
+            }
+        }
+        return OptionalDouble.empty();
     }
 }

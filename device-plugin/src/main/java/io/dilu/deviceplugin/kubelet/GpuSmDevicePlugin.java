@@ -25,6 +25,7 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
@@ -46,7 +47,17 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
     /** Turns one container's share into what the container needs: environment and mounts. */
     @FunctionalInterface
     public interface Allocator {
-        ContainerAllocateResponse allocate(GpuDevice gpu, int smPercent);
+        /** @param deviceIds the share's device IDs, all on {@code gpu}; their number is the SM percent */
+        ContainerAllocateResponse allocate(GpuDevice gpu, List<String> deviceIds);
+
+        /**
+         * The GPU the scheduler meant for the container about to be allocated {@code size} percent, if known.
+         *
+         * @param available free device IDs per GPU UUID
+         */
+        default Optional<String> preferredGpu(int size, Map<String, Integer> available) {
+            return Optional.empty();
+        }
     }
 
     private final List<GpuDevice> gpus;
@@ -63,7 +74,7 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
         return String.format("%s%s%02d", gpu.uuid(), SEPARATOR, percent);
     }
 
-    static String gpuOf(String deviceId) {
+    public static String gpuOf(String deviceId) {
         int at = deviceId.lastIndexOf(SEPARATOR);
         if (at <= 0) {
             throw new IllegalArgumentException("device ID " + deviceId + " is not <gpu-uuid>" + SEPARATOR + "<NN>");
@@ -113,20 +124,47 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
         out.onNext(devices());
     }
 
-    /** Keeps a container's share on one GPU: the one with the most free IDs that holds all it must include. */
+    /**
+     * Keeps a container's share on one GPU: the one the scheduler assigned to the container being admitted
+     * when the {@link Allocator} knows it, else the one with the most free IDs; always one that holds every
+     * ID the kubelet says must be included.
+     */
     @Override
     public void getPreferredAllocation(PreferredAllocationRequest request, StreamObserver<PreferredAllocationResponse> out) {
         PreferredAllocationResponse.Builder response = PreferredAllocationResponse.newBuilder();
         for (ContainerPreferredAllocationRequest c : request.getContainerRequestsList()) {
-            Map<String, List<String>> byGpu = c.getAvailableDeviceIDsList().stream()
-                    .collect(Collectors.groupingBy(GpuSmDevicePlugin::gpuOf, LinkedHashMap::new, Collectors.toList()));
+            Map<String, List<String>> byGpu;
+            try {
+                byGpu = c.getAvailableDeviceIDsList().stream()
+                        .collect(Collectors.groupingBy(GpuSmDevicePlugin::gpuOf, LinkedHashMap::new, Collectors.toList()));
+            } catch (IllegalArgumentException e) {
+                out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+                return;
+            }
+            int size = c.getAllocationSize();
             String required = c.getMustIncludeDeviceIDsCount() > 0 ? gpuOf(c.getMustIncludeDeviceIDs(0)) : null;
-            List<String> chosen = byGpu.entrySet().stream()
+            Map<String, Integer> available = byGpu.entrySet().stream()
                     .filter(e -> required == null || e.getKey().equals(required))
-                    .filter(e -> e.getValue().size() >= c.getAllocationSize())
-                    .max(Comparator.comparingInt(e -> e.getValue().size()))
-                    .map(e -> e.getValue().subList(0, c.getAllocationSize()))
-                    .orElse(List.of());
+                    .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().size()));
+            String gpu = allocator.preferredGpu(size, available)
+                    .or(() -> available.entrySet().stream().filter(e -> e.getValue() >= size)
+                            .max(Comparator.comparing((Map.Entry<String, Integer> e) -> e.getValue())
+                                    .thenComparing(Map.Entry::getKey, Comparator.reverseOrder()))
+                            .map(Map.Entry::getKey))
+                    .orElse(null);
+            List<String> chosen = new ArrayList<>();
+            if (gpu != null) {
+                // The IDs the kubelet insists on first, then free ones of the same GPU.
+                chosen.addAll(c.getMustIncludeDeviceIDsList());
+                for (String id : byGpu.get(gpu)) {
+                    if (chosen.size() >= size) {
+                        break;
+                    }
+                    if (!chosen.contains(id)) {
+                        chosen.add(id);
+                    }
+                }
+            }
             response.addContainerResponses(ContainerPreferredAllocationResponse.newBuilder().addAllDeviceIDs(chosen));
         }
         out.onNext(response.build());
@@ -151,8 +189,13 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
                         + new ArrayList<>(perGpu.keySet())).asRuntimeException());
                 return;
             }
-            Map.Entry<String, Long> share = perGpu.entrySet().iterator().next();
-            response.addContainerResponses(allocator.allocate(known.get(share.getKey()), share.getValue().intValue()));
+            if (c.getDevicesIdsList().stream().distinct().count() != c.getDevicesIdsCount()) {
+                out.onError(Status.INVALID_ARGUMENT.withDescription("device IDs repeat in " + c.getDevicesIdsList())
+                        .asRuntimeException());
+                return;
+            }
+            String gpu = perGpu.keySet().iterator().next();
+            response.addContainerResponses(allocator.allocate(known.get(gpu), List.copyOf(c.getDevicesIdsList())));
         }
         out.onNext(response.build());
         out.onCompleted();

@@ -19,6 +19,13 @@ public final class UnixSockets {
 
     private UnixSockets() {}
 
+    /** One event loop for every client channel: channels come and go, their threads should not. */
+    private static final class ClientLoop {
+        @SuppressWarnings("deprecation")
+        static final EventLoopGroup GROUP = new EpollEventLoopGroup(1,
+                (java.util.concurrent.ThreadFactory) r -> Thread.ofPlatform().daemon().name("dilu-uds-client").unstarted(r));
+    }
+
     /** Serves {@code services} on {@code socket}, replacing a stale socket file left by a previous run. */
     @SuppressWarnings("deprecation") // the shaded Netty's epoll group is what grpc-netty-shaded accepts
     public static Server serve(Path socket, BindableService... services) throws IOException {
@@ -41,7 +48,7 @@ public final class UnixSockets {
     public static ManagedChannel connect(Path socket) {
         return NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
                 .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(new EpollEventLoopGroup(1))
+                .eventLoopGroup(ClientLoop.GROUP)
                 .usePlaintext()
                 .build();
     }

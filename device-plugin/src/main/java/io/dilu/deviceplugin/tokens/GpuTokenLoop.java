@@ -24,9 +24,10 @@ public final class GpuTokenLoop {
 
     private final TokenController controller;
     private final Map<String, Tracked> tenants = new ConcurrentHashMap<>();
+    private volatile long blocksLaunched; // written by the GPU's own thread only
 
     private static final class Tracked {
-        final Tenant tenant;
+        volatile Tenant tenant; // its quota may change; its control block never does
         long lastLaunched;
         long lastKlcCount;
 
@@ -46,8 +47,23 @@ public final class GpuTokenLoop {
         tenants.put(tenant.id(), new Tracked(tenant));
     }
 
+    /** Changes a tenant's quota or priority; what was counted of it so far stays. */
+    public void update(Tenant tenant) {
+        Tracked tracked = tenants.get(tenant.id());
+        if (tracked != null && tracked.tenant.block() == tenant.block()) {
+            tracked.tenant = tenant;
+        } else {
+            add(tenant);
+        }
+    }
+
     public void remove(String id) {
         tenants.remove(id);
+    }
+
+    /** Thread blocks launched by all tenants of the GPU since the loop started, as of the last period. */
+    public long blocksLaunched() {
+        return blocksLaunched;
     }
 
     public int size() {
@@ -62,21 +78,27 @@ public final class GpuTokenLoop {
         List<Tracked> order = new ArrayList<>(tenants.values());
         List<InstanceSample> samples = new ArrayList<>(order.size());
         long[] launched = new long[order.size()];
+        Tenant[] tenantsOfTick = new Tenant[order.size()];
+        long launchedThisPeriod = 0;
         for (int i = 0; i < order.size(); i++) {
             Tracked t = order.get(i);
             Tenant tenant = t.tenant;
+            tenantsOfTick[i] = tenant;
             launched[i] = tenant.block().blocksLaunched(tenant.device());
             long cycles = tenant.block().klcCount(tenant.device());
             double klcMillis = cycles > t.lastKlcCount ? tenant.block().klcNanos(tenant.device(), cycles) / 1e6 : Double.NaN;
+            long delta = Math.max(0, launched[i] - t.lastLaunched);
+            launchedThisPeriod += delta;
             samples.add(new InstanceSample(tenant.id(), tenant.sloSensitive(), tenant.request(), tenant.limit(),
-                    Math.max(0, launched[i] - t.lastLaunched), klcMillis > 0 ? klcMillis : Double.NaN));
+                    delta, klcMillis > 0 ? klcMillis : Double.NaN));
             t.lastLaunched = launched[i];
             t.lastKlcCount = cycles;
         }
+        blocksLaunched += launchedThisPeriod;
         TokenPlan plan = controller.issue(now, samples);
         List<TokenGrant> grants = plan.grants();
         for (int i = 0; i < order.size(); i++) {
-            Tenant tenant = order.get(i).tenant;
+            Tenant tenant = tenantsOfTick[i];
             long previous = tenant.block().tokensGranted(tenant.device());
             tenant.block().grantTokens(tenant.device(), Math.min(previous, launched[i]) + grants.get(i).tokens());
             tenant.block().setState(tenant.device(), plan.state().ordinal());

@@ -50,7 +50,8 @@ class NodeAgentTest {
                     "dilu.agent.device-plugins-dir", ROOT.resolve("device-plugins").toString(),
                     "dilu.agent.control-root", ROOT.resolve("containers").toString(),
                     "dilu.agent.emulated-gpus", "2x A100-40GB, 108 SMs",
-                    "dilu.agent.publish-inventory", "false");
+                    "dilu.agent.publish-inventory", "false",
+                    "dilu.agent.match-pods", "false");
         }
     }
 
@@ -88,16 +89,19 @@ class NodeAgentTest {
             Thread.sleep(1_200); // the per-container rows refresh every second
             String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
             assertThat(metrics).contains("dilu_allocations 1.0")
-                    .containsPattern("dilu_container_tokens_granted\\{allocation=\"" + id + "\",gpu=\"GPU-emu-local-1\"[^}]*} 3240\\.0")
+                    .containsPattern("dilu_container_tokens_granted\\{allocation=\"" + id + "\"[^}]*gpu=\"GPU-emu-local-1\"[^}]*} 3240\\.0")
+                    .containsPattern("dilu_gpu_utilisation_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*source=\"emulated\"[^}]*} 0\\.0")
                     .contains("dilu_container_controller_state{allocation=\"" + id + "\"")
                     .containsPattern("dilu_gpu_sm_request_percent\\{gpu=\"GPU-emu-local-1\"[^}]*} 30\\.0");
 
             // A restarted agent finds the allocation again from the control root alone.
             try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, InstantSource.system(), 16)) {
-                Allocations recovered = new Allocations(config, agent.gpus(), fresh);
+                Allocations recovered = new Allocations(Allocations.Paths.of(config), agent.gpus(), fresh, InstantSource.system(), List::of);
                 assertThat(recovered.recover()).isEqualTo(1);
                 assertThat(recovered.all()).containsKey(id);
-                assertThat(recovered.all().get(id).request()).isEqualTo(0.30);
+                assertThat(recovered.all().get(id).smRequest()).isEqualTo(30);
+                assertThat(recovered.all().get(id).deviceIds()).containsExactlyInAnyOrderElementsOf(thirty);
+                assertThat(recovered.tenants().get(id).request()).isEqualTo(0.30);
             }
         }
     }

@@ -21,6 +21,9 @@ import io.grpc.StatusRuntimeException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
@@ -38,19 +41,31 @@ class DevicePluginIT {
     private GpuSmDevicePlugin plugin;
     private DevicePluginEndpoint endpoint;
     private FakeKubelet kubelet;
+    /** The GPU the scheduler assigned to the container being admitted, as the agent's pod matcher would say. */
+    private final AtomicReference<String> assigned = new AtomicReference<>();
     private final List<GpuDevice> gpus = NodeInventory.uniform("node", 2, "Emulated A100", 40_960, 108).gpus();
 
     @BeforeEach
     void start() throws Exception {
         dir = Files.createDirectories(tmp.resolve("device-plugins"));
         kubelet = new FakeKubelet(dir);
-        plugin = new GpuSmDevicePlugin(gpus, (gpu, sm) -> ContainerAllocateResponse.newBuilder()
-                .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
-                .putEnvs("DILU_SM_REQUEST", Integer.toString(sm))
-                .putEnvs("DILU_CONTROL_DIR", "/var/run/dilu/control")
-                .addAllMounts(GpuSmDevicePlugin.controlMounts("/var/lib/dilu/containers/x", "/var/run/dilu/control",
-                        "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so"))
-                .build());
+        plugin = new GpuSmDevicePlugin(gpus, new GpuSmDevicePlugin.Allocator() {
+            @Override
+            public ContainerAllocateResponse allocate(GpuDevice gpu, List<String> ids) {
+                return ContainerAllocateResponse.newBuilder()
+                        .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
+                        .putEnvs("DILU_SM_REQUEST", Integer.toString(ids.size()))
+                        .putEnvs("DILU_CONTROL_DIR", "/var/run/dilu/control")
+                        .addAllMounts(GpuSmDevicePlugin.controlMounts("/var/lib/dilu/containers/x", "/var/run/dilu/control",
+                                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so"))
+                        .build();
+            }
+
+            @Override
+            public Optional<String> preferredGpu(int size, Map<String, Integer> available) {
+                return Optional.ofNullable(assigned.get()).filter(g -> available.getOrDefault(g, 0) >= size);
+            }
+        });
         endpoint = new DevicePluginEndpoint(dir, "dilu-gpu-sm.sock", plugin);
         endpoint.start();
     }
@@ -116,6 +131,22 @@ class DevicePluginIT {
                         .addAllAvailableDeviceIDs(available.subList(0, 150)).setAllocationSize(40)).build())
                 .getContainerResponses(0).getDeviceIDsList();
         assertThat(preferred).hasSize(40).allMatch(id -> id.startsWith(gpus.get(0).uuid()));
+
+        // ... on the GPU the scheduler assigned when the agent knows it, and with the IDs the kubelet insists on.
+        assigned.set(gpus.get(1).uuid());
+        var steered = stub.getPreferredAllocation(PreferredAllocationRequest.newBuilder()
+                .addContainerRequests(ContainerPreferredAllocationRequest.newBuilder()
+                        .addAllAvailableDeviceIDs(available.subList(0, 150)).setAllocationSize(40))
+                .addContainerRequests(ContainerPreferredAllocationRequest.newBuilder()
+                        .addAllAvailableDeviceIDs(available.subList(0, 150)).setAllocationSize(20)
+                        .addMustIncludeDeviceIDs(available.get(148))).build());
+        assertThat(steered.getContainerResponses(0).getDeviceIDsList()).hasSize(40)
+                .allMatch(id -> id.startsWith(gpus.get(1).uuid() + "::"));
+        assertThat(steered.getContainerResponses(1).getDeviceIDsList()).hasSize(20).contains(available.get(148))
+                .allMatch(id -> id.startsWith(gpus.get(0).uuid() + "::"));
+        assertThatThrownBy(() -> stub.allocate(AllocateRequest.newBuilder().addContainerRequests(
+                ContainerAllocateRequest.newBuilder().addDevicesIds(thirty.get(0)).addDevicesIds(thirty.get(0))).build()))
+                .isInstanceOf(StatusRuntimeException.class).hasMessageContaining("device IDs repeat");
     }
 
     @Test

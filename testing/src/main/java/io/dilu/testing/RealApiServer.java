@@ -1,4 +1,4 @@
-package io.dilu.e2e;
+package io.dilu.testing;
 
 import io.fabric8.kubeapitest.KubeAPIServer;
 import io.fabric8.kubeapitest.KubeAPIServerConfigBuilder;
@@ -12,9 +12,9 @@ import java.nio.file.Path;
  * A real kube-apiserver with its etcd, started from the local binaries that {@code e2e/bin/kube-binaries}
  * lays out (fabric8 kube-api-test downloads nothing when they are there).
  */
-final class RealApiServer implements AutoCloseable {
+public final class RealApiServer implements AutoCloseable {
 
-    static final String VERSION = "1.20.2";
+    public static final String VERSION = "1.20.2";
 
     private final KubeAPIServer server;
     private final KubernetesClient client;
@@ -24,7 +24,7 @@ final class RealApiServer implements AutoCloseable {
         this.client = client;
     }
 
-    static RealApiServer start() {
+    public static RealApiServer start() {
         String dir = System.getenv("KUBE_API_TEST_DIR");
         if (dir == null || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kube-apiserver"))) {
             throw new IllegalStateException("no kube-apiserver " + VERSION + " under KUBE_API_TEST_DIR=" + dir
@@ -43,7 +43,7 @@ final class RealApiServer implements AutoCloseable {
         return new RealApiServer(server, client);
     }
 
-    KubernetesClient client() {
+    public KubernetesClient client() {
         return client;
     }
 

@@ -1,0 +1,32 @@
+package io.dilu.core.contract;
+
+/**
+ * The names the parts of Dilu agree on (DESIGN.md, "Contracts between the pieces"): extended resources,
+ * pod annotations and the node annotation. Strings only; what they mean is parsed by the classes beside.
+ */
+public final class DiluNames {
+
+    private DiluNames() {}
+
+    /** Extended resource: SM request in percent of one GPU (1..100), 100 device IDs per GPU. */
+    public static final String GPU_SM = "dilu.io/gpu-sm";
+    /** Extended resource: GPU memory in MiB, managed by the scheduler extender only. */
+    public static final String GPU_MEMORY = "dilu.io/gpu-memory";
+
+    /** Pod annotation: SM limit in percent, request..100; default min(100, 2 × request). */
+    public static final String SM_LIMIT = "dilu.io/sm-limit";
+    /** Pod annotation: {@code slo} or {@code best-effort}. */
+    public static final String PRIORITY = "dilu.io/priority";
+    /** Pod annotation: the function an instance belongs to, for workload affinity. */
+    public static final String FUNCTION = "dilu.io/function";
+    /** Pod annotation: inference batch size, at least 1. */
+    public static final String BATCH_SIZE = "dilu.io/batch-size";
+    /** Pod annotation written at bind and corrected by the node agent: see {@link AssignedGpus}. */
+    public static final String ASSIGNED_GPUS = "dilu.io/assigned-gpus";
+
+    /** Node annotation: the node's GPUs as JSON, written by the node agent. */
+    public static final String GPU_INVENTORY = "dilu.io/gpu-inventory";
+
+    /** The scheduler profile that places pods with the extender. */
+    public static final String SCHEDULER_NAME = "dilu-scheduler";
+}

@@ -1,0 +1,128 @@
+package io.dilu.deviceplugin.agent;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.deviceplugin.kubelet.PodResourcesClient;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.grpc.StatusRuntimeException;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+import org.jboss.logging.Logger;
+
+/**
+ * The Kubernetes side of "which pod is this?": watches the pods of this node, asks the kubelet's
+ * PodResources API who holds which share, and applies the {@link Reconciler}'s plan: owners and quotas to
+ * {@link Allocations}, corrected {@code dilu.io/assigned-gpus} annotations to the API server. When the
+ * kubelet does not answer, nothing changes; when the API server does not, shares keep their quotas and the
+ * annotations wait.
+ */
+public final class PodIdentity implements AutoCloseable {
+
+    private static final Logger LOG = Logger.getLogger(PodIdentity.class);
+
+    private final KubernetesClient kubernetes;
+    private final Allocations allocations;
+    private final PodResourcesClient kubelet;
+    private final InstantSource clock;
+    private final Duration grace;
+    private final SharedIndexInformer<Pod> informer;
+    private final Counter annotationMissing;
+    private final Counter annotationDifferent;
+    private final Counter guessCorrected;
+    private final Counter kubeletFailures;
+
+    public PodIdentity(KubernetesClient kubernetes, String nodeName, Allocations allocations, PodResourcesClient kubelet,
+            InstantSource clock, Duration grace, MeterRegistry metrics) {
+        this.kubernetes = kubernetes;
+        this.allocations = allocations;
+        this.kubelet = kubelet;
+        this.clock = clock;
+        this.grace = grace;
+        this.informer = kubernetes.pods().inAnyNamespace().withField("spec.nodeName", nodeName).runnableInformer(0);
+        // Keep trying while the API server is away: the agent must never give up watching its pods.
+        informer.exceptionHandler((started, t) -> {
+            LOG.debugf("pod watch of node %s failed, retrying: %s", nodeName, t.getMessage());
+            return true;
+        });
+        String mismatches = "dilu_assignment_mismatches_total";
+        String help = "assignments the node corrected: a pod annotation missing or naming another GPU than its "
+                + "containers hold, or a share matched to another container at Allocate than the kubelet reports";
+        this.annotationMissing = Counter.builder(mismatches).tag("kind", "annotation-missing").description(help).register(metrics);
+        this.annotationDifferent = Counter.builder(mismatches).tag("kind", "annotation-different").description(help).register(metrics);
+        this.guessCorrected = Counter.builder(mismatches).tag("kind", "allocate-guess").description(help).register(metrics);
+        this.kubeletFailures = Counter.builder("dilu_podresources_failures_total")
+                .description("PodResources List calls the kubelet did not answer").register(metrics);
+    }
+
+    public void start() {
+        informer.start().whenComplete((ok, t) -> {
+            if (t != null) {
+                LOG.warnf("pod watch not started yet: %s (retrying)", t.getMessage());
+            }
+        });
+    }
+
+    /** The pods of this node as last seen. */
+    public Collection<PodView> pods() {
+        return informer.getStore().list().stream().map(PodViews::of).toList();
+    }
+
+    /** One round: read the kubelet, decide, apply. Safe to call from one thread at a time. */
+    public void reconcile() {
+        Map<ContainerRef, java.util.Set<String>> listing;
+        try {
+            listing = kubelet.list(DiluNames.GPU_SM);
+        } catch (StatusRuntimeException e) {
+            kubeletFailures.increment();
+            LOG.debugf("PodResources List failed, changing nothing: %s", e.getStatus());
+            return;
+        }
+        Map<ContainerRef.PodKey, PodView> pods = pods().stream()
+                .collect(Collectors.toMap(PodView::key, Function.identity(), (a, b) -> a));
+        List<Reconciler.Change> plan = Reconciler.plan(allocations.all().values(), listing, pods, clock.instant(), grace);
+        allocations.apply(plan);
+        for (Reconciler.Change change : plan) {
+            if (change instanceof Reconciler.Bind b && b.corrected()) {
+                guessCorrected.increment();
+            } else if (change instanceof Reconciler.CorrectAnnotation c && annotate(c, pods.get(c.pod()))) {
+                (c.reason() == Reconciler.Mismatch.MISSING ? annotationMissing : annotationDifferent).increment();
+            }
+        }
+    }
+
+    private boolean annotate(Reconciler.CorrectAnnotation c, PodView pod) {
+        // The uid test keeps a pod that was replaced under the same name from receiving another's GPUs.
+        String key = DiluNames.ASSIGNED_GPUS.replace("~", "~0").replace("/", "~1");
+        String set = pod.annotations().isEmpty()
+                ? "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{\"" + DiluNames.ASSIGNED_GPUS + "\":\"" + c.actual() + "\"}}"
+                : "{\"op\":\"add\",\"path\":\"/metadata/annotations/" + key + "\",\"value\":\"" + c.actual() + "\"}";
+        String patch = "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"" + c.uid() + "\"}," + set + "]";
+        try {
+            kubernetes.pods().inNamespace(c.pod().namespace()).withName(c.pod().name())
+                    .patch(PatchContext.of(PatchType.JSON), patch);
+            LOG.infof("pod %s/%s: %s %s (the node's truth; was %s)", c.pod().namespace(), c.pod().name(),
+                    DiluNames.ASSIGNED_GPUS, c.actual(), pod.annotations().getOrDefault(DiluNames.ASSIGNED_GPUS, "unset"));
+            return true;
+        } catch (KubernetesClientException e) {
+            LOG.warnf("cannot correct %s on pod %s/%s (next round retries): %s", DiluNames.ASSIGNED_GPUS,
+                    c.pod().namespace(), c.pod().name(), e.getMessage());
+            return false;
+        }
+    }
+
+    @Override
+    public void close() {
+        informer.close();
+    }
+}

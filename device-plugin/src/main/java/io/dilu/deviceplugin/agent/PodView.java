@@ -1,0 +1,47 @@
+package io.dilu.deviceplugin.agent;
+
+import io.dilu.core.contract.AssignedGpus;
+import io.dilu.core.contract.DiluNames;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * What the node agent needs to know of a pod on its node, independent of the Kubernetes client.
+ *
+ * @param created creation time: among pods that could own a new share, the oldest was admitted first
+ * @param terminal the pod has finished or is being deleted: it takes no new share
+ * @param gpuContainers the containers that request {@code dilu.io/gpu-sm}, in the pod's container order
+ */
+public record PodView(String namespace, String name, String uid, Instant created, boolean terminal,
+        Map<String, String> annotations, List<GpuContainer> gpuContainers) {
+
+    public PodView {
+        annotations = Map.copyOf(annotations);
+        gpuContainers = List.copyOf(gpuContainers);
+    }
+
+    /** A container's SM request in percent. */
+    public record GpuContainer(String name, int smRequest) {}
+
+    public ContainerRef.PodKey key() {
+        return new ContainerRef.PodKey(namespace, name);
+    }
+
+    public ContainerRef ref(GpuContainer container) {
+        return new ContainerRef(namespace, name, container.name());
+    }
+
+    /** The scheduler's assignment, when the annotation is there and well-formed. */
+    public Optional<AssignedGpus> assigned() {
+        String value = annotations.get(DiluNames.ASSIGNED_GPUS);
+        return value == null || AssignedGpus.validate(value).isPresent()
+                ? Optional.empty() : Optional.of(AssignedGpus.parse(value));
+    }
+
+    /** The GPU the scheduler assigned to the {@code index}-th GPU container. */
+    public Optional<String> assignedGpu(int index) {
+        return assigned().flatMap(a -> a.forContainer(index));
+    }
+}

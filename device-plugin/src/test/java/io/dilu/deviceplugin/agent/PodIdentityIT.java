@@ -1,0 +1,204 @@
+package io.dilu.deviceplugin.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.quota.Priority;
+import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.gpu.EmulatedInventory;
+import io.dilu.deviceplugin.kubelet.FakePodResources;
+import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
+import io.dilu.deviceplugin.kubelet.PodResourcesClient;
+import io.dilu.deviceplugin.tokens.TokenManager;
+import io.dilu.testing.RealApiServer;
+import io.dilu.testing.TestingClock;
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * "Which pod is this?" against a real kube-apiserver and the kubelet's PodResources API over a real socket:
+ * shares are matched at Allocate from the scheduler's assignment, confirmed or corrected from what the
+ * kubelet reports, annotations that disagree with the node are rewritten, and shares of pods that are gone are
+ * released, but only after the grace period and never while the kubelet is not answering.
+ */
+class PodIdentityIT {
+
+    static final String NODE = "gpu-node-1";
+    static final String NS = "fns";
+    static RealApiServer api;
+    static KubernetesClient client;
+
+    @TempDir
+    Path tmp;
+
+    @BeforeAll
+    static void startApiServer() {
+        api = RealApiServer.start();
+        client = api.client();
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
+        client.serviceAccounts().inNamespace(NS)
+                .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+    }
+
+    @AfterAll
+    static void stopApiServer() {
+        if (api != null) {
+            api.close();
+        }
+    }
+
+    static Pod pod(String name, Map<String, String> annotations, int... sm) {
+        PodBuilder b = new PodBuilder().withNewMetadata().withName(name).withNamespace(NS).withAnnotations(annotations)
+                .endMetadata().withNewSpec().withNodeName(NODE).withAutomountServiceAccountToken(false).endSpec();
+        for (int i = 0; i < sm.length; i++) {
+            Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm[i])));
+            b.editSpec().addNewContainer().withName("c" + i).withImage("registry.local/fn:1")
+                    .withNewResources().withLimits(share).withRequests(share).endResources().endContainer().endSpec();
+        }
+        return client.pods().inNamespace(NS).resource(b.build()).create();
+    }
+
+    static List<String> ids(GpuDevice gpu, int from, int count) {
+        return IntStream.range(from, from + count).mapToObj(i -> GpuSmDevicePlugin.deviceId(gpu, i)).toList();
+    }
+
+    static String assignment(String pod) {
+        return client.pods().inNamespace(NS).withName(pod).get().getMetadata().getAnnotations().get(DiluNames.ASSIGNED_GPUS);
+    }
+
+    static double counter(SimpleMeterRegistry metrics, String kind) {
+        return metrics.get("dilu_assignment_mismatches_total").tag("kind", kind).counter().count();
+    }
+
+    @Test
+    void sharesAreMatchedToTheirPodsCorrectedFromTheKubeletAndReleasedWhenThePodIsGone() throws Exception {
+        List<GpuDevice> gpus = EmulatedInventory.parse(NODE, "2x A100-40GB, 108 SMs").gpus();
+        GpuDevice gpu0 = gpus.get(0);
+        GpuDevice gpu1 = gpus.get(1);
+        Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
+                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so");
+        Files.createDirectories(paths.controlRoot());
+        TestingClock clock = new TestingClock(Instant.parse("2026-11-22T10:00:00Z"));
+        SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+        Path socket = tmp.resolve("pod-resources.sock");
+
+        pod("infer", Map.of(DiluNames.ASSIGNED_GPUS, gpu1.uuid(), DiluNames.SM_LIMIT, "60", DiluNames.PRIORITY, "slo"), 30);
+        pod("train", Map.of(DiluNames.ASSIGNED_GPUS, gpu0.uuid()), 40);
+        pod("plain", Map.of(), 10);
+
+        try (TokenManager tokens = new TokenManager(2, TokenParameters.DEFAULTS, clock, 16);
+                FakePodResources kubelet = new FakePodResources(socket);
+                PodResourcesClient podResources = new PodResourcesClient(socket, Duration.ofSeconds(2))) {
+            PodIdentity[] identity = new PodIdentity[1];
+            Allocations allocations = new Allocations(paths, gpus, tokens, clock, () -> identity[0].pods());
+            identity[0] = new PodIdentity(client, NODE, allocations, podResources, clock, Duration.ofSeconds(30), metrics);
+            identity[0].start();
+            await().atMost(Duration.ofSeconds(20)).until(() -> identity[0].pods().size() == 3);
+
+            // The kubelet asks where to take 30 percent from: the GPU the scheduler gave the pod being admitted.
+            Map<String, Integer> free = Map.of(gpu0.uuid(), 100, gpu1.uuid(), 100);
+            assertThat(allocations.preferredGpu(30, free)).contains(gpu1.uuid());
+            var infer = allocations.allocate(gpu1, ids(gpu1, 0, 30));
+            assertThat(infer.getEnvsMap()).containsEntry("DILU_SM_REQUEST", "30").containsEntry("DILU_SM_LIMIT", "60");
+            String inferId = infer.getEnvsOrThrow("DILU_ALLOCATION");
+            assertThat(allocations.all().get(inferId).owner()).contains(new ContainerRef(NS, "infer", "c0"));
+            assertThat(allocations.tenants().get(inferId).sloSensitive()).isTrue();
+
+            // The kubelet did not follow the preference for train: 40 percent of GPU 1 instead of GPU 0.
+            String trainId = allocations.allocate(gpu1, ids(gpu1, 30, 40)).getEnvsOrThrow("DILU_ALLOCATION");
+            String plainId = allocations.allocate(gpu0, ids(gpu0, 0, 10)).getEnvsOrThrow("DILU_ALLOCATION");
+            assertThat(allocations.all().get(trainId).owner()).contains(new ContainerRef(NS, "train", "c0"));
+
+            kubelet.put(new ContainerRef(NS, "infer", "c0"), ids(gpu1, 0, 30));
+            kubelet.put(new ContainerRef(NS, "train", "c0"), ids(gpu1, 30, 40));
+            kubelet.put(new ContainerRef(NS, "plain", "c0"), ids(gpu0, 0, 10));
+            identity[0].reconcile();
+            assertThat(assignment("train")).as("the node is the truth").isEqualTo(gpu1.uuid());
+            assertThat(assignment("plain")).as("a pod placed without Dilu's scheduler is annotated").isEqualTo(gpu0.uuid());
+            assertThat(assignment("infer")).isEqualTo(gpu1.uuid());
+            assertThat(counter(metrics, "annotation-different")).isEqualTo(1);
+            assertThat(counter(metrics, "annotation-missing")).isEqualTo(1);
+            await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+                identity[0].reconcile();
+                assertThat(counter(metrics, "annotation-different")).as("corrected once, not every round").isEqualTo(1);
+            });
+
+            // Two pods asking for the same share of the same GPU: the guess at Allocate may swap them; the kubelet's
+            // listing puts each quota where it belongs.
+            pod("a", Map.of(DiluNames.ASSIGNED_GPUS, gpu0.uuid(), DiluNames.SM_LIMIT, "25"), 20);
+            pod("b", Map.of(DiluNames.ASSIGNED_GPUS, gpu0.uuid(), DiluNames.SM_LIMIT, "80", DiluNames.PRIORITY, "slo"), 20);
+            await().atMost(Duration.ofSeconds(20)).until(() -> identity[0].pods().size() == 5);
+            String first = allocations.allocate(gpu0, ids(gpu0, 10, 20)).getEnvsOrThrow("DILU_ALLOCATION");
+            String second = allocations.allocate(gpu0, ids(gpu0, 30, 20)).getEnvsOrThrow("DILU_ALLOCATION");
+            assertThat(allocations.all().get(first).owner()).contains(new ContainerRef(NS, "a", "c0"));
+            kubelet.put(new ContainerRef(NS, "b", "c0"), ids(gpu0, 10, 20));
+            kubelet.put(new ContainerRef(NS, "a", "c0"), ids(gpu0, 30, 20));
+            identity[0].reconcile();
+            assertThat(allocations.all().get(first).owner()).contains(new ContainerRef(NS, "b", "c0"));
+            assertThat(allocations.all().get(first).smLimit()).isEqualTo(80);
+            assertThat(allocations.tenants().get(first).sloSensitive()).isTrue();
+            assertThat(allocations.all().get(second).smLimit()).isEqualTo(25);
+            assertThat(counter(metrics, "allocate-guess")).isEqualTo(2);
+
+            // A restarted agent knows every owner and quota from the control root alone.
+            try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, clock, 16)) {
+                Allocations restarted = new Allocations(paths, gpus, fresh, clock, List::of);
+                assertThat(restarted.recover()).isEqualTo(5);
+                assertThat(restarted.all()).isEqualTo(allocations.all());
+                assertThat(fresh.gpu(0).size() + fresh.gpu(1).size()).isEqualTo(5);
+            }
+
+            // infer is deleted; its share goes only after the grace period, and not while the kubelet is away.
+            client.pods().inNamespace(NS).withName("infer").delete();
+            kubelet.remove(new ContainerRef(NS, "infer", "c0"));
+            Path inferDir = paths.controlRoot().resolve(gpu1.uuid() + "_30_" + inferId);
+            identity[0].reconcile();
+            clock.advance(Duration.ofSeconds(29));
+            identity[0].reconcile();
+            assertThat(allocations.all()).containsKey(inferId);
+            assertThat(inferDir).exists();
+            kubelet.close();
+            clock.advance(Duration.ofMinutes(5));
+            identity[0].reconcile();
+            assertThat(allocations.all()).as("nothing released while the kubelet does not answer").hasSize(5);
+            assertThat(metrics.get("dilu_podresources_failures_total").counter().count()).isEqualTo(1);
+
+            try (FakePodResources back = new FakePodResources(socket)) {
+                Map<ContainerRef, List<String>> still = new HashMap<>();
+                still.put(new ContainerRef(NS, "train", "c0"), ids(gpu1, 30, 40));
+                still.put(new ContainerRef(NS, "plain", "c0"), ids(gpu0, 0, 10));
+                still.put(new ContainerRef(NS, "b", "c0"), ids(gpu0, 10, 20));
+                still.put(new ContainerRef(NS, "a", "c0"), ids(gpu0, 30, 20));
+                still.forEach(back::put);
+                await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+                    identity[0].reconcile();
+                    assertThat(allocations.all()).doesNotContainKey(inferId).hasSize(4);
+                });
+                assertThat(inferDir).doesNotExist();
+                assertThat(tokens.gpu(1).size()).isEqualTo(1);
+                assertThat(allocations.all().get(trainId).priority()).isEqualTo(Priority.BEST_EFFORT);
+                assertThat(allocations.all().get(plainId).owner()).contains(new ContainerRef(NS, "plain", "c0"));
+            }
+            identity[0].close();
+        }
+    }
+}

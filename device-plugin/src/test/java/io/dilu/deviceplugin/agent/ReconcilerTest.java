@@ -1,0 +1,121 @@
+package io.dilu.deviceplugin.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.quota.Priority;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+class ReconcilerTest {
+
+    static final Instant T0 = Instant.parse("2026-11-22T10:00:00Z");
+    static final Duration GRACE = Duration.ofSeconds(30);
+
+    static Set<String> ids(String gpu, int from, int count) {
+        return IntStream.range(from, from + count).mapToObj(i -> String.format("%s::sm%02d", gpu, i)).collect(Collectors.toSet());
+    }
+
+    static Allocation allocation(String id, String gpu, Set<String> ids, int createdSecond) {
+        return new Allocation(id, gpu, ids, T0.plusSeconds(createdSecond), Optional.empty(), 2 * ids.size(),
+                Priority.BEST_EFFORT, Optional.empty());
+    }
+
+    static PodView pod(String name, Map<String, String> annotations, int... sm) {
+        List<PodView.GpuContainer> containers = IntStream.range(0, sm.length)
+                .mapToObj(i -> new PodView.GpuContainer("c" + i, sm[i])).toList();
+        return new PodView("ns", name, "uid-" + name, T0, false, annotations, containers);
+    }
+
+    static Map<ContainerRef.PodKey, PodView> byKey(PodView... pods) {
+        return java.util.Arrays.stream(pods).collect(Collectors.toMap(PodView::key, p -> p));
+    }
+
+    @Test
+    void theKubeletsListingNamesTheOwnerAndThePodGivesTheQuota() {
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0);
+        PodView p = pod("infer", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a", DiluNames.SM_LIMIT, "60", DiluNames.PRIORITY, "slo"), 30);
+        ContainerRef c0 = new ContainerRef("ns", "infer", "c0");
+        List<Reconciler.Change> plan = Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), byKey(p), T0, GRACE);
+        assertThat(plan).containsExactly(new Reconciler.Bind("a", c0, 60, Priority.SLO, false));
+
+        Allocation bound = a.withOwner(c0, 60, Priority.SLO);
+        assertThat(Reconciler.plan(List.of(bound), Map.of(c0, a.deviceIds()), byKey(p), T0, GRACE))
+                .as("nothing to do once in line").isEmpty();
+    }
+
+    @Test
+    void aWrongGuessAtAllocateIsCorrectedAndCounted() {
+        ContainerRef guessed = new ContainerRef("ns", "other", "c0");
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(guessed, 60, Priority.SLO);
+        ContainerRef real = new ContainerRef("ns", "train", "c0");
+        PodView p = pod("train", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a"), 30);
+        assertThat(Reconciler.plan(List.of(a), Map.of(real, a.deviceIds()), byKey(p), T0, GRACE))
+                .containsExactly(new Reconciler.Bind("a", real, 60, Priority.BEST_EFFORT, true));
+    }
+
+    @Test
+    void anUnknownPodKeepsItsQuotaUntilTheApiServerIsBack() {
+        ContainerRef c0 = new ContainerRef("ns", "infer", "c0");
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(c0, 45, Priority.SLO);
+        assertThat(Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), Map.of(), T0, GRACE)).isEmpty();
+    }
+
+    @Test
+    void aShareNoContainerHoldsIsReleasedOnlyAfterTheGracePeriod() {
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0);
+        assertThat(Reconciler.plan(List.of(a), Map.of(), Map.of(), T0, GRACE)).containsExactly(new Reconciler.Missing("a", T0));
+        Allocation missing = a.withMissingSince(Optional.of(T0));
+        assertThat(Reconciler.plan(List.of(missing), Map.of(), Map.of(), T0.plusSeconds(29), GRACE)).isEmpty();
+        assertThat(Reconciler.plan(List.of(missing), Map.of(), Map.of(), T0.plusSeconds(30), GRACE))
+                .containsExactly(new Reconciler.Release("a"));
+        // Listed again before that (a kubelet that restarted and re-read its checkpoint): kept.
+        ContainerRef c0 = new ContainerRef("ns", "p", "c0");
+        assertThat(Reconciler.plan(List.of(missing), Map.of(c0, a.deviceIds()), Map.of(), T0.plusSeconds(29), GRACE))
+                .containsExactly(new Reconciler.Present("a"), new Reconciler.Bind("a", c0, 60, Priority.BEST_EFFORT, false));
+    }
+
+    @Test
+    void theSameIdsAllocatedAgainBelongToTheNewestAllocation() {
+        Set<String> same = ids("GPU-a", 0, 20);
+        Allocation old = allocation("old", "GPU-a", same, 0);
+        Allocation fresh = allocation("fresh", "GPU-a", same, 60);
+        ContainerRef c0 = new ContainerRef("ns", "next", "c0");
+        assertThat(Reconciler.plan(List.of(old, fresh), Map.of(c0, same), Map.of(), T0.plusSeconds(61), GRACE))
+                .containsExactlyInAnyOrder(new Reconciler.Missing("old", T0.plusSeconds(61)),
+                        new Reconciler.Bind("fresh", c0, 40, Priority.BEST_EFFORT, false));
+    }
+
+    @Test
+    void anAnnotationThatDisagreesWithTheNodeIsRewrittenToWhatTheContainersHold() {
+        Allocation a0 = allocation("a0", "GPU-b", ids("GPU-b", 0, 30), 0);
+        Allocation a1 = allocation("a1", "GPU-c", ids("GPU-c", 0, 30), 0);
+        ContainerRef c0 = new ContainerRef("ns", "split", "c0");
+        ContainerRef c1 = new ContainerRef("ns", "split", "c1");
+        PodView wrong = pod("split", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a,GPU-c"), 30, 30);
+        Map<ContainerRef, Set<String>> listing = Map.of(c0, a0.deviceIds(), c1, a1.deviceIds());
+        assertThat(Reconciler.plan(List.of(a0, a1), listing, byKey(wrong), T0, GRACE))
+                .filteredOn(Reconciler.CorrectAnnotation.class::isInstance)
+                .containsExactly(new Reconciler.CorrectAnnotation(wrong.key(), "uid-split", Reconciler.Mismatch.DIFFERENT, "GPU-b,GPU-c"));
+
+        PodView unset = pod("split", Map.of(), 30, 30);
+        assertThat(Reconciler.plan(List.of(a0, a1), listing, byKey(unset), T0, GRACE))
+                .filteredOn(Reconciler.CorrectAnnotation.class::isInstance)
+                .containsExactly(new Reconciler.CorrectAnnotation(unset.key(), "uid-split", Reconciler.Mismatch.MISSING, "GPU-b,GPU-c"));
+
+        PodView right = pod("split", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-b, GPU-c"), 30, 30);
+        assertThat(Reconciler.plan(List.of(a0, a1), listing, byKey(right), T0, GRACE))
+                .noneMatch(Reconciler.CorrectAnnotation.class::isInstance);
+
+        // Judged only once every GPU container of the pod is listed.
+        assertThat(Reconciler.plan(List.of(a0, a1), Map.of(c0, a0.deviceIds()), byKey(wrong), T0, GRACE))
+                .noneMatch(Reconciler.CorrectAnnotation.class::isInstance);
+    }
+}
