@@ -35,15 +35,7 @@ class GpuFunctionProfileCrdIT {
     @BeforeAll
     static void startApiServerAndInstallCrd() throws Exception {
         api = RealApiServer.start();
-        Path yaml = Path.of(System.getProperty("dilu.manifests", "../manifests"), "crds", CRD + ".yaml");
-        try (InputStream in = Files.newInputStream(yaml)) {
-            CustomResourceDefinition crd = api.client().apiextensions().v1().customResourceDefinitions().load(in).item();
-            api.client().apiextensions().v1().customResourceDefinitions().resource(crd).create();
-        }
-        api.client().apiextensions().v1().customResourceDefinitions().withName(CRD).waitUntilCondition(
-                c -> c != null && c.getStatus() != null && c.getStatus().getConditions().stream()
-                        .anyMatch(cond -> "Established".equals(cond.getType()) && "True".equals(cond.getStatus())),
-                60, TimeUnit.SECONDS);
+        api.installCrd(RealApiServer.manifests().resolve("crds").resolve(CRD + ".yaml"));
     }
 
     @AfterAll

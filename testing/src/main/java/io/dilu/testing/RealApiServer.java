@@ -5,8 +5,12 @@ import io.fabric8.kubeapitest.KubeAPIServerConfigBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import java.io.IOException;
+import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A real kube-apiserver with its etcd, started from the local binaries that {@code e2e/bin/kube-binaries}
@@ -41,6 +45,24 @@ public final class RealApiServer implements AutoCloseable {
                 .withConfig(Config.fromKubeconfig(server.getKubeConfigYaml()))
                 .build();
         return new RealApiServer(server, client);
+    }
+
+    /** Creates the CustomResourceDefinition in {@code yaml} and waits until the API server serves it. */
+    public CustomResourceDefinition installCrd(Path yaml) throws IOException {
+        CustomResourceDefinition crd;
+        try (InputStream in = Files.newInputStream(yaml)) {
+            crd = client.apiextensions().v1().customResourceDefinitions().load(in).item();
+        }
+        client.apiextensions().v1().customResourceDefinitions().resource(crd).create();
+        return client.apiextensions().v1().customResourceDefinitions().withName(crd.getMetadata().getName())
+                .waitUntilCondition(c -> c != null && c.getStatus() != null && c.getStatus().getConditions().stream()
+                        .anyMatch(cond -> "Established".equals(cond.getType()) && "True".equals(cond.getStatus())),
+                        60, TimeUnit.SECONDS);
+    }
+
+    /** The project's manifests directory (system property {@code dilu.manifests}, set by the build). */
+    public static Path manifests() {
+        return Path.of(System.getProperty("dilu.manifests", "../manifests"));
     }
 
     public KubernetesClient client() {

@@ -200,6 +200,16 @@ public class NodeAgent {
         }
     }
 
+    /** Whether the agent is off, or serving: registered with the kubelet at least once. */
+    public boolean ready() {
+        return !config.enabled() || (endpoint != null && endpoint.registrations() > 0);
+    }
+
+    /** Whether every GPU's token loop is still running (false only if one died: restart the agent). */
+    public boolean tokenLoopsAlive() {
+        return tokens == null || tokens.threads().stream().allMatch(Thread::isAlive);
+    }
+
     /** The GPUs the agent serves (empty when disabled). */
     public List<GpuDevice> gpus() {
         return gpus;

@@ -64,8 +64,11 @@ class NodeAgentTest {
     @Test
     void servesTheKubeletHandsOutSharesAndRefillsTheirTokens() throws Exception {
         assertThat(agent.gpus()).hasSize(2);
+        given().get("/q/health/ready").then().statusCode(503); // no kubelet to register with yet
+        given().get("/q/health/live").then().statusCode(200);
         try (FakeKubeletAccess kubelet = FakeKubeletAccess.start(Enabled.ROOT.resolve("device-plugins"))) {
             var stub = kubelet.connectAfterRegistration();
+            given().get("/q/health/ready").then().statusCode(200);
             List<String> thirty = IntStream.range(0, 30)
                     .mapToObj(i -> GpuSmDevicePlugin.deviceId(agent.gpus().get(1), i)).toList();
             ContainerAllocateResponse c = stub.allocate(AllocateRequest.newBuilder()

@@ -1,0 +1,73 @@
+package io.dilu.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dilu.testing.RealApiServer;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.apps.DaemonSet;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every manifest under {@code manifests/} (but the examples, which need Knative and KServe) is accepted by a real
+ * kube-apiserver: schemas, references between objects, admission (e.g. the priority class exists).
+ */
+class ManifestsIT {
+
+    private static RealApiServer api;
+
+    @BeforeAll
+    static void start() {
+        api = RealApiServer.start();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (api != null) {
+            api.close();
+        }
+    }
+
+    /** Namespaces and CRDs before what lives in them. */
+    private static final Map<String, Integer> ORDER = Map.of("Namespace", 0, "CustomResourceDefinition", 1);
+
+    static List<HasMetadata> load() throws IOException {
+        List<HasMetadata> all = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(RealApiServer.manifests())) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".yaml"))
+                    .filter(p -> !RealApiServer.manifests().relativize(p).startsWith("examples")).sorted().toList()) {
+                try (InputStream in = Files.newInputStream(f)) {
+                    all.addAll(api.client().load(in).items());
+                }
+            }
+        }
+        all.sort(Comparator.comparingInt(o -> ORDER.getOrDefault(o.getKind(), 2)));
+        return all;
+    }
+
+    @Test
+    void theApiServerAcceptsEveryManifest() throws Exception {
+        List<HasMetadata> objects = load();
+        assertThat(objects).extracting(HasMetadata::getKind).contains("Namespace", "CustomResourceDefinition",
+                "DaemonSet", "ClusterRole", "ClusterRoleBinding", "ServiceAccount");
+        for (HasMetadata o : objects) {
+            HasMetadata created = api.client().resource(o).create();
+            assertThat(created.getMetadata().getUid()).as("%s %s", o.getKind(), o.getMetadata().getName()).isNotBlank();
+        }
+        DaemonSet agent = api.client().apps().daemonSets().inNamespace("dilu-system").withName("dilu-node-agent").get();
+        assertThat(agent.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo("dilu-node-agent");
+        assertThat(agent.getSpec().getTemplate().getSpec().getContainers().getFirst().getVolumeMounts())
+                .extracting(m -> m.getMountPath())
+                .contains("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/var/lib/dilu/containers");
+    }
+}
