@@ -239,15 +239,30 @@ public final class ClusterState {
         return partialNodes;
     }
 
-    /** The lowest-numbered empty node of each GPU shape. */
-    List<Integer> emptyNodeRepresentatives() {
+    /** The lowest-numbered empty node of each GPU shape, among the allowed nodes (all when null). */
+    List<Integer> emptyNodeRepresentatives(boolean[] allowed) {
         List<Integer> result = new ArrayList<>(emptyNodesByShape.size());
         for (NavigableSet<Integer> set : emptyNodesByShape.values()) {
-            if (!set.isEmpty()) {
-                result.add(set.first());
+            for (int n : set) {
+                if (allowed == null || allowed[n]) {
+                    result.add(n);
+                    break;
+                }
             }
         }
         return result;
+    }
+
+    /** Node ordinal → whether it is one of {@code names}. */
+    boolean[] nodeMask(java.util.Collection<String> names) {
+        boolean[] mask = new boolean[nodes.size()];
+        for (String name : names) {
+            Integer n = nodeOrdinal.get(name);
+            if (n != null) {
+                mask[n] = true;
+            }
+        }
+        return mask;
     }
 
     /** GPU ordinal → instances of {@code function} on it; empty when the function runs nowhere. */

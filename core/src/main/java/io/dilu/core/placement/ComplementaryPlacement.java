@@ -49,6 +49,18 @@ public final class ComplementaryPlacement implements PlacementPolicy {
 
     @Override
     public PlacementDecision decide(ClusterState state, InstanceRequest req) {
+        return decide(state, req, (boolean[]) null);
+    }
+
+    /**
+     * The same decision among the GPUs of {@code nodes} only: what a scheduler extender needs, whose candidate
+     * nodes have passed the scheduler's own filters. Unknown node names are ignored.
+     */
+    public PlacementDecision decide(ClusterState state, InstanceRequest req, java.util.Collection<String> nodes) {
+        return decide(state, req, state.nodeMask(nodes));
+    }
+
+    private PlacementDecision decide(ClusterState state, InstanceRequest req, boolean[] allowed) {
         if (req.requestMilli() > params.omegaMilli()) {
             return new PlacementDecision.Infeasible("SM request " + percent(req.requestMilli())
                     + " exceeds what one GPU may promise (Ω = " + percent(params.omegaMilli()) + ")");
@@ -67,8 +79,8 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                     + state.largestGpuMemoryMib() + " MiB and the model may not be split into pipeline stages");
         }
         PlacementDecision.Placed placed = req.gpus() > 1
-                ? onOneNode(state, req)
-                : onOneGpu(state, req, largerThanAnyGpu);
+                ? onOneNode(state, req, allowed)
+                : onOneGpu(state, req, largerThanAnyGpu, allowed);
         if (placed != null) {
             return placed;
         }
@@ -78,27 +90,28 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                 + ", γ = " + percent(params.gammaMilli()));
     }
 
-    private PlacementDecision.Placed onOneGpu(ClusterState state, InstanceRequest req, boolean largerThanAnyGpu) {
+    private PlacementDecision.Placed onOneGpu(ClusterState state, InstanceRequest req, boolean largerThanAnyGpu,
+            boolean[] allowed) {
         if (!largerThanAnyGpu) {
-            int g = bestAmong(state, state.gpusHosting(req.function()), req);
+            int g = bestAmong(state, state.gpusHosting(req.function()), req, allowed);
             if (g < 0) {
-                g = bestActive(state, req);
+                g = bestActive(state, req, allowed);
             }
             if (g < 0 && req.splittable()) {
-                PlacementDecision.Placed split = split(state, req, false);
+                PlacementDecision.Placed split = split(state, req, false, allowed);
                 if (split != null) {
                     return split;
                 }
             }
             if (g < 0) {
-                g = bestNewGpu(state, req);
+                g = bestNewGpu(state, req, allowed);
             }
             if (g >= 0) {
                 return whole(state, req, g);
             }
             return null;
         }
-        return split(state, req, true);
+        return split(state, req, true, allowed);
     }
 
     // ---- single GPU, Algorithm 1 lines 11-16 ----
@@ -107,16 +120,18 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     private final class Best {
         private final ClusterState state;
         private final InstanceRequest req;
+        private final boolean[] allowed;
         int gpu = -1;
         double score = Double.POSITIVE_INFINITY;
 
-        Best(ClusterState state, InstanceRequest req) {
+        Best(ClusterState state, InstanceRequest req, boolean[] allowed) {
             this.state = state;
             this.req = req;
+            this.allowed = allowed;
         }
 
         void consider(int g) {
-            if (fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+            if ((allowed == null || allowed[state.nodeOf(g)]) && fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
                 double s = score(state, g, req.requestMilli(), req.memoryMib());
                 if (s < score || (s == score && g < gpu)) {
                     score = s;
@@ -126,14 +141,14 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         }
     }
 
-    private int bestAmong(ClusterState state, Map<Integer, Integer> candidates, InstanceRequest req) {
-        Best best = new Best(state, req);
+    private int bestAmong(ClusterState state, Map<Integer, Integer> candidates, InstanceRequest req, boolean[] allowed) {
+        Best best = new Best(state, req, allowed);
         candidates.keySet().forEach(best::consider);
         return best.gpu;
     }
 
-    private int bestActive(ClusterState state, InstanceRequest req) {
-        Best best = new Best(state, req);
+    private int bestActive(ClusterState state, InstanceRequest req, boolean[] allowed) {
+        Best best = new Best(state, req, allowed);
         ClusterState.OrdinalSet active = state.activeGpus();
         for (int i = 0; i < active.size(); i++) {
             best.consider(active.get(i));
@@ -141,8 +156,8 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return best.gpu;
     }
 
-    private int bestNewGpu(ClusterState state, InstanceRequest req) {
-        Best best = new Best(state, req);
+    private int bestNewGpu(ClusterState state, InstanceRequest req, boolean[] allowed) {
+        Best best = new Best(state, req, allowed);
         ClusterState.OrdinalSet partial = state.partialNodes();
         for (int i = 0; i < partial.size(); i++) {
             int n = partial.get(i);
@@ -155,7 +170,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         if (best.gpu >= 0) {
             return best.gpu;
         }
-        for (int n : state.emptyNodeRepresentatives()) {
+        for (int n : state.emptyNodeRepresentatives(allowed)) {
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
                 best.consider(g);
             }
@@ -165,14 +180,14 @@ public final class ComplementaryPlacement implements PlacementPolicy {
 
     // ---- several GPUs of one node ----
 
-    private PlacementDecision.Placed onOneNode(ClusterState state, InstanceRequest req) {
+    private PlacementDecision.Placed onOneNode(ClusterState state, InstanceRequest req, boolean[] allowed) {
         Map<Integer, Integer> affinity = state.gpusHosting(req.function());
         int[] chosen = new int[req.gpus()];
         int[] bestChoice = null;
         long bestCost = Long.MAX_VALUE;
         double bestScore = Double.POSITIVE_INFINITY;
         int bestNode = -1;
-        List<Integer> nodes = candidateNodes(state, true);
+        List<Integer> nodes = candidateNodes(state, true, allowed);
         for (int n : nodes) {
             int found = 0;
             int idle = 0;
@@ -227,11 +242,11 @@ public final class ComplementaryPlacement implements PlacementPolicy {
 
     // ---- pipeline stages over fragments, worst fit on free memory ----
 
-    private PlacementDecision.Placed split(ClusterState state, InstanceRequest req, boolean includeIdle) {
+    private PlacementDecision.Placed split(ClusterState state, InstanceRequest req, boolean includeIdle, boolean[] allowed) {
         List<Slot> best = null;
         int bestNode = -1;
         double bestScore = Double.POSITIVE_INFINITY;
-        for (int n : candidateNodes(state, includeIdle)) {
+        for (int n : candidateNodes(state, includeIdle, allowed)) {
             List<Integer> gpus = new ArrayList<>();
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
                 if ((includeIdle || state.isActive(g)) && state.freeMemory(g) >= params.minStageMemoryMib()) {
@@ -271,14 +286,16 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return (int) Math.max(1, Math.ceilDiv(share * part, whole));
     }
 
-    private static List<Integer> candidateNodes(ClusterState state, boolean includeEmpty) {
+    private static List<Integer> candidateNodes(ClusterState state, boolean includeEmpty, boolean[] allowed) {
         ClusterState.OrdinalSet used = state.usedNodes();
         List<Integer> nodes = new ArrayList<>(used.size() + 4);
         for (int i = 0; i < used.size(); i++) {
-            nodes.add(used.get(i));
+            if (allowed == null || allowed[used.get(i)]) {
+                nodes.add(used.get(i));
+            }
         }
         if (includeEmpty) {
-            nodes.addAll(state.emptyNodeRepresentatives());
+            nodes.addAll(state.emptyNodeRepresentatives(allowed));
         }
         return nodes;
     }

@@ -28,7 +28,7 @@ public final class ExclusivePlacement implements PlacementPolicy {
         for (int i = 0; i < partial.size(); i++) {
             nodes.add(partial.get(i));
         }
-        nodes.addAll(state.emptyNodeRepresentatives());
+        nodes.addAll(state.emptyNodeRepresentatives(null));
         for (int n : nodes) {
             int idleFitting = 0;
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {

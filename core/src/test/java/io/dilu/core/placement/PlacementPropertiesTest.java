@@ -77,6 +77,30 @@ class PlacementPropertiesTest {
         assertThat(state.activeGpuCount()).isZero();
     }
 
+    /** Restricted to some nodes (a scheduler's candidates), Algorithm 1 stays on them and otherwise decides alike. */
+    @Property(tries = 100)
+    void aDecisionAmongSomeNodesStaysOnThemAndAgreesWhenTheBestIsAmongThem(@ForAll long seed) {
+        Random rnd = new Random(seed);
+        List<NodeInventory> nodes = heterogeneousCluster(rnd, 2 + rnd.nextInt(12));
+        ClusterState state = new ClusterState(nodes);
+        ComplementaryPlacement dilu = new ComplementaryPlacement();
+        for (int i = 0; i < 200; i++) {
+            InstanceRequest r = randomRequest(rnd, i);
+            List<String> allowed = nodes.stream().map(NodeInventory::name).filter(n -> rnd.nextInt(3) > 0).toList();
+            PlacementDecision global = dilu.decide(state, r);
+            PlacementDecision restricted = dilu.decide(state, r, allowed);
+            if (restricted instanceof PlacementDecision.Placed p) {
+                assertThat(allowed).contains(p.node());
+            }
+            if (global instanceof PlacementDecision.Placed g && allowed.contains(g.node()) && !r.splittable()) {
+                assertThat(restricted).isEqualTo(global);
+            }
+            if (global instanceof PlacementDecision.Placed g) {
+                state.apply(r.id(), r.function(), g);
+            }
+        }
+    }
+
     @net.jqwik.api.Provide
     net.jqwik.api.Arbitrary<String> policies() {
         return net.jqwik.api.Arbitraries.of("dilu", "static", "exclusive");

@@ -1,6 +1,7 @@
 package io.dilu.deviceplugin.gpu;
 
 import io.dilu.core.placement.GpuDevice;
+import io.dilu.kube.InventoryAnnotation;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import java.util.List;

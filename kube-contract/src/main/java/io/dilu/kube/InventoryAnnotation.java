@@ -1,8 +1,9 @@
-package io.dilu.deviceplugin.gpu;
+package io.dilu.kube;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
 import java.util.List;
 
@@ -13,7 +14,7 @@ import java.util.List;
  */
 public final class InventoryAnnotation {
 
-    public static final String KEY = "dilu.io/gpu-inventory";
+    public static final String KEY = DiluNames.GPU_INVENTORY;
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private record Entry(String uuid, int index, String model, long memoryMiB, int smCount) {}

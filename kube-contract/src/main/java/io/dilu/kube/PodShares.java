@@ -1,0 +1,86 @@
+package io.dilu.kube;
+
+import io.dilu.core.contract.DiluNames;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Quantity;
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/** Reads a Kubernetes Pod's GPU shares into a {@link PodShare}. */
+public final class PodShares {
+
+    /** Labels that name a function when {@code dilu.io/function} does not, most specific first. */
+    static final List<String> FUNCTION_LABELS = List.of("serving.kserve.io/inferenceservice",
+            "serving.knative.dev/service", "app.kubernetes.io/name", "app");
+
+    private PodShares() {}
+
+    /** The pod's share, or empty when it asks for no {@code dilu.io} resource. */
+    public static Optional<PodShare> of(Pod pod) {
+        List<PodShare.Container> containers = new ArrayList<>();
+        if (pod.getSpec() != null && pod.getSpec().getContainers() != null) {
+            for (Container c : pod.getSpec().getContainers()) {
+                Optional<Quantity> sm = resource(c, DiluNames.GPU_SM);
+                Optional<Quantity> memory = resource(c, DiluNames.GPU_MEMORY);
+                if (sm.isPresent() || memory.isPresent()) {
+                    containers.add(new PodShare.Container(c.getName(), sm.map(PodShares::integer).orElse(-1L).intValue(),
+                            memory.map(PodShares::integer)));
+                }
+            }
+        }
+        if (containers.isEmpty()) {
+            return Optional.empty();
+        }
+        var meta = pod.getMetadata();
+        Map<String, String> annotations = meta.getAnnotations() == null ? Map.of() : meta.getAnnotations();
+        Optional<String> node = Optional.ofNullable(pod.getSpec().getNodeName()).filter(n -> !n.isBlank());
+        return Optional.of(new PodShare(meta.getUid(), meta.getNamespace(), meta.getName(), node, terminal(pod),
+                function(pod), annotations, containers));
+    }
+
+    /** Finished or being deleted: such a pod holds no GPU share any more. */
+    public static boolean terminal(Pod pod) {
+        String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
+        return pod.getMetadata().getDeletionTimestamp() != null || "Succeeded".equals(phase) || "Failed".equals(phase);
+    }
+
+    /** {@code dilu.io/function}, else the Knative/KServe/app label, else the pod's name. */
+    public static String function(Pod pod) {
+        var meta = pod.getMetadata();
+        String annotated = meta.getAnnotations() == null ? null : meta.getAnnotations().get(DiluNames.FUNCTION);
+        if (annotated != null && !annotated.isBlank()) {
+            return annotated;
+        }
+        Map<String, String> labels = meta.getLabels() == null ? Map.of() : meta.getLabels();
+        for (String label : FUNCTION_LABELS) {
+            String value = labels.get(label);
+            if (value != null && !value.isBlank()) {
+                return value;
+            }
+        }
+        return meta.getName() != null ? meta.getName() : String.valueOf(meta.getGenerateName());
+    }
+
+    /** Extended resources may be given as request, limit or both (then equal). */
+    private static Optional<Quantity> resource(Container c, String name) {
+        if (c.getResources() == null) {
+            return Optional.empty();
+        }
+        return Optional.ofNullable(c.getResources().getRequests()).map(r -> r.get(name))
+                .or(() -> Optional.ofNullable(c.getResources().getLimits()).map(l -> l.get(name)));
+    }
+
+    /** A whole, positive quantity, or -1: extended resources are integers. */
+    static long integer(Quantity q) {
+        try {
+            BigDecimal v = q.getNumericalAmount();
+            return v.signum() > 0 && v.stripTrailingZeros().scale() <= 0 ? v.longValueExact() : -1;
+        } catch (ArithmeticException | IllegalArgumentException e) {
+            return -1;
+        }
+    }
+}

@@ -1,0 +1,51 @@
+package io.dilu.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dilu.core.contract.DiluNames;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+class PodSharesTest {
+
+    static PodBuilder pod() {
+        return new PodBuilder().withNewMetadata().withName("fn-abc").withNamespace("ns").withUid("u1").endMetadata()
+                .withNewSpec().endSpec();
+    }
+
+    @Test
+    void readsTheSharesOfTheGpuContainersInOrder() {
+        Pod pod = pod().editMetadata().withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata()
+                .editSpec().withNodeName("n1")
+                .addNewContainer().withName("sidecar").endContainer()
+                .addNewContainer().withName("a").withNewResources().withLimits(Map.of(DiluNames.GPU_SM, new Quantity("30"),
+                        DiluNames.GPU_MEMORY, new Quantity("2048"))).endResources().endContainer()
+                .addNewContainer().withName("b").withNewResources().withRequests(Map.of(DiluNames.GPU_SM, new Quantity("30")))
+                        .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("30"))).endResources().endContainer()
+                .endSpec().build();
+        PodShare share = PodShares.of(pod).orElseThrow();
+        assertThat(share.function()).isEqualTo("resnet");
+        assertThat(share.nodeName()).contains("n1");
+        assertThat(share.containers()).containsExactly(new PodShare.Container("a", 30, Optional.of(2048L)),
+                new PodShare.Container("b", 30, Optional.empty()));
+    }
+
+    @Test
+    void podsWithoutDiluResourcesAreNotOurs() {
+        assertThat(PodShares.of(pod().editSpec().addNewContainer().withName("c").endContainer().endSpec().build())).isEmpty();
+    }
+
+    @Test
+    void theFunctionAnnotationWinsAndMalformedQuantitiesReadAsInvalid() {
+        Pod pod = pod().editMetadata().withAnnotations(Map.of(DiluNames.FUNCTION, "bert")).withLabels(Map.of("app", "x"))
+                .endMetadata().editSpec().addNewContainer().withName("c").withNewResources()
+                .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("1500m"))).endResources().endContainer().endSpec().build();
+        PodShare share = PodShares.of(pod).orElseThrow();
+        assertThat(share.function()).isEqualTo("bert");
+        assertThat(share.containers().getFirst().smPercent()).isEqualTo(-1);
+    }
+}
