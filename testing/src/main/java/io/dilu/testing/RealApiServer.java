@@ -60,6 +60,26 @@ public final class RealApiServer implements AutoCloseable {
                         60, TimeUnit.SECONDS);
     }
 
+    /** The kube-scheduler binary beside the API server's, from {@code e2e/bin/kube-binaries}. */
+    public static Path kubeScheduler() {
+        Path p = Path.of(System.getenv("KUBE_API_TEST_DIR"), "k8s", VERSION + "-linux-amd64", "kube-scheduler");
+        if (!Files.isExecutable(p)) {
+            throw new IllegalStateException("no kube-scheduler at " + p + "; run ./dilu kube-binaries");
+        }
+        return p;
+    }
+
+    /** Writes a kubeconfig for this API server (admin credentials) to {@code file}, for other processes. */
+    public Path writeKubeconfig(Path file) throws IOException {
+        Files.writeString(file, server.getKubeConfigYaml());
+        return file;
+    }
+
+    /** The repository's root (system property {@code dilu.root}, set by the build). */
+    public static Path root() {
+        return Path.of(System.getProperty("dilu.root", ".."));
+    }
+
     /** The project's manifests directory (system property {@code dilu.manifests}, set by the build). */
     public static Path manifests() {
         return Path.of(System.getProperty("dilu.manifests", "../manifests"));

@@ -1,0 +1,253 @@
+package io.dilu.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.dilu.core.contract.AssignedGpus;
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.kube.InventoryAnnotation;
+import io.dilu.testing.ChildProcess;
+import io.dilu.testing.RealApiServer;
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.PodCondition;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The extender behind a real kube-scheduler, configured from {@code manifests/scheduler-extender}, against a
+ * real kube-apiserver: 200 seeded random GPU pods land on nodes and GPUs within Ω, γ and memory (checked from
+ * the API server); the extender is restarted halfway and loses nothing; an impossible pod stays Pending with a
+ * reason a user can read.
+ */
+class SchedulerExtenderIT {
+
+    static final String NS = "fns";
+    static final int NODES = 24;
+    static final int GPUS_PER_NODE = 4;
+    static final long GPU_MEMORY = 40_960;
+    static RealApiServer api;
+    static KubernetesClient client;
+
+    @TempDir
+    static Path tmp;
+    /** Process logs stay after the run, for whoever reads a failure. */
+    static final Path LOGS = Path.of("target", "it-logs");
+
+    @BeforeAll
+    static void start() throws IOException {
+        Files.createDirectories(LOGS);
+        api = RealApiServer.start();
+        client = api.client();
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
+        client.serviceAccounts().inNamespace(NS)
+                .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (api != null) {
+            api.close();
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    static List<GpuDevice> gpus(String node) {
+        return IntStream.range(0, GPUS_PER_NODE)
+                .mapToObj(i -> new GpuDevice("GPU-" + node + "-" + i, i, "A100-40GB", GPU_MEMORY, 108)).toList();
+    }
+
+    /** A node as the kubelet and the Dilu node agent leave it: SM percent allocatable, the GPU inventory. */
+    static void createNode(String name) {
+        Map<String, Quantity> resources = Map.of("cpu", new Quantity("64"), "memory", new Quantity("256Gi"),
+                "pods", new Quantity("250"), DiluNames.GPU_SM, new Quantity(Integer.toString(100 * GPUS_PER_NODE)));
+        Node node = client.nodes().resource(new NodeBuilder().withNewMetadata().withName(name)
+                .withAnnotations(Map.of(DiluNames.GPU_INVENTORY, InventoryAnnotation.write(gpus(name)))).endMetadata()
+                .build()).create();
+        node.setStatus(new io.fabric8.kubernetes.api.model.NodeStatusBuilder().withCapacity(resources)
+                .withAllocatable(resources).addNewCondition().withType("Ready").withStatus("True").endCondition().build());
+        client.nodes().resource(node).updateStatus();
+        // The API server taints a new Node not-ready until its kubelet says otherwise; there is no kubelet here.
+        client.nodes().withName(name).edit(n -> {
+            n.getSpec().setTaints(List.of());
+            return n;
+        });
+    }
+
+    static Pod gpuPod(String name, String function, int sm, long memoryMib, Integer limit, int containers) {
+        Map<String, String> annotations = new HashMap<>(Map.of(DiluNames.FUNCTION, function));
+        if (limit != null) {
+            annotations.put(DiluNames.SM_LIMIT, limit.toString());
+        }
+        PodBuilder b = new PodBuilder().withNewMetadata().withName(name).withNamespace(NS).withAnnotations(annotations)
+                .endMetadata().withNewSpec().withSchedulerName(DiluNames.SCHEDULER_NAME)
+                .withAutomountServiceAccountToken(false).endSpec();
+        Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)),
+                DiluNames.GPU_MEMORY, new Quantity(Long.toString(memoryMib)));
+        for (int c = 0; c < containers; c++) {
+            b.editSpec().addNewContainer().withName("c" + c).withImage("registry.local/" + function + ":1")
+                    .withNewResources().withRequests(share).withLimits(share).endResources().endContainer().endSpec();
+        }
+        return client.pods().inNamespace(NS).resource(b.build()).create();
+    }
+
+    static ChildProcess startExtender(Path kubeconfig, int port, String log) throws Exception {
+        ChildProcess extender = ChildProcess.quarkusApp("scheduler-extender",
+                Map.of("KUBECONFIG", kubeconfig.toString(), "QUARKUS_HTTP_PORT", Integer.toString(port)), LOGS.resolve(log));
+        HttpClient http = HttpClient.newHttpClient();
+        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).ignoreExceptionsInstanceOf(java.net.ConnectException.class).untilAsserted(() -> {
+            assertThat(extender.alive()).as("extender process: %s", extender.output()).isTrue();
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/q/health/ready"))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).isEqualTo(200);
+        });
+        return extender;
+    }
+
+    /** The shipped scheduler configuration, pointed at this API server and this extender. */
+    static Path schedulerConfig(Path kubeconfig, int extenderPort) throws IOException {
+        ConfigMap cm;
+        try (InputStream in = Files.newInputStream(RealApiServer.manifests().resolve("scheduler-extender/scheduler-config.yaml"))) {
+            cm = client.configMaps().load(in).item();
+        }
+        String config = cm.getData().get("scheduler-config.yaml")
+                .replace("http://127.0.0.1:8082", "http://127.0.0.1:" + extenderPort)
+                .replace("leaderElect: true", "leaderElect: false");
+        assertThat(config).contains("schedulerName: dilu-scheduler").contains("nodeCacheCapable: true");
+        return Files.writeString(tmp.resolve("scheduler-config.yaml"),
+                "clientConnection:\n  kubeconfig: " + kubeconfig + "\n" + config);
+    }
+
+    static List<Pod> gpuPods() {
+        return client.pods().inNamespace(NS).list().getItems().stream()
+                .filter(p -> DiluNames.SCHEDULER_NAME.equals(p.getSpec().getSchedulerName())).toList();
+    }
+
+    static void awaitBound(int expected) {
+        await().atMost(Duration.ofSeconds(Long.getLong("dilu.it.bind-timeout-s", 180))).pollInterval(Duration.ofMillis(500)).untilAsserted(() ->
+                assertThat(gpuPods().stream().filter(p -> p.getSpec().getNodeName() != null).count())
+                        .as("pods bound").isEqualTo(expected));
+    }
+
+    @Test
+    void placesRandomPodsWithinEveryCapSurvivesARestartAndExplainsAnImpossiblePod() throws Exception {
+        IntStream.range(0, NODES).forEach(i -> createNode("gpu-node-" + i));
+        Path kubeconfig = api.writeKubeconfig(tmp.resolve("kubeconfig"));
+        int port = freePort();
+        ChildProcess extender = startExtender(kubeconfig, port, "extender-1.log");
+        ChildProcess scheduler = ChildProcess.start(List.of(RealApiServer.kubeScheduler().toString(),
+                "--config=" + schedulerConfig(kubeconfig, port), "--port=0", "--secure-port=0", "--v=2"),
+                Map.of(), LOGS.resolve("kube-scheduler.log"));
+        try {
+            Random rnd = new Random(20261122);
+            int[] shares = {10, 15, 20, 25, 30, 40, 50};
+            long[] memories = {1024, 2048, 4096, 8192, 12288};
+            List<String> names = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {
+                if (i == 100) {
+                    awaitBound(100);
+                    Map<String, String> before = assignments();
+                    extender.stop(Duration.ofSeconds(10));
+                    extender = startExtender(kubeconfig, port, "extender-2.log");
+                    assertThat(assignments()).as("a restart rewrites no assignment").isEqualTo(before);
+                }
+                int sm = shares[rnd.nextInt(shares.length)];
+                Integer limit = rnd.nextBoolean() ? null : Math.min(100, sm + rnd.nextInt(60));
+                int containers = rnd.nextInt(10) == 0 ? 2 : 1;
+                String name = "fn-" + i;
+                gpuPod(name, "f" + rnd.nextInt(8), sm, memories[rnd.nextInt(memories.length)], limit, containers);
+                names.add(name);
+            }
+            awaitBound(200);
+            verifyCapsFromTheApiServer();
+
+            // An impossible pod: more memory than any GPU has.
+            gpuPod("too-big", "huge", 20, 100_000, null, 1);
+            await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
+                Pod p = client.pods().inNamespace(NS).withName("too-big").get();
+                assertThat(p.getSpec().getNodeName()).isNull();
+                PodCondition scheduled = p.getStatus().getConditions().stream()
+                        .filter(c -> "PodScheduled".equals(c.getType())).findFirst().orElseThrow();
+                assertThat(scheduled.getStatus()).isEqualTo("False");
+                assertThat(scheduled.getMessage()).contains("100000 MiB").contains("largest GPU has 40960 MiB");
+            });
+        } finally {
+            scheduler.close();
+            extender.close();
+        }
+    }
+
+    static Map<String, String> assignments() {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Pod p : gpuPods()) {
+            if (p.getSpec().getNodeName() != null) {
+                out.put(p.getMetadata().getName(), p.getSpec().getNodeName() + " " + p.getMetadata().getAnnotations().get(DiluNames.ASSIGNED_GPUS));
+            }
+        }
+        return out;
+    }
+
+    /** Σrequest ≤ Ω = 100%, Σlimit ≤ γ = 150%, Σmemory ≤ capacity on every GPU, and every GPU on its pod's node. */
+    static void verifyCapsFromTheApiServer() {
+        Map<String, long[]> perGpu = new HashMap<>();
+        for (Pod p : gpuPods()) {
+            String node = p.getSpec().getNodeName();
+            AssignedGpus gpus = AssignedGpus.parse(p.getMetadata().getAnnotations().get(DiluNames.ASSIGNED_GPUS));
+            var containers = p.getSpec().getContainers();
+            assertThat(gpus.uuids()).as("pod %s gets a GPU per container", p.getMetadata().getName())
+                    .hasSize(containers.size());
+            for (int i = 0; i < containers.size(); i++) {
+                String gpu = gpus.forContainer(i).orElseThrow();
+                assertThat(gpu).as("GPU of %s", p.getMetadata().getName()).startsWith("GPU-" + node + "-");
+                var requests = containers.get(i).getResources().getRequests();
+                int sm = requests.get(DiluNames.GPU_SM).getNumericalAmount().intValueExact();
+                long memory = requests.get(DiluNames.GPU_MEMORY).getNumericalAmount().longValueExact();
+                String limit = p.getMetadata().getAnnotations().get(DiluNames.SM_LIMIT);
+                long[] sum = perGpu.computeIfAbsent(gpu, g -> new long[3]);
+                sum[0] += sm;
+                sum[1] += limit == null ? Math.min(100, 2 * sm) : Integer.parseInt(limit);
+                sum[2] += memory;
+            }
+        }
+        assertThat(perGpu).isNotEmpty();
+        perGpu.forEach((gpu, sum) -> {
+            assertThat(sum[0]).as("Σrequest on %s", gpu).isLessThanOrEqualTo(100);
+            assertThat(sum[1]).as("Σlimit on %s", gpu).isLessThanOrEqualTo(150);
+            assertThat(sum[2]).as("Σmemory on %s", gpu).isLessThanOrEqualTo(GPU_MEMORY);
+        });
+        // Consolidation: Dilu packs, so far fewer GPUs than pods are in use.
+        assertThat(perGpu.size()).isLessThan(NODES * GPUS_PER_NODE);
+    }
+}

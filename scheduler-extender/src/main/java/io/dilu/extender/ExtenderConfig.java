@@ -1,0 +1,51 @@
+package io.dilu.extender;
+
+import io.dilu.core.placement.PlacementParameters;
+import io.smallrye.config.ConfigMapping;
+import io.smallrye.config.WithDefault;
+import java.time.Duration;
+
+/** The scheduler extender's configuration ({@code dilu.extender.*}). */
+@ConfigMapping(prefix = "dilu.extender")
+public interface ExtenderConfig {
+
+    /** Most Σ SM request per GPU, in GPUs (Ω). */
+    @WithDefault("1.0")
+    double omega();
+
+    /** Most Σ SM limit per GPU, in GPUs (γ): how far limits may oversubscribe. */
+    @WithDefault("1.5")
+    double gamma();
+
+    /** Weight of SM in the best-fit score (α). */
+    @WithDefault("0.6")
+    double alpha();
+
+    /** Weight of memory in the best-fit score (β). */
+    @WithDefault("0.4")
+    double beta();
+
+    /**
+     * GPU memory booked for a container that asks for {@code dilu.io/gpu-sm} but not {@code dilu.io/gpu-memory}
+     * (the webhook normally fills it in).
+     */
+    @WithDefault("1024")
+    long defaultMemoryMib();
+
+    /**
+     * How long a GPU chosen at filter stays booked without a bind: the scheduler may drop a pod after filtering
+     * it (another plugin refused it, it was deleted), and its reservation must not hold the GPU for ever.
+     */
+    @WithDefault("30s")
+    Duration reservationTtl();
+
+    /** Whether Nodes and Pods are watched (off only in unit tests that feed the book themselves). */
+    @WithDefault("true")
+    boolean watch();
+
+    default PlacementParameters placement() {
+        PlacementParameters d = PlacementParameters.DEFAULTS;
+        return new PlacementParameters((int) Math.round(omega() * 1000), (int) Math.round(gamma() * 1000), alpha(), beta(),
+                d.maxPipelineStages(), d.minStageMemoryMib());
+    }
+}

@@ -1,0 +1,116 @@
+package io.dilu.extender.kube;
+
+import io.dilu.extender.ExtenderConfig;
+import io.dilu.extender.state.PlacementBook;
+import io.dilu.kube.InventoryAnnotation;
+import io.dilu.kube.PodShares;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import java.util.Map;
+import org.jboss.logging.Logger;
+
+/**
+ * Feeds the {@link PlacementBook} from the API server: Nodes with their GPU inventory, Pods with their shares
+ * and assignments. On start the informers list everything, so a restarted extender knows every placement
+ * before it answers the scheduler (filter refuses to decide until then).
+ */
+@ApplicationScoped
+public class ClusterWatcher {
+
+    private static final Logger LOG = Logger.getLogger(ClusterWatcher.class);
+
+    private final KubernetesClient client;
+    private final PlacementBook book;
+    private final ExtenderConfig config;
+    private SharedIndexInformer<Node> nodes;
+    private SharedIndexInformer<Pod> pods;
+
+    public ClusterWatcher(KubernetesClient client, PlacementBook book, ExtenderConfig config) {
+        this.client = client;
+        this.book = book;
+        this.config = config;
+    }
+
+    void start(@Observes StartupEvent event) {
+        if (!config.watch()) {
+            return;
+        }
+        nodes = client.nodes().runnableInformer(0);
+        nodes.addEventHandler(new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(Node node) {
+                put(node);
+            }
+
+            @Override
+            public void onUpdate(Node before, Node after) {
+                put(after);
+            }
+
+            @Override
+            public void onDelete(Node node, boolean unknownFinalState) {
+                book.removeNode(node.getMetadata().getName());
+            }
+        });
+        pods = client.pods().inAnyNamespace().runnableInformer(0);
+        pods.addEventHandler(new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(Pod pod) {
+                PodShares.of(pod).ifPresent(book::observe);
+            }
+
+            @Override
+            public void onUpdate(Pod before, Pod after) {
+                PodShares.of(after).ifPresent(book::observe);
+            }
+
+            @Override
+            public void onDelete(Pod pod, boolean unknownFinalState) {
+                book.forget(pod.getMetadata().getUid());
+            }
+        });
+        // Keep retrying while the API server is away.
+        nodes.exceptionHandler((started, t) -> true);
+        pods.exceptionHandler((started, t) -> true);
+        nodes.start();
+        pods.start();
+        LOG.info("watching Nodes and Pods");
+    }
+
+    private void put(Node node) {
+        Map<String, String> annotations = node.getMetadata().getAnnotations();
+        String inventory = annotations == null ? null : annotations.get(InventoryAnnotation.KEY);
+        String name = node.getMetadata().getName();
+        if (inventory == null) {
+            book.removeNode(name);
+            return;
+        }
+        try {
+            book.putNode(name, InventoryAnnotation.read(inventory));
+        } catch (IllegalArgumentException e) {
+            LOG.warnf("node %s: %s; its GPUs are left out", name, e.getMessage());
+            book.removeNode(name);
+        }
+    }
+
+    /** Whether both watches have listed everything once (always true when not watching). */
+    public boolean synced() {
+        return !config.watch() || (nodes != null && pods != null && nodes.hasSynced() && pods.hasSynced());
+    }
+
+    void stop(@Observes ShutdownEvent event) {
+        if (nodes != null) {
+            nodes.close();
+        }
+        if (pods != null) {
+            pods.close();
+        }
+    }
+}

@@ -1,0 +1,302 @@
+package io.dilu.extender.state;
+
+import io.dilu.core.contract.AssignedGpus;
+import io.dilu.core.contract.PodQuotaAnnotations;
+import io.dilu.core.placement.ClusterState;
+import io.dilu.core.placement.ComplementaryPlacement;
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.placement.NodeInventory;
+import io.dilu.core.placement.PlacementDecision;
+import io.dilu.core.placement.PlacementParameters;
+import io.dilu.core.placement.Slot;
+import io.dilu.kube.PodShare;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import org.jboss.logging.Logger;
+
+/**
+ * The extender's view of the cluster: every GPU from the nodes' inventories, and what is booked on it —
+ * pods bound with {@code dilu.io/assigned-gpus} (from the API server, the truth after a restart), pods being
+ * bound by this extender, and GPUs reserved at filter time for the pod the scheduler is deciding on. A
+ * reservation is booked at once, so two pods in flight never get the same room; it expires when no bind
+ * follows, and is taken back when the bind fails.
+ *
+ * <p>Kubernetes-free: the adapters feed it {@link PodShare}s and inventories and pass the time in. All
+ * methods are serialised: kube-scheduler decides one pod at a time and a decision takes microseconds.
+ */
+public final class PlacementBook {
+
+    private static final Logger LOG = Logger.getLogger(PlacementBook.class);
+
+    /** How far a booking has come. */
+    public enum Phase {
+        /** Chosen at filter; the scheduler has not asked to bind yet. */
+        RESERVED,
+        /** Bind in progress. */
+        BINDING,
+        /** Bound: by this extender (until the watch confirms it) or seen bound on the API server. */
+        BOUND
+    }
+
+    private record Entry(String function, PlacementDecision.Placed placed, Phase phase, Instant expires) {}
+
+    /**
+     * The answer to filter.
+     *
+     * @param node the node chosen for the pod (empty when none can take it)
+     * @param failed why each other candidate node was not chosen
+     */
+    public record Filtered(Optional<String> node, Map<String, String> failed) {}
+
+    /** What to do at bind. */
+    public sealed interface BindPlan {
+        /** Write this assignment on the pod, then bind it. */
+        record Assign(AssignedGpus gpus) implements BindPlan {}
+
+        /** Do not bind: the reason goes back to the scheduler, which retries the pod. */
+        record Refuse(String reason) implements BindPlan {}
+    }
+
+    private final ComplementaryPlacement policy;
+    private final long defaultMemoryMib;
+    private final Duration reservationTtl;
+    private final TreeMap<String, NodeInventory> nodes = new TreeMap<>();
+    private final Map<String, Entry> entries = new LinkedHashMap<>();
+    private final Set<String> inState = new HashSet<>();
+    private ClusterState state = new ClusterState(List.of());
+    private boolean dirty;
+
+    public PlacementBook(PlacementParameters params, long defaultMemoryMib, Duration reservationTtl) {
+        this.policy = new ComplementaryPlacement(params);
+        this.defaultMemoryMib = defaultMemoryMib;
+        this.reservationTtl = reservationTtl;
+    }
+
+    // ---- nodes ----
+
+    public synchronized void putNode(String name, List<GpuDevice> gpus) {
+        NodeInventory inventory = new NodeInventory(name, gpus);
+        if (!inventory.equals(nodes.get(name))) {
+            nodes.put(name, inventory);
+            dirty = true;
+        }
+    }
+
+    public synchronized void removeNode(String name) {
+        if (nodes.remove(name) != null) {
+            dirty = true;
+        }
+    }
+
+    /** Rebuilds the GPU index after nodes changed and books everything again on it. */
+    private void refresh() {
+        if (!dirty) {
+            return;
+        }
+        dirty = false;
+        Set<String> seen = new HashSet<>();
+        List<NodeInventory> usable = new ArrayList<>();
+        for (NodeInventory n : nodes.values()) {
+            if (n.gpus().stream().allMatch(g -> seen.add(g.uuid()))) {
+                usable.add(n);
+            } else {
+                LOG.warnf("node %s reports a GPU UUID another node reports too; its GPUs are left out", n.name());
+            }
+        }
+        state = new ClusterState(usable);
+        inState.clear();
+        entries.forEach((uid, e) -> book(uid, e));
+    }
+
+    private boolean book(String uid, Entry e) {
+        try {
+            state.apply(uid, e.function(), e.placed());
+            inState.add(uid);
+            return true;
+        } catch (IllegalArgumentException | IllegalStateException ex) {
+            // A GPU that no inventory lists (yet) or a node that is over its memory: keep the entry, book it
+            // when the node is back, and let nothing else onto those GPUs meanwhile.
+            LOG.debugf("cannot book %s on %s: %s", uid, e.placed().node(), ex.getMessage());
+            return false;
+        }
+    }
+
+    private void drop(String uid) {
+        if (entries.remove(uid) != null && inState.remove(uid)) {
+            state.release(uid);
+        }
+    }
+
+    private void expire(Instant now) {
+        List<String> stale = entries.entrySet().stream()
+                .filter(e -> e.getValue().phase() == Phase.RESERVED && now.isAfter(e.getValue().expires()))
+                .map(Map.Entry::getKey).toList();
+        stale.forEach(uid -> {
+            LOG.debugf("reservation of %s expired without a bind", uid);
+            drop(uid);
+        });
+    }
+
+    // ---- pods seen on the API server ----
+
+    /** A pod as the watch sees it: bound pods with an assignment are booked as they are; ended pods are released. */
+    public synchronized void observe(PodShare pod) {
+        if (pod.terminal()) {
+            drop(pod.uid());
+            return;
+        }
+        if (pod.nodeName().isEmpty() || pod.assigned().isEmpty()) {
+            return; // not bound yet, or bound without Dilu (the node agent will annotate it)
+        }
+        Optional<PlacementDecision.Placed> actual = placedOf(pod, pod.nodeName().get(), pod.assigned().get());
+        if (actual.isEmpty()) {
+            return;
+        }
+        refresh();
+        Entry before = entries.get(pod.uid());
+        if (before != null && before.placed().equals(actual.get())) {
+            entries.put(pod.uid(), new Entry(before.function(), before.placed(), Phase.BOUND, before.expires()));
+            return;
+        }
+        drop(pod.uid());
+        Entry e = new Entry(pod.function(), actual.get(), Phase.BOUND, Instant.MAX);
+        entries.put(pod.uid(), e);
+        book(pod.uid(), e);
+    }
+
+    /** The pod is gone from the API server. */
+    public synchronized void forget(String uid) {
+        drop(uid);
+    }
+
+    /** What a bound pod holds: container i on the i-th GPU of its assignment, shares on one GPU summed. */
+    private Optional<PlacementDecision.Placed> placedOf(PodShare pod, String node, AssignedGpus assigned) {
+        Map<String, long[]> perGpu = new LinkedHashMap<>();
+        for (int i = 0; i < pod.containers().size(); i++) {
+            PodShare.Container c = pod.containers().get(i);
+            Optional<String> gpu = assigned.forContainer(i);
+            if (gpu.isEmpty() || c.smPercent() < 1 || c.smPercent() > 100) {
+                return Optional.empty();
+            }
+            long[] sum = perGpu.computeIfAbsent(gpu.get(), g -> new long[3]);
+            sum[0] += c.smPercent() * 10L;
+            sum[1] += PodQuotaAnnotations.smLimit(pod.annotations(), c.smPercent()) * 10L;
+            sum[2] += c.memoryMib().orElse(defaultMemoryMib);
+        }
+        List<Slot> slots = new ArrayList<>();
+        perGpu.forEach((gpu, s) -> slots.add(new Slot(gpu, (int) s[0], (int) s[1], s[2])));
+        return Optional.of(new PlacementDecision.Placed(node, slots));
+    }
+
+    // ---- the scheduler's calls ----
+
+    /** Chooses a node and GPUs for the pod among the candidates and reserves them. */
+    public synchronized Filtered filter(PodShare pod, Collection<String> candidates, Instant now) {
+        expire(now);
+        refresh();
+        Entry held = entries.get(pod.uid());
+        if (held != null && held.phase() != Phase.RESERVED) {
+            return chosen(held.placed().node(), candidates);
+        }
+        drop(pod.uid()); // a new attempt replaces the last one's reservation
+        Map<String, String> failed = new TreeMap<>();
+        List<String> known = new ArrayList<>();
+        for (String n : candidates) {
+            if (nodes.containsKey(n)) {
+                known.add(n);
+            } else {
+                failed.put(n, "node has no GPU inventory (dilu.io/gpu-inventory): no Dilu node agent reports its GPUs");
+            }
+        }
+        PodAsk ask = PodAsk.of(pod, defaultMemoryMib);
+        if (ask instanceof PodAsk.Invalid invalid) {
+            known.forEach(n -> failed.put(n, invalid.reason()));
+            return new Filtered(Optional.empty(), failed);
+        }
+        var request = ((PodAsk.Share) ask).request();
+        PlacementDecision decision = policy.decide(state, request, known);
+        if (decision instanceof PlacementDecision.Infeasible infeasible) {
+            known.forEach(n -> failed.put(n, infeasible.reason()));
+            return new Filtered(Optional.empty(), failed);
+        }
+        PlacementDecision.Placed placed = (PlacementDecision.Placed) decision;
+        Entry e = new Entry(request.function(), placed, Phase.RESERVED, now.plus(reservationTtl));
+        entries.put(pod.uid(), e);
+        book(pod.uid(), e);
+        Filtered result = chosen(placed.node(), known);
+        failed.putAll(result.failed());
+        return new Filtered(result.node(), failed);
+    }
+
+    private static Filtered chosen(String node, Collection<String> candidates) {
+        Map<String, String> failed = new TreeMap<>();
+        for (String n : candidates) {
+            if (!n.equals(node)) {
+                failed.put(n, "Dilu placed the pod on a GPU of node " + node + " (best fit)");
+            }
+        }
+        return new Filtered(candidates.contains(node) ? Optional.of(node) : Optional.empty(), failed);
+    }
+
+    /** The node reserved for the pod, if any: it gets the top score. */
+    public synchronized Optional<String> reservedNode(String uid) {
+        return Optional.ofNullable(entries.get(uid)).map(e -> e.placed().node());
+    }
+
+    /** Starts binding the pod to {@code node}: its reservation becomes a bind in progress. */
+    public synchronized BindPlan startBinding(String uid, String node) {
+        Entry e = entries.get(uid);
+        if (e == null) {
+            return new BindPlan.Refuse("no GPU is reserved for this pod (the reservation expired or the extender "
+                    + "restarted); it will be placed again");
+        }
+        if (!e.placed().node().equals(node)) {
+            return new BindPlan.Refuse("the pod's GPUs are reserved on node " + e.placed().node() + ", not " + node);
+        }
+        entries.put(uid, new Entry(e.function(), e.placed(), Phase.BINDING, Instant.MAX));
+        return new BindPlan.Assign(AssignedGpus.ofContainers(e.placed().slots().stream().map(Slot::gpuUuid).toList()));
+    }
+
+    public synchronized void bindSucceeded(String uid) {
+        Entry e = entries.get(uid);
+        if (e != null) {
+            entries.put(uid, new Entry(e.function(), e.placed(), Phase.BOUND, Instant.MAX));
+        }
+    }
+
+    /** Takes the GPUs back: the pod will be filtered again. */
+    public synchronized void bindFailed(String uid) {
+        drop(uid);
+    }
+
+    // ---- reads ----
+
+    public synchronized List<ClusterState.GpuUsage> activeUsage() {
+        refresh();
+        return state.activeUsage();
+    }
+
+    public synchronized Map<Phase, Long> bookings() {
+        Map<Phase, Long> count = new HashMap<>();
+        entries.values().forEach(e -> count.merge(e.phase(), 1L, Long::sum));
+        return count;
+    }
+
+    public synchronized int nodeCount() {
+        return nodes.size();
+    }
+
+    public synchronized Optional<PlacementDecision.Placed> placement(String uid) {
+        return Optional.ofNullable(entries.get(uid)).map(Entry::placed);
+    }
+}

@@ -1,0 +1,135 @@
+package io.dilu.extender.state;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.placement.ClusterState;
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.placement.PlacementParameters;
+import io.dilu.kube.PodShare;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class PlacementBookTest {
+
+    static final Instant T0 = Instant.parse("2026-11-22T10:00:00Z");
+    static final List<String> NODES = List.of("n0", "n1");
+    PlacementBook book;
+
+    static List<GpuDevice> gpus(String node, int count) {
+        return IntStream.range(0, count).mapToObj(i -> new GpuDevice(node + "-gpu" + i, i, "A100", 40_960, 108)).toList();
+    }
+
+    static PodShare pod(String uid, int sm, long memory, Map<String, String> annotations) {
+        return new PodShare(uid, "ns", "p-" + uid, Optional.empty(), false, "f-" + uid, annotations,
+                List.of(new PodShare.Container("c0", sm, Optional.of(memory))));
+    }
+
+    @BeforeEach
+    void cluster() {
+        book = new PlacementBook(PlacementParameters.DEFAULTS, 1024, Duration.ofSeconds(30));
+        book.putNode("n0", gpus("n0", 2));
+        book.putNode("n1", gpus("n1", 2));
+    }
+
+    @Test
+    void aReservationIsBookedAtOnceSoTwoPodsInFlightNeverShareTheRoom() {
+        var a = book.filter(pod("a", 60, 1000, Map.of()), NODES, T0);
+        var b = book.filter(pod("b", 60, 1000, Map.of()), NODES, T0);
+        assertThat(a.node()).isPresent();
+        assertThat(b.node()).isPresent();
+        assertThat(book.placement("a").orElseThrow().slots().getFirst().gpuUuid())
+                .isNotEqualTo(book.placement("b").orElseThrow().slots().getFirst().gpuUuid());
+        assertThat(book.activeUsage()).allMatch(u -> u.requestMilli() <= 1000);
+    }
+
+    @Test
+    void aReservationWithoutBindExpiresAndAFailedBindIsRolledBack() {
+        book.filter(pod("a", 60, 1000, Map.of()), NODES, T0);
+        assertThat(book.activeUsage()).hasSize(1);
+        book.filter(pod("other", 10, 100, Map.of()), NODES, T0.plusSeconds(31));
+        assertThat(book.placement("a")).as("expired after 30 s").isEmpty();
+
+        book.filter(pod("b", 60, 1000, Map.of()), NODES, T0);
+        String node = book.reservedNode("b").orElseThrow();
+        assertThat(book.startBinding("b", node)).isInstanceOf(PlacementBook.BindPlan.Assign.class);
+        book.bindFailed("b");
+        assertThat(book.placement("b")).isEmpty();
+        assertThat(book.activeUsage()).extracting(ClusterState.GpuUsage::requestMilli).containsExactly(100);
+    }
+
+    @Test
+    void aBindingNeverExpiresAndABindElsewhereIsRefused() {
+        book.filter(pod("a", 50, 1000, Map.of()), NODES, T0);
+        String node = book.reservedNode("a").orElseThrow();
+        String other = node.equals("n0") ? "n1" : "n0";
+        assertThat(book.startBinding("a", other)).isInstanceOfSatisfying(PlacementBook.BindPlan.Refuse.class,
+                r -> assertThat(r.reason()).contains("reserved on node " + node));
+        var assign = (PlacementBook.BindPlan.Assign) book.startBinding("a", node);
+        assertThat(assign.gpus().uuids()).singleElement().asString().startsWith(node + "-");
+        book.bindSucceeded("a");
+        book.filter(pod("x", 10, 10, Map.of()), NODES, T0.plusSeconds(3600));
+        assertThat(book.placement("a")).isPresent();
+        assertThat(book.startBinding("nobody", node)).isInstanceOf(PlacementBook.BindPlan.Refuse.class);
+    }
+
+    @Test
+    void boundPodsFromTheApiServerAreBookedAndARestartedBookKnowsThem() {
+        Map<String, String> annotations = new HashMap<>(Map.of(DiluNames.ASSIGNED_GPUS, "n1-gpu1", DiluNames.SM_LIMIT, "90"));
+        PodShare bound = new PodShare("u1", "ns", "p", Optional.of("n1"), false, "f", annotations,
+                List.of(new PodShare.Container("c0", 70, Optional.of(30_000L))));
+        book.observe(bound);
+        assertThat(book.activeUsage()).singleElement().satisfies(u -> {
+            assertThat(u.uuid()).isEqualTo("n1-gpu1");
+            assertThat(u.requestMilli()).isEqualTo(700);
+            assertThat(u.limitMilli()).isEqualTo(900);
+            assertThat(u.memoryMib()).isEqualTo(30_000);
+        });
+        // 40% more does not fit next to 70% on that GPU: the new pod goes elsewhere.
+        book.filter(pod("b", 40, 1000, Map.of()), List.of("n1"), T0);
+        assertThat(book.placement("b").orElseThrow().slots().getFirst().gpuUuid()).isEqualTo("n1-gpu0");
+        book.observe(new PodShare("u1", "ns", "p", Optional.of("n1"), true, "f", annotations, bound.containers()));
+        assertThat(book.placement("u1")).as("finished pods free their GPU").isEmpty();
+    }
+
+    @Test
+    void nodesArriveAndLeaveWithoutLosingBookings() {
+        book.observe(new PodShare("u1", "ns", "p", Optional.of("n2"), false, "f", Map.of(DiluNames.ASSIGNED_GPUS, "n2-gpu0"),
+                List.of(new PodShare.Container("c0", 50, Optional.of(1000L)))));
+        assertThat(book.activeUsage()).isEmpty(); // n2 has not published its GPUs yet
+        book.putNode("n2", gpus("n2", 1));
+        assertThat(book.activeUsage()).extracting(ClusterState.GpuUsage::uuid).containsExactly("n2-gpu0");
+        var f = book.filter(pod("b", 60, 1000, Map.of()), List.of("n2"), T0);
+        assertThat(f.node()).isEmpty();
+        assertThat(f.failed().get("n2")).contains("Ω");
+    }
+
+    @Test
+    void unplaceablePodsAndUnknownNodesGetReasonsAUserCanRead() {
+        var f = book.filter(pod("big", 20, 100_000, Map.of()), List.of("n0", "n9"), T0);
+        assertThat(f.node()).isEmpty();
+        assertThat(f.failed().get("n0")).contains("100000 MiB").contains("largest GPU has 40960 MiB");
+        assertThat(f.failed().get("n9")).contains("no GPU inventory");
+        var bad = book.filter(pod("bad", 30, 100, Map.of(DiluNames.SM_LIMIT, "10")), NODES, T0);
+        assertThat(bad.failed().get("n0")).isEqualTo("dilu.io/sm-limit=10 is not allowed: must be an integer percent in 30..100 (request..100)");
+        var split = book.filter(new PodShare("s", "ns", "s", Optional.empty(), false, "f", Map.of(),
+                List.of(new PodShare.Container("a", 30, Optional.of(100L)), new PodShare.Container("b", 40, Optional.of(100L)))), NODES, T0);
+        assertThat(split.failed().get("n1")).contains("different GPU shares");
+    }
+
+    @Test
+    void aMultiGpuPodGetsDistinctGpusOfOneNodeInContainerOrder() {
+        PodShare two = new PodShare("t", "ns", "t", Optional.empty(), false, "train", Map.of(),
+                List.of(new PodShare.Container("w0", 50, Optional.of(20_000L)), new PodShare.Container("w1", 50, Optional.of(20_000L))));
+        String node = book.filter(two, NODES, T0).node().orElseThrow();
+        var assign = (PlacementBook.BindPlan.Assign) book.startBinding("t", node);
+        assertThat(assign.gpus().uuids()).hasSize(2).doesNotHaveDuplicates().allMatch(g -> g.startsWith(node + "-"));
+    }
+}
