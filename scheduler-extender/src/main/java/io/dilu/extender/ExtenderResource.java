@@ -68,14 +68,15 @@ public class ExtenderResource {
         return new ExtenderFilterResult(f.node().map(List::of).orElse(List.of()), f.failed(), null);
     }
 
+    /** The node reserved at filter gets the top score, so the scheduler's own scores cannot move the pod. */
     @POST
     @Path("prioritize")
     public List<HostPriority> prioritize(ExtenderArgs args) {
         Optional<String> reserved = args.pod() == null || args.pod().getMetadata() == null ? Optional.empty()
                 : book.reservedNode(args.pod().getMetadata().getUid());
-        return args.candidates().stream()
-                .map(n -> new HostPriority(n, reserved.filter(n::equals).isPresent() ? HostPriority.MAX_SCORE : 0))
-                .toList();
+        // Nodes left out score 0; only the node holding the pod's reservation is worth naming.
+        return reserved.filter(args.candidates()::contains).map(n -> List.of(new HostPriority(n, HostPriority.MAX_SCORE)))
+                .orElse(List.of());
     }
 
     @POST

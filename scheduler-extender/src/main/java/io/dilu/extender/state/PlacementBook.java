@@ -233,19 +233,19 @@ public final class PlacementBook {
         Entry e = new Entry(request.function(), placed, Phase.RESERVED, now.plus(reservationTtl));
         entries.put(pod.uid(), e);
         book(pod.uid(), e);
-        Filtered result = chosen(placed.node(), known);
-        failed.putAll(result.failed());
-        return new Filtered(result.node(), failed);
+        return new Filtered(Optional.of(placed.node()), failed);
     }
 
+    /**
+     * Only the chosen node passes. The others need no reason: the pod is placed, so nobody reads one, and
+     * naming a thousand nodes would cost the scheduler more than the decision did.
+     */
     private static Filtered chosen(String node, Collection<String> candidates) {
-        Map<String, String> failed = new TreeMap<>();
-        for (String n : candidates) {
-            if (!n.equals(node)) {
-                failed.put(n, "Dilu placed the pod on a GPU of node " + node + " (best fit)");
-            }
+        if (candidates.contains(node)) {
+            return new Filtered(Optional.of(node), Map.of());
         }
-        return new Filtered(candidates.contains(node) ? Optional.of(node) : Optional.empty(), failed);
+        return new Filtered(Optional.empty(), Map.of(node, "the pod's GPUs are reserved on node " + node
+                + ", which the scheduler no longer offers; it will be placed again"));
     }
 
     /** The node reserved for the pod, if any: it gets the top score. */

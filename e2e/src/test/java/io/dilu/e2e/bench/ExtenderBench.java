@@ -1,0 +1,164 @@
+package io.dilu.e2e.bench;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.kube.InventoryAnnotation;
+import io.dilu.testing.ChildProcess;
+import io.dilu.testing.RealApiServer;
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+/**
+ * {@code ./dilu bench extender}: the extender as deployed (its own process, its state from a real
+ * kube-apiserver holding 1,000 GPU nodes of 8 GPUs and 2,000 bound GPU pods), asked over loopback HTTP what
+ * kube-scheduler asks for every pod: filter, then prioritize, with all 1,000 node names. Prints the latency of
+ * the pair.
+ */
+public final class ExtenderBench {
+
+    static final int NODES = 1000;
+    static final int GPUS = 8;
+    static final int BOUND_PODS = 2000;
+
+    public static void main(String[] args) throws Exception {
+        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
+        Path work = Files.createTempDirectory("dilu-bench-extender");
+        try (RealApiServer api = RealApiServer.start()) {
+            KubernetesClient client = api.client();
+            long t0 = System.nanoTime();
+            populate(client);
+            System.out.printf("cluster: %d nodes × %d GPUs, %d bound GPU pods (created in %.1f s)%n", NODES, GPUS,
+                    BOUND_PODS, (System.nanoTime() - t0) / 1e9);
+            int port;
+            try (ServerSocket s = new ServerSocket(0)) {
+                port = s.getLocalPort();
+            }
+            try (ChildProcess extender = ChildProcess.quarkusApp("scheduler-extender",
+                    Map.of("KUBECONFIG", api.writeKubeconfig(work.resolve("kubeconfig")).toString(),
+                            "QUARKUS_HTTP_PORT", Integer.toString(port), "QUARKUS_LOG_LEVEL", "WARN"),
+                    work.resolve("extender.log"))) {
+                HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+                String base = "http://127.0.0.1:" + port;
+                awaitReady(http, base, extender);
+                String nodeNames = IntStream.range(0, NODES).mapToObj(i -> "\"node-" + i + "\"")
+                        .collect(Collectors.joining(",", "[", "]"));
+                Random rnd = new Random(7);
+                int warmup = Math.max(1000, rounds / 2);
+                long[] micros = new long[rounds];
+                for (int i = 0; i < warmup + rounds; i++) {
+                    String body = args("bench-" + i, 10 + rnd.nextInt(30), 1024L * (1 + rnd.nextInt(8)), nodeNames);
+                    long start = System.nanoTime();
+                    String filter = post(http, base + "/filter", body);
+                    String prioritize = post(http, base + "/prioritize", body);
+                    long took = System.nanoTime() - start;
+                    if (!filter.contains("\"NodeNames\":[\"node-") || !prioritize.contains("\"Score\":10")) {
+                        throw new IllegalStateException("unexpected answer: " + filter + " / " + prioritize);
+                    }
+                    if (i >= warmup) {
+                        micros[i - warmup] = took / 1000;
+                    }
+                }
+                Arrays.sort(micros);
+                double p50 = micros[rounds / 2] / 1000.0;
+                double p99 = micros[(int) Math.ceil(rounds * 0.99) - 1] / 1000.0;
+                System.out.printf("filter + prioritize, %d rounds after %d warm-up: p50 %.3f ms, p99 %.3f ms, max %.3f ms%n",
+                        rounds, warmup, p50, p99, micros[rounds - 1] / 1000.0);
+                System.out.printf("BENCH extender nodes=%d p50_ms=%.3f p99_ms=%.3f%n", NODES, p50, p99);
+            }
+        }
+    }
+
+    static void populate(KubernetesClient client) throws Exception {
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName("fns").endMetadata().build()).create();
+        client.serviceAccounts().inNamespace("fns")
+                .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        List<Future<?>> work = new ArrayList<>();
+        for (int n = 0; n < NODES; n++) {
+            String name = "node-" + n;
+            List<GpuDevice> gpus = IntStream.range(0, GPUS)
+                    .mapToObj(g -> new GpuDevice("GPU-" + name + "-" + g, g, "A100-40GB", 40_960, 108)).toList();
+            work.add(pool.submit(() -> client.nodes().resource(new NodeBuilder().withNewMetadata().withName(name)
+                    .withAnnotations(Map.of(DiluNames.GPU_INVENTORY, InventoryAnnotation.write(gpus))).endMetadata().build())
+                    .create()));
+        }
+        for (Future<?> f : work) {
+            f.get();
+        }
+        work.clear();
+        Random rnd = new Random(11);
+        for (int p = 0; p < BOUND_PODS; p++) {
+            int node = rnd.nextInt(NODES);
+            String gpu = "GPU-node-" + node + "-" + rnd.nextInt(GPUS);
+            Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity("20"), DiluNames.GPU_MEMORY, new Quantity("4096"));
+            var pod = new PodBuilder().withNewMetadata().withName("bound-" + p).withNamespace("fns")
+                    .withAnnotations(Map.of(DiluNames.ASSIGNED_GPUS, gpu, DiluNames.FUNCTION, "f" + (p % 50))).endMetadata()
+                    .withNewSpec().withNodeName("node-" + node).withAutomountServiceAccountToken(false)
+                    .addNewContainer().withName("c").withImage("x").withNewResources().withLimits(share).endResources().endContainer()
+                    .endSpec().build();
+            work.add(pool.submit(() -> client.pods().inNamespace("fns").resource(pod).create()));
+        }
+        for (Future<?> f : work) {
+            f.get();
+        }
+        pool.shutdown();
+    }
+
+    static String args(String uid, int sm, long memory, String nodeNames) {
+        return """
+                {"Pod":{"metadata":{"name":"%s","namespace":"fns","uid":"%s","annotations":{"dilu.io/function":"f%d"}},\
+                "spec":{"schedulerName":"dilu-scheduler","containers":[{"name":"c","image":"x","resources":{"limits":\
+                {"dilu.io/gpu-sm":"%d","dilu.io/gpu-memory":"%d"}}}]}},"NodeNames":%s}"""
+                .formatted(uid, uid, sm % 50, sm, memory, nodeNames);
+    }
+
+    static String post(HttpClient http, String url, String body) throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 200) {
+            throw new IllegalStateException(url + " answered " + r.statusCode() + ": " + r.body());
+        }
+        return r.body();
+    }
+
+    static void awaitReady(HttpClient http, String base, ChildProcess extender) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (!extender.alive()) {
+                throw new IllegalStateException("the extender exited: " + extender.output());
+            }
+            try {
+                if (http.send(HttpRequest.newBuilder(URI.create(base + "/q/health/ready")).build(),
+                        HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+                    return;
+                }
+            } catch (java.io.IOException notYet) {
+                // not listening yet
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("the extender was not ready within 120 s: " + extender.output());
+    }
+}
