@@ -126,7 +126,7 @@ public final class Main implements Runnable {
     }
 
     @Command(name = "bench", mixinStandardHelpOptions = true, description = "Run a benchmark; each ends with a BENCH line.",
-            subcommands = {Bench.Placement.class, Bench.Tokens.class})
+            subcommands = {Bench.Placement.class, Bench.Tokens.class, Bench.Openb.class})
     static final class Bench implements Runnable {
 
         @CommandLine.Spec
@@ -148,6 +148,16 @@ public final class Main implements Runnable {
             @Override
             public void run() {
                 PlacementBench.run(System.out, instances, seed, warmup, runs);
+            }
+        }
+
+        @Command(name = "openb", mixinStandardHelpOptions = true,
+                description = "Place the Alibaba openb GPU trace with Dilu, Exclusive and best fit; GPUs and fragmentation.")
+        static final class Openb implements Callable<Integer> {
+            @Override
+            public Integer call() throws IOException {
+                OpenbBench.run(System.out);
+                return 0;
             }
         }
 

@@ -187,6 +187,10 @@ public final class ClusterState {
         return gpus.length;
     }
 
+    int nodeCount() {
+        return nodes.size();
+    }
+
     GpuDevice gpu(int g) {
         return gpus[g];
     }
