@@ -15,7 +15,7 @@ class OpenbTraceTest {
             sn,cpu_milli,memory_mib,gpu,model
             n0,64000,262144,2,V100M32
             n1,96000,786432,8,G2
-            n2,32000,131072,0,
+            n2,32000,131072,0,T4
             """;
 
     static final String PODS = """
