@@ -68,7 +68,9 @@ class NodeAgentTest {
         given().get("/q/health/live").then().statusCode(200);
         try (FakeKubeletAccess kubelet = FakeKubeletAccess.start(Enabled.ROOT.resolve("device-plugins"))) {
             var stub = kubelet.connectAfterRegistration();
-            given().get("/q/health/ready").then().statusCode(200);
+            // The kubelet has the registration; the agent counts it once the call has returned.
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5))
+                    .untilAsserted(() -> given().get("/q/health/ready").then().statusCode(200));
             List<String> thirty = IntStream.range(0, 30)
                     .mapToObj(i -> GpuSmDevicePlugin.deviceId(agent.gpus().get(1), i)).toList();
             ContainerAllocateResponse c = stub.allocate(AllocateRequest.newBuilder()
