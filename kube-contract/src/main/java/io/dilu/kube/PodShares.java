@@ -75,7 +75,7 @@ public final class PodShares {
     }
 
     /** A whole, positive quantity, or -1: extended resources are integers. */
-    static long integer(Quantity q) {
+    public static long integer(Quantity q) {
         try {
             BigDecimal v = q.getNumericalAmount();
             return v.signum() > 0 && v.stripTrailingZeros().scale() <= 0 ? v.longValueExact() : -1;

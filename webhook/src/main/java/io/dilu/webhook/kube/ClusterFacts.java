@@ -1,0 +1,114 @@
+package io.dilu.webhook.kube;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.kube.InventoryAnnotation;
+import io.dilu.webhook.WebhookConfig;
+import io.dilu.webhook.admission.AdmissionHandler;
+import io.dilu.webhook.admission.PodValidator;
+import io.dilu.webhook.admission.ProfileSpec;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Namespace;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import org.jboss.logging.Logger;
+
+/**
+ * What admission needs from the cluster: the largest GPU (from the nodes' inventories), whether a namespace
+ * allows privileged GPU containers, and profiles. Nodes and namespaces are watched, so admission makes no API
+ * call for them; a profile is read when a pod names one.
+ */
+@ApplicationScoped
+public class ClusterFacts implements AdmissionHandler.Cluster {
+
+    private static final Logger LOG = Logger.getLogger(ClusterFacts.class);
+
+    private final KubernetesClient client;
+    private final WebhookConfig config;
+    private SharedIndexInformer<Node> nodes;
+    private SharedIndexInformer<Namespace> namespaces;
+
+    public ClusterFacts(KubernetesClient client, WebhookConfig config) {
+        this.client = client;
+        this.config = config;
+    }
+
+    void start(@Observes StartupEvent event) {
+        if (!config.watch()) {
+            return;
+        }
+        nodes = client.nodes().runnableInformer(0);
+        namespaces = client.namespaces().runnableInformer(0);
+        nodes.exceptionHandler((started, t) -> true);
+        namespaces.exceptionHandler((started, t) -> true);
+        nodes.start();
+        namespaces.start();
+    }
+
+    void stop(@Observes ShutdownEvent event) {
+        if (nodes != null) {
+            nodes.close();
+            namespaces.close();
+        }
+    }
+
+    @Override
+    public PodValidator.Facts facts(String namespace) {
+        return new PodValidator.Facts(largestGpuMemory(), privilegedAllowed(namespace));
+    }
+
+    private OptionalLong largestGpuMemory() {
+        if (nodes == null) {
+            return OptionalLong.empty();
+        }
+        return nodes.getStore().list().stream()
+                .map(n -> n.getMetadata().getAnnotations() == null ? null : n.getMetadata().getAnnotations().get(DiluNames.GPU_INVENTORY))
+                .filter(a -> a != null)
+                .flatMap(a -> {
+                    try {
+                        return InventoryAnnotation.read(a).stream();
+                    } catch (IllegalArgumentException e) {
+                        return java.util.stream.Stream.empty();
+                    }
+                })
+                .mapToLong(g -> g.memoryMib()).max();
+    }
+
+    private boolean privilegedAllowed(String namespace) {
+        if (namespaces == null) {
+            return false;
+        }
+        Namespace ns = namespaces.getStore().getByKey(namespace);
+        Map<String, String> labels = ns == null ? null : ns.getMetadata().getLabels();
+        return labels != null && "true".equals(labels.get(config.allowPrivilegedLabel()));
+    }
+
+    @Override
+    public Optional<ProfileSpec> profile(String namespace, String name) {
+        try {
+            GenericKubernetesResource r = client.genericKubernetesResources("dilu.io/v1alpha1", "GpuFunctionProfile")
+                    .inNamespace(namespace).withName(name).get();
+            if (r == null || !(r.getAdditionalProperties().get("spec") instanceof Map<?, ?> spec)) {
+                return Optional.empty();
+            }
+            return Optional.of(new ProfileSpec(String.valueOf(spec.get("function")), number(spec.get("smRequest")).orElse(0),
+                    number(spec.get("smLimit")), number(spec.get("memoryMiB")).orElse(0),
+                    number(spec.get("batchSize")), Optional.ofNullable(spec.get("priority")).map(String::valueOf)));
+        } catch (KubernetesClientException e) {
+            LOG.warnf("cannot read GpuFunctionProfile %s/%s: %s", namespace, name, e.getMessage());
+            return Optional.empty();
+        }
+    }
+
+    private static Optional<Integer> number(Object v) {
+        return v instanceof Number n ? Optional.of(n.intValue()) : Optional.empty();
+    }
+}
