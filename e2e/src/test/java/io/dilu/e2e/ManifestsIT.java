@@ -19,8 +19,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every manifest under {@code manifests/} (but the examples, which need Knative and KServe) is accepted by a real
- * kube-apiserver: schemas, references between objects, admission (e.g. the priority class exists).
+ * Every manifest under {@code manifests/} (but the examples, which need Knative and KServe, and cert-manager's
+ * objects) is accepted by a real kube-apiserver: schemas, references between objects, admission (e.g. the
+ * priority class exists).
  */
 class ManifestsIT {
 
@@ -51,6 +52,8 @@ class ManifestsIT {
                 }
             }
         }
+        // cert-manager's kinds need cert-manager, which this API server does not have.
+        all.removeIf(o -> o.getApiVersion().startsWith("cert-manager.io/"));
         all.sort(Comparator.comparingInt(o -> ORDER.getOrDefault(o.getKind(), 2)));
         return all;
     }

@@ -48,7 +48,7 @@ public final class PodValidator {
             } else {
                 long v = whole(sm);
                 if (v < 1 || v > 100) {
-                    errors.add(new FieldError(at + "[" + DiluNames.GPU_SM + "]", sm.toString(), "an integer percent in 1..100"));
+                    errors.add(new FieldError(at + "[" + DiluNames.GPU_SM + "]", shown(sm), "an integer percent in 1..100"));
                 } else {
                     largestRequest = Math.max(largestRequest, (int) v);
                 }
@@ -57,14 +57,14 @@ public final class PodValidator {
                 long v = whole(memory);
                 long max = facts.largestGpuMemoryMib().orElse(Long.MAX_VALUE);
                 if (v < 1 || v > max) {
-                    errors.add(new FieldError(at + "[" + DiluNames.GPU_MEMORY + "]", memory.toString(),
+                    errors.add(new FieldError(at + "[" + DiluNames.GPU_MEMORY + "]", shown(memory),
                             facts.largestGpuMemoryMib().isPresent()
                                     ? "an integer MiB in 1.." + max + " (the largest GPU in the cluster)"
                                     : "an integer MiB of at least 1"));
                 }
             }
             if (resource(c, "nvidia.com/gpu") != null) {
-                errors.add(new FieldError(at + "[nvidia.com/gpu]", resource(c, "nvidia.com/gpu").toString(),
+                errors.add(new FieldError(at + "[nvidia.com/gpu]", shown(resource(c, "nvidia.com/gpu")),
                         "absent: a container takes either a Dilu share (" + DiluNames.GPU_SM + ") or whole GPUs, not both"));
             }
             boolean privileged = c.getSecurityContext() != null && Boolean.TRUE.equals(c.getSecurityContext().getPrivileged());
@@ -89,6 +89,15 @@ public final class PodValidator {
         Quantity limit = c.getResources().getLimits() == null ? null : c.getResources().getLimits().get(name);
         return limit != null ? limit
                 : c.getResources().getRequests() == null ? null : c.getResources().getRequests().get(name);
+    }
+
+    /** As the user wrote the number (the API server stores 50000 as "50k"). */
+    private static String shown(Quantity q) {
+        try {
+            return q.getNumericalAmount().stripTrailingZeros().toPlainString();
+        } catch (ArithmeticException | IllegalArgumentException e) {
+            return q.toString();
+        }
     }
 
     private static long whole(Quantity q) {

@@ -10,7 +10,6 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.Namespace;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
@@ -19,22 +18,19 @@ import jakarta.enterprise.event.Observes;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
-import org.jboss.logging.Logger;
 
 /**
  * What admission needs from the cluster: the largest GPU (from the nodes' inventories), whether a namespace
- * allows privileged GPU containers, and profiles. Nodes and namespaces are watched, so admission makes no API
- * call for them; a profile is read when a pod names one.
+ * allows privileged GPU containers, and profiles — all watched, so admission makes no API call.
  */
 @ApplicationScoped
 public class ClusterFacts implements AdmissionHandler.Cluster {
-
-    private static final Logger LOG = Logger.getLogger(ClusterFacts.class);
 
     private final KubernetesClient client;
     private final WebhookConfig config;
     private SharedIndexInformer<Node> nodes;
     private SharedIndexInformer<Namespace> namespaces;
+    private SharedIndexInformer<GenericKubernetesResource> profiles;
 
     public ClusterFacts(KubernetesClient client, WebhookConfig config) {
         this.client = client;
@@ -49,14 +45,20 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
         namespaces = client.namespaces().runnableInformer(0);
         nodes.exceptionHandler((started, t) -> true);
         namespaces.exceptionHandler((started, t) -> true);
+        // Profiles are watched too, so that admission never waits on the API server (it runs on the event loop).
+        profiles = client.genericKubernetesResources("dilu.io/v1alpha1", "GpuFunctionProfile").inAnyNamespace()
+                .runnableInformer(0);
+        profiles.exceptionHandler((started, t) -> true);
         nodes.start();
         namespaces.start();
+        profiles.start();
     }
 
     void stop(@Observes ShutdownEvent event) {
         if (nodes != null) {
             nodes.close();
             namespaces.close();
+            profiles.close();
         }
     }
 
@@ -91,21 +93,16 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
         return labels != null && "true".equals(labels.get(config.allowPrivilegedLabel()));
     }
 
+    /** A profile as last seen; one created a moment ago may not be visible yet (the pod is refused, and retried). */
     @Override
     public Optional<ProfileSpec> profile(String namespace, String name) {
-        try {
-            GenericKubernetesResource r = client.genericKubernetesResources("dilu.io/v1alpha1", "GpuFunctionProfile")
-                    .inNamespace(namespace).withName(name).get();
-            if (r == null || !(r.getAdditionalProperties().get("spec") instanceof Map<?, ?> spec)) {
-                return Optional.empty();
-            }
-            return Optional.of(new ProfileSpec(String.valueOf(spec.get("function")), number(spec.get("smRequest")).orElse(0),
-                    number(spec.get("smLimit")), number(spec.get("memoryMiB")).orElse(0),
-                    number(spec.get("batchSize")), Optional.ofNullable(spec.get("priority")).map(String::valueOf)));
-        } catch (KubernetesClientException e) {
-            LOG.warnf("cannot read GpuFunctionProfile %s/%s: %s", namespace, name, e.getMessage());
+        GenericKubernetesResource r = profiles == null ? null : profiles.getStore().getByKey(namespace + "/" + name);
+        if (r == null || !(r.getAdditionalProperties().get("spec") instanceof Map<?, ?> spec)) {
             return Optional.empty();
         }
+        return Optional.of(new ProfileSpec(String.valueOf(spec.get("function")), number(spec.get("smRequest")).orElse(0),
+                number(spec.get("smLimit")), number(spec.get("memoryMiB")).orElse(0),
+                number(spec.get("batchSize")), Optional.ofNullable(spec.get("priority")).map(String::valueOf)));
     }
 
     private static Optional<Integer> number(Object v) {
