@@ -1,0 +1,110 @@
+package io.dilu.autoscaler;
+
+import io.dilu.autoscaler.knative.PaReconciler;
+import io.dilu.autoscaler.scrape.StatScraper;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
+import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
+import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElector;
+import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLock;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.jboss.logging.Logger;
+
+/**
+ * Runs the PodAutoscaler reconciler while this replica holds the Lease: two replicas never scale the same
+ * revision. A replica that loses the Lease stops ticking at once and waits to win it again.
+ */
+@ApplicationScoped
+public class AutoscalerApp {
+
+    private static final Logger LOG = Logger.getLogger(AutoscalerApp.class);
+
+    private final KubernetesClient client;
+    private final AutoscalerConfig config;
+    private final MeterRegistry metrics;
+    private final ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon().name("dilu-autoscaler-tick").unstarted(r));
+    private final ExecutorService io = Executors.newFixedThreadPool(4,
+            r -> Thread.ofPlatform().daemon().name("dilu-autoscaler-scrape").unstarted(r));
+    private PaReconciler reconciler;
+    private volatile ScheduledFuture<?> ticking;
+    private CompletableFuture<?> election;
+    private volatile boolean leading;
+
+    public AutoscalerApp(KubernetesClient client, AutoscalerConfig config, MeterRegistry metrics) {
+        this.client = client;
+        this.config = config;
+        this.metrics = metrics;
+    }
+
+    void start(@Observes StartupEvent event) {
+        if (!config.enabled()) {
+            return;
+        }
+        reconciler = new PaReconciler(client, config, new StatScraper(config.queueProxyPort(), config.scrapeTimeout(), io),
+                InstantSource.system(), metrics);
+        reconciler.start();
+        String identity = System.getenv().getOrDefault("HOSTNAME", "dilu-autoscaler") + "-" + UUID.randomUUID();
+        LeaderElector elector = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
+                .withName(config.leaseName())
+                .withLock(new LeaseLock(config.leaseNamespace(), config.leaseName(), identity))
+                .withLeaseDuration(Duration.ofSeconds(15)).withRenewDeadline(Duration.ofSeconds(10))
+                .withRetryPeriod(Duration.ofSeconds(2))
+                .withReleaseOnCancel(true)
+                .withLeaderCallbacks(new LeaderCallbacks(this::lead, this::follow, leader -> LOG.infof("leader: %s", leader)))
+                .build()).build();
+        election = elector.start();
+    }
+
+    private void lead() {
+        LOG.info("leading: reconciling PodAutoscalers of class " + config.paClass());
+        leading = true;
+        long period = config.tick().toMillis();
+        ticking = ticker.scheduleAtFixedRate(this::tick, 0, period, TimeUnit.MILLISECONDS);
+    }
+
+    private void follow() {
+        leading = false;
+        if (ticking != null) {
+            ticking.cancel(false);
+        }
+        LOG.info("no longer leading");
+    }
+
+    private void tick() {
+        try {
+            reconciler.tick();
+        } catch (RuntimeException e) {
+            LOG.errorf(e, "autoscaling tick failed; the next tick retries");
+        }
+    }
+
+    /** Whether this replica is the one scaling. */
+    public boolean leading() {
+        return leading;
+    }
+
+    void stop(@Observes ShutdownEvent event) {
+        if (election != null) {
+            election.cancel(true);
+        }
+        ticker.shutdownNow();
+        io.shutdownNow();
+        if (reconciler != null) {
+            reconciler.close();
+        }
+    }
+}

@@ -1,0 +1,50 @@
+package io.dilu.autoscaler.decide;
+
+import io.dilu.core.scaling.LazyHorizontalScaler;
+import io.dilu.core.scaling.ScaleDecision;
+import io.dilu.core.scaling.ScalingParameters;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+
+/**
+ * One function's scale for this tick: core's lazy horizontal scaler within Knative's bounds, with Knative's
+ * rules around it — a new revision starts at its initial scale; the last instance goes only when scale to zero
+ * is enabled, min-scale is 0, and the scaler has wanted zero for the whole grace period. A pure function of its
+ * inputs and {@code now}.
+ */
+public final class Autoscale {
+
+    private Autoscale() {}
+
+    /**
+     * @param samples per-second request rates of the window
+     * @param current instances asked for at the last tick (-1 for a new revision)
+     * @param perInstanceRps what one instance serves (profile or annotation)
+     * @param zeroWantedSince since when the scaler has wanted zero, if it does
+     */
+    public record Input(double[] samples, int current, double perInstanceRps, ScaleBounds bounds,
+            boolean scaleToZero, Duration grace, Optional<Instant> zeroWantedSince, Instant now) {}
+
+    /** The scale to ask for, why, and the zero timer to carry to the next tick. */
+    public record Output(int desired, ScaleDecision.Reason reason, Optional<Instant> zeroWantedSince) {}
+
+    public static Output decide(ScalingParameters params, Input in) {
+        ScaleBounds b = in.bounds();
+        if (in.current() < 0) {
+            return new Output(b.initial() == 0 && !in.scaleToZero() ? Math.max(1, b.min()) : b.initial(),
+                    ScaleDecision.Reason.BOUNDS, Optional.empty());
+        }
+        int floor = in.scaleToZero() ? b.min() : Math.max(1, b.min());
+        ScaleDecision d = new LazyHorizontalScaler(params.withScaleBounds(floor, b.max()))
+                .decide(in.samples(), in.current(), in.perInstanceRps());
+        if (d.desired() > 0 || in.current() == 0) {
+            return new Output(d.desired(), d.reason(), Optional.empty());
+        }
+        Instant since = in.zeroWantedSince().orElse(in.now());
+        if (in.now().isBefore(since.plus(in.grace()))) {
+            return new Output(1, ScaleDecision.Reason.HOLD, Optional.of(since)); // the grace period: keep one warm
+        }
+        return new Output(0, ScaleDecision.Reason.SCALE_IN, Optional.of(since));
+    }
+}

@@ -1,0 +1,52 @@
+package io.dilu.autoscaler.decide;
+
+import io.dilu.core.quota.FieldError;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Knative's scale bounds of a revision, from the PodAutoscaler's annotations: {@code min-scale} (default 0),
+ * {@code max-scale} (0 = unbounded), {@code initial-scale} (default 1; 0 only with scale to zero).
+ */
+public record ScaleBounds(int min, int max, int initial) {
+
+    public static final String MIN = "autoscaling.knative.dev/min-scale";
+    public static final String MAX = "autoscaling.knative.dev/max-scale";
+    public static final String INITIAL = "autoscaling.knative.dev/initial-scale";
+    static final int UNBOUNDED = 1000;
+
+    /** The bounds; a malformed annotation is reported and read as its default, so scaling goes on. */
+    public static ScaleBounds of(Map<String, String> annotations, List<FieldError> problems) {
+        int min = read(annotations, MIN, 0, problems);
+        int max = read(annotations, MAX, 0, problems);
+        int initial = read(annotations, INITIAL, 1, problems);
+        int upper = max == 0 ? UNBOUNDED : max;
+        if (min > upper) {
+            problems.add(new FieldError(MIN, Integer.toString(min), "at most max-scale (" + upper + ")"));
+            min = upper;
+        }
+        return new ScaleBounds(min, upper, Math.clamp(initial, min, upper));
+    }
+
+    private static int read(Map<String, String> annotations, String key, int fallback, List<FieldError> problems) {
+        String v = annotations.get(key);
+        if (v == null) {
+            return fallback;
+        }
+        try {
+            int n = Integer.parseInt(v.strip());
+            if (n >= 0 && n <= UNBOUNDED) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        problems.add(new FieldError(key, v, "an integer in 0.." + UNBOUNDED));
+        return fallback;
+    }
+
+    static ScaleBounds of(Map<String, String> annotations) {
+        return of(annotations, new ArrayList<>());
+    }
+}

@@ -1,0 +1,22 @@
+package io.dilu.autoscaler.knative;
+
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
+
+/** The Knative resources and names the autoscaler works with (knative.dev/serving, internal APIs). */
+public final class Knative {
+
+    private Knative() {}
+
+    public static final String CLASS = "autoscaling.knative.dev/class";
+    public static final String REVISION_LABEL = "serving.knative.dev/revision";
+    /** Requests per second one instance serves, when the profile does not say (annotation on the revision/PA). */
+    public static final String SERVING_RPS = "dilu.io/serving-rps";
+
+    public static final ResourceDefinitionContext PODAUTOSCALER = new ResourceDefinitionContext.Builder()
+            .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withKind("PodAutoscaler")
+            .withPlural("podautoscalers").withNamespaced(true).build();
+
+    public static final ResourceDefinitionContext SERVERLESSSERVICE = new ResourceDefinitionContext.Builder()
+            .withGroup("networking.internal.knative.dev").withVersion("v1alpha1").withKind("ServerlessService")
+            .withPlural("serverlessservices").withNamespaced(true).build();
+}

@@ -1,0 +1,279 @@
+package io.dilu.autoscaler.knative;
+
+import io.dilu.autoscaler.AutoscalerConfig;
+import io.dilu.autoscaler.decide.Autoscale;
+import io.dilu.autoscaler.decide.ScaleBounds;
+import io.dilu.autoscaler.scrape.StatScraper;
+import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.RateWindow;
+import io.dilu.core.scaling.ScalingParameters;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
+import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalDouble;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jboss.logging.Logger;
+
+/**
+ * Plays Knative's autoscaler for PodAutoscalers of class {@code co-scaling.dilu.io}: every tick it scrapes the
+ * revision's ready pods, adds the request rate to the function's window, asks {@link Autoscale} for a scale,
+ * scales the target through its {@code scale} subresource, keeps the ServerlessService (Serve while instances
+ * run, Proxy at zero) and writes the PodAutoscaler's status. PodAutoscalers of other classes are not touched.
+ */
+public final class PaReconciler {
+
+    private static final Logger LOG = Logger.getLogger(PaReconciler.class);
+
+    /** What the reconciler remembers of one revision between ticks. */
+    private static final class Function {
+        final RateWindow window;
+        int desired = -1;
+        Optional<Instant> zeroWantedSince = Optional.empty();
+        boolean initialized;
+        Map<String, Object> lastStatus = Map.of();
+
+        Function(int samples) {
+            window = new RateWindow(samples);
+        }
+    }
+
+    private final KubernetesClient client;
+    private final AutoscalerConfig config;
+    private final StatScraper scraper;
+    private final InstantSource clock;
+    private final ScalingParameters params;
+    private final SharedIndexInformer<GenericKubernetesResource> pas;
+    private final SharedIndexInformer<Pod> pods;
+    private final Map<String, Function> functions = new ConcurrentHashMap<>();
+    private final Counter scrapeFailures;
+    private final Counter scrapes;
+
+    public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
+            MeterRegistry metrics) {
+        this.client = client;
+        this.config = config;
+        this.scraper = scraper;
+        this.clock = clock;
+        this.params = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0, 1000);
+        this.pas = client.genericKubernetesResources(Knative.PODAUTOSCALER).inAnyNamespace().runnableInformer(0);
+        this.pods = client.pods().inAnyNamespace().withLabel(Knative.REVISION_LABEL).runnableInformer(0);
+        pas.exceptionHandler((started, t) -> true);
+        pods.exceptionHandler((started, t) -> true);
+        this.scrapeFailures = Counter.builder("dilu_autoscaler_scrape_failures_total")
+                .description("queue-proxy scrapes that timed out, failed or returned something that is not a Stat")
+                .register(metrics);
+        this.scrapes = Counter.builder("dilu_autoscaler_scrapes_total").description("queue-proxy scrapes").register(metrics);
+    }
+
+    public void start() {
+        pas.start();
+        pods.start();
+    }
+
+    public void close() {
+        pas.close();
+        pods.close();
+    }
+
+    boolean ours(GenericKubernetesResource pa) {
+        Map<String, String> a = pa.getMetadata().getAnnotations();
+        return a != null && config.paClass().equals(a.get(Knative.CLASS));
+    }
+
+    /** One tick over every PodAutoscaler of our class; the scrapes of all revisions run at once. */
+    public void tick() {
+        Instant now = clock.instant();
+        List<GenericKubernetesResource> mine = pas.getStore().list().stream().filter(this::ours).toList();
+        Map<String, List<CompletableFuture<StatScraper.Reading>>> readings = new HashMap<>();
+        Map<String, Integer> readyPods = new HashMap<>();
+        for (GenericKubernetesResource pa : mine) {
+            List<String> addresses = readyAddresses(pa);
+            readyPods.put(pa.getMetadata().getUid(), addresses.size());
+            List<String> sample = new ArrayList<>(addresses);
+            Collections.shuffle(sample);
+            readings.put(pa.getMetadata().getUid(), scraper.scrape(sample.subList(0, StatScraper.sampleSize(sample.size()))));
+        }
+        for (GenericKubernetesResource pa : mine) {
+            String uid = pa.getMetadata().getUid();
+            try {
+                reconcile(pa, readings.get(uid), readyPods.get(uid), now);
+            } catch (KubernetesClientException e) {
+                LOG.warnf("PodAutoscaler %s/%s: %s (next tick retries)", pa.getMetadata().getNamespace(),
+                        pa.getMetadata().getName(), e.getMessage());
+            }
+        }
+        functions.keySet().retainAll(mine.stream().map(p -> p.getMetadata().getUid()).toList());
+    }
+
+    private List<String> readyAddresses(GenericKubernetesResource pa) {
+        String ns = pa.getMetadata().getNamespace();
+        String revision = pa.getMetadata().getName();
+        return pods.getStore().list().stream()
+                .filter(p -> ns.equals(p.getMetadata().getNamespace()))
+                .filter(p -> revision.equals(p.getMetadata().getLabels().get(Knative.REVISION_LABEL)))
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
+                        && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
+                        .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())))
+                .map(p -> p.getStatus().getPodIP()).toList();
+    }
+
+    private void reconcile(GenericKubernetesResource pa, List<CompletableFuture<StatScraper.Reading>> readings, int ready,
+            Instant now) {
+        Function f = functions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Function(config.windowSamples()));
+        // A pod that did not answer is left out of the mean; if none answered the second has no sample at all.
+        double sum = 0;
+        int answered = 0;
+        for (CompletableFuture<StatScraper.Reading> r : readings) {
+            OptionalDouble rps = r.join().rps();
+            scrapes.increment();
+            if (rps.isPresent()) {
+                sum += rps.getAsDouble();
+                answered++;
+            } else {
+                scrapeFailures.increment();
+            }
+        }
+        if (answered > 0) {
+            f.window.record(now, sum / answered * ready);
+        } else if (ready == 0) {
+            f.window.record(now, 0);
+        }
+
+        Map<String, String> annotations = pa.getMetadata().getAnnotations();
+        List<FieldError> problems = new ArrayList<>();
+        ScaleBounds bounds = ScaleBounds.of(annotations, problems);
+        problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.getMetadata().getName(), p.message()));
+        Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(f.window.samples(now), f.desired,
+                servingRps(annotations), bounds, config.enableScaleToZero(), config.scaleToZeroGrace(), f.zeroWantedSince, now));
+        f.zeroWantedSince = out.zeroWantedSince();
+        Map<String, Object> ref = spec(pa, "scaleTargetRef");
+        if (out.desired() != f.desired) {
+            LOG.infof("%s/%s: %d -> %d instances (%s)", pa.getMetadata().getNamespace(), pa.getMetadata().getName(),
+                    Math.max(0, f.desired), out.desired(), out.reason());
+            scaleTarget(pa.getMetadata().getNamespace(), ref, out.desired());
+            f.desired = out.desired();
+        }
+        f.initialized |= ready >= Math.max(1, bounds.initial()) || (bounds.initial() == 0 && out.desired() == 0);
+        Optional<GenericKubernetesResource> sks = ensureSks(pa, out.desired() > 0 ? "Serve" : "Proxy");
+        writeStatus(pa, f, new PaStatus(out.desired(), ready, pa.getMetadata().getName(),
+                pa.getMetadata().getName() + "-private", out.desired() > 0 && ready > 0, f.initialized,
+                sks.map(PaReconciler::sksReady).orElse(null), Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L)), now);
+    }
+
+    private double servingRps(Map<String, String> annotations) {
+        String v = annotations.get(Knative.SERVING_RPS);
+        if (v != null) {
+            try {
+                double rps = Double.parseDouble(v);
+                if (rps > 0 && Double.isFinite(rps)) {
+                    return rps;
+                }
+            } catch (NumberFormatException e) {
+                // fall through to the default
+            }
+            LOG.warnf("%s=%s is not allowed: must be a number of requests per second above 0; using %s",
+                    Knative.SERVING_RPS, v, config.defaultServingRps());
+        }
+        return config.defaultServingRps();
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> spec(GenericKubernetesResource r, String field) {
+        Object spec = r.getAdditionalProperties().get("spec");
+        Object value = spec instanceof Map<?, ?> m ? m.get(field) : null;
+        return value instanceof Map<?, ?> v ? (Map<String, Object>) v : Map.of();
+    }
+
+    private void scaleTarget(String namespace, Map<String, Object> ref, int replicas) {
+        String name = String.valueOf(ref.get("name"));
+        String kind = String.valueOf(ref.getOrDefault("kind", "Deployment"));
+        if (!"Deployment".equals(kind)) {
+            LOG.warnf("scale target %s %s is not a Deployment; not scaled", kind, name);
+            return;
+        }
+        client.apps().deployments().inNamespace(namespace).withName(name).scale(replicas);
+    }
+
+    /** The ServerlessService of the revision, created (owned by the PodAutoscaler) or moved to the right mode. */
+    private Optional<GenericKubernetesResource> ensureSks(GenericKubernetesResource pa, String mode) {
+        var sksApi = client.genericKubernetesResources(Knative.SERVERLESSSERVICE).inNamespace(pa.getMetadata().getNamespace());
+        GenericKubernetesResource sks = sksApi.withName(pa.getMetadata().getName()).get();
+        Object paSpec = pa.getAdditionalProperties().get("spec");
+        String protocolType = paSpec instanceof Map<?, ?> m && m.get("protocolType") != null ? String.valueOf(m.get("protocolType")) : "http1";
+        Map<String, Object> spec = new HashMap<>();
+        spec.put("mode", mode);
+        spec.put("numActivators", 2);
+        spec.put("protocolType", protocolType);
+        spec.put("objectRef", spec(pa, "scaleTargetRef"));
+        if (sks == null) {
+            GenericKubernetesResource created = new GenericKubernetesResourceBuilder()
+                    .withApiVersion("networking.internal.knative.dev/v1alpha1").withKind("ServerlessService")
+                    .withNewMetadata().withName(pa.getMetadata().getName()).withNamespace(pa.getMetadata().getNamespace())
+                    .withLabels(pa.getMetadata().getLabels()).withOwnerReferences(new OwnerReferenceBuilder()
+                            .withApiVersion(pa.getApiVersion()).withKind("PodAutoscaler").withName(pa.getMetadata().getName())
+                            .withUid(pa.getMetadata().getUid()).withController(true).withBlockOwnerDeletion(true).build())
+                    .endMetadata().addToAdditionalProperties("spec", spec).build();
+            return Optional.of(sksApi.resource(created).create());
+        }
+        if (!spec.equals(sks.getAdditionalProperties().get("spec"))) {
+            sks.getAdditionalProperties().put("spec", spec);
+            return Optional.of(sksApi.resource(sks).update());
+        }
+        return Optional.of(sks);
+    }
+
+    private static Boolean sksReady(GenericKubernetesResource sks) {
+        Object status = sks.getAdditionalProperties().get("status");
+        if (status instanceof Map<?, ?> s && s.get("conditions") instanceof List<?> conditions) {
+            for (Object o : conditions) {
+                if (o instanceof Map<?, ?> c && "Ready".equals(c.get("type"))) {
+                    return "True".equals(c.get("status")) ? Boolean.TRUE : "False".equals(c.get("status")) ? Boolean.FALSE : null;
+                }
+            }
+        }
+        return null;
+    }
+
+    /** Writes the status when it changed, retrying on a conflict with a fresh copy. */
+    private void writeStatus(GenericKubernetesResource pa, Function f, PaStatus status, Instant now) {
+        var api = client.genericKubernetesResources(Knative.PODAUTOSCALER).inNamespace(pa.getMetadata().getNamespace());
+        for (int attempt = 0; attempt < 3; attempt++) {
+            GenericKubernetesResource current = attempt == 0 ? pa : api.withName(pa.getMetadata().getName()).get();
+            if (current == null) {
+                return;
+            }
+            @SuppressWarnings("unchecked")
+            Map<String, Object> previous = current.getAdditionalProperties().get("status") instanceof Map<?, ?> m
+                    ? (Map<String, Object>) m : Map.of();
+            Map<String, Object> next = status.toMap(previous, now);
+            if (next.equals(previous)) {
+                return;
+            }
+            current.getAdditionalProperties().put("status", next);
+            try {
+                api.resource(current).updateStatus();
+                f.lastStatus = next;
+                return;
+            } catch (KubernetesClientException e) {
+                if (e.getCode() != 409) {
+                    throw e;
+                }
+            }
+        }
+    }
+}
