@@ -62,7 +62,10 @@ class AutoscalerIT {
     static RealApiServer api;
     static KubernetesClient client;
     static ChildProcess autoscaler;
+    /** A second replica: leader election must keep it from scaling too. */
+    static ChildProcess standby;
     static int metricsPort;
+    static int standbyMetricsPort;
     static int queueProxyPort;
     /** The revision's total request rate, shared by its pods. */
     static volatile double load;
@@ -92,6 +95,10 @@ class AutoscalerIT {
         autoscaler = ChildProcess.quarkusApp("autoscaler", Map.of("KUBECONFIG", api.writeKubeconfig(tmp.resolve("kubeconfig")).toString(),
                 "QUARKUS_HTTP_PORT", Integer.toString(metricsPort),
                 "DILU_AUTOSCALER_QUEUE_PROXY_PORT", Integer.toString(queueProxyPort)), LOGS.resolve("autoscaler.log"));
+        standbyMetricsPort = freePort();
+        standby = ChildProcess.quarkusApp("autoscaler", Map.of("KUBECONFIG", tmp.resolve("kubeconfig").toString(),
+                "QUARKUS_HTTP_PORT", Integer.toString(standbyMetricsPort),
+                "DILU_AUTOSCALER_QUEUE_PROXY_PORT", Integer.toString(queueProxyPort)), LOGS.resolve("autoscaler-standby.log"));
         replicaSet.scheduleWithFixedDelay(AutoscalerIT::followReplicas, 0, 200, TimeUnit.MILLISECONDS);
     }
 
@@ -101,6 +108,9 @@ class AutoscalerIT {
         queueProxies.values().forEach(s -> s.stop(0));
         if (autoscaler != null) {
             autoscaler.close();
+        }
+        if (standby != null) {
+            standby.close();
         }
         if (api != null) {
             api.close();
@@ -270,19 +280,30 @@ class AutoscalerIT {
         holdFor(Duration.ofSeconds(5), () -> assertThat(replicas()).isEqualTo(3));
         garbage = false;
         assertThat(scrapeFailures()).isGreaterThan(failuresBefore);
-        assertThat(autoscaler.alive()).isTrue();
+        assertThat(autoscaler.alive() && standby.alive()).isTrue();
 
         // The load drops: back to one instance once more than 30 samples are below what two serve.
         load = 5;
         long drop = System.nanoTime();
         await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(250)).until(() -> replicas() == 1);
         assertThat((System.nanoTime() - drop) / 1e9).as("lazily: not before 30 samples").isGreaterThan(25);
+
+        // Two replicas ran all along; exactly one led, and only the leader scaled.
+        List<String> logs = List.of(autoscaler.output(), standby.output());
+        assertThat(logs.stream().filter(l -> l.contains("leading: reconciling"))).hasSize(1);
+        assertThat(logs.stream().filter(l -> l.contains(" instances ("))).hasSize(1);
+        assertThat(standby.alive()).isTrue();
     }
 
+    /** Scrape failures counted by both replicas (whichever leads does the scraping). */
     static double scrapeFailures() throws Exception {
-        String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + metricsPort
-                + "/q/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
-        return metrics.lines().filter(l -> l.startsWith("dilu_autoscaler_scrape_failures_total"))
-                .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+        double sum = 0;
+        for (int port : new int[] {metricsPort, standbyMetricsPort}) {
+            String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
+                    + "/q/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+            sum += metrics.lines().filter(l -> l.startsWith("dilu_autoscaler_scrape_failures_total"))
+                    .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+        }
+        return sum;
     }
 }

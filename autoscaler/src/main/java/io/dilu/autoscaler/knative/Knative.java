@@ -9,12 +9,15 @@ public final class Knative {
 
     public static final String CLASS = "autoscaling.knative.dev/class";
     public static final String REVISION_LABEL = "serving.knative.dev/revision";
-    /** Requests per second one instance serves, when the profile does not say (annotation on the revision/PA). */
-    public static final String SERVING_RPS = "dilu.io/serving-rps";
 
     public static final ResourceDefinitionContext PODAUTOSCALER = new ResourceDefinitionContext.Builder()
             .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withKind("PodAutoscaler")
             .withPlural("podautoscalers").withNamespaced(true).build();
+
+    /** Dilu's profiles; named by context so that the autoscaler starts even before the CRD is installed. */
+    public static final ResourceDefinitionContext PROFILE = new ResourceDefinitionContext.Builder()
+            .withGroup("dilu.io").withVersion("v1alpha1").withKind("GpuFunctionProfile")
+            .withPlural("gpufunctionprofiles").withNamespaced(true).build();
 
     public static final ResourceDefinitionContext SERVERLESSSERVICE = new ResourceDefinitionContext.Builder()
             .withGroup("networking.internal.knative.dev").withVersion("v1alpha1").withKind("ServerlessService")

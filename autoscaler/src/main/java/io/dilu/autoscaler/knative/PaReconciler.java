@@ -3,6 +3,7 @@ package io.dilu.autoscaler.knative;
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.Autoscale;
 import io.dilu.autoscaler.decide.ScaleBounds;
+import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.RateWindow;
@@ -59,6 +60,7 @@ public final class PaReconciler {
     private final ScalingParameters params;
     private final SharedIndexInformer<GenericKubernetesResource> pas;
     private final SharedIndexInformer<Pod> pods;
+    private final SharedIndexInformer<GenericKubernetesResource> profiles;
     private final Map<String, Function> functions = new ConcurrentHashMap<>();
     private final Counter scrapeFailures;
     private final Counter scrapes;
@@ -72,8 +74,11 @@ public final class PaReconciler {
         this.params = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0, 1000);
         this.pas = client.genericKubernetesResources(Knative.PODAUTOSCALER).inAnyNamespace().runnableInformer(0);
         this.pods = client.pods().inAnyNamespace().withLabel(Knative.REVISION_LABEL).runnableInformer(0);
+        this.profiles = client.genericKubernetesResources(Knative.PROFILE).inAnyNamespace()
+                .runnableInformer(0);
         pas.exceptionHandler((started, t) -> true);
         pods.exceptionHandler((started, t) -> true);
+        profiles.exceptionHandler((started, t) -> true);
         this.scrapeFailures = Counter.builder("dilu_autoscaler_scrape_failures_total")
                 .description("queue-proxy scrapes that timed out, failed or returned something that is not a Stat")
                 .register(metrics);
@@ -83,11 +88,13 @@ public final class PaReconciler {
     public void start() {
         pas.start();
         pods.start();
+        profiles.start();
     }
 
     public void close() {
         pas.close();
         pods.close();
+        profiles.close();
     }
 
     boolean ours(GenericKubernetesResource pa) {
@@ -159,7 +166,7 @@ public final class PaReconciler {
         ScaleBounds bounds = ScaleBounds.of(annotations, problems);
         problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.getMetadata().getName(), p.message()));
         Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(f.window.samples(now), f.desired,
-                servingRps(annotations), bounds, config.enableScaleToZero(), config.scaleToZeroGrace(), f.zeroWantedSince, now));
+                servingRps(pa), bounds, config.enableScaleToZero(), config.scaleToZeroGrace(), f.zeroWantedSince, now));
         f.zeroWantedSince = out.zeroWantedSince();
         Map<String, Object> ref = spec(pa, "scaleTargetRef");
         if (out.desired() != f.desired) {
@@ -175,27 +182,27 @@ public final class PaReconciler {
                 sks.map(PaReconciler::sksReady).orElse(null), Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L)), now);
     }
 
-    private double servingRps(Map<String, String> annotations) {
-        String v = annotations.get(Knative.SERVING_RPS);
-        if (v != null) {
-            try {
-                double rps = Double.parseDouble(v);
-                if (rps > 0 && Double.isFinite(rps)) {
-                    return rps;
-                }
-            } catch (NumberFormatException e) {
-                // fall through to the default
-            }
-            LOG.warnf("%s=%s is not allowed: must be a number of requests per second above 0; using %s",
-                    Knative.SERVING_RPS, v, config.defaultServingRps());
-        }
-        return config.defaultServingRps();
+    private double servingRps(GenericKubernetesResource pa) {
+        String ns = pa.getMetadata().getNamespace();
+        Map<String, String> labels = pa.getMetadata().getLabels() == null ? Map.of() : pa.getMetadata().getLabels();
+        return ServingRate.of(pa.getMetadata().getAnnotations(), labels,
+                name -> throughput(Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name))),
+                function -> throughput(profiles.getStore().list().stream().filter(p -> ns.equals(p.getMetadata().getNamespace()))
+                        .filter(p -> function.equals(spec(p, null).get("function"))).findFirst()),
+                config.defaultServingRps()).rps();
     }
 
+    private static OptionalDouble throughput(Optional<GenericKubernetesResource> profile) {
+        return profile.map(p -> spec(p, null).get("servingThroughputRps"))
+                .filter(v -> v instanceof Number n && n.doubleValue() > 0)
+                .map(v -> OptionalDouble.of(((Number) v).doubleValue())).orElse(OptionalDouble.empty());
+    }
+
+    /** A field of the spec as a map; the whole spec when {@code field} is null. */
     @SuppressWarnings("unchecked")
     private static Map<String, Object> spec(GenericKubernetesResource r, String field) {
         Object spec = r.getAdditionalProperties().get("spec");
-        Object value = spec instanceof Map<?, ?> m ? m.get(field) : null;
+        Object value = field == null ? spec : spec instanceof Map<?, ?> m ? m.get(field) : null;
         return value instanceof Map<?, ?> v ? (Map<String, Object>) v : Map.of();
     }
 

@@ -46,8 +46,10 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
         nodes.exceptionHandler((started, t) -> true);
         namespaces.exceptionHandler((started, t) -> true);
         // Profiles are watched too, so that admission never waits on the API server (it runs on the event loop).
-        profiles = client.genericKubernetesResources("dilu.io/v1alpha1", "GpuFunctionProfile").inAnyNamespace()
-                .runnableInformer(0);
+        // Named by context, not looked up: the webhook must start even before the CRD is installed.
+        profiles = client.genericKubernetesResources(new io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext.Builder()
+                .withGroup("dilu.io").withVersion("v1alpha1").withKind("GpuFunctionProfile").withPlural("gpufunctionprofiles")
+                .withNamespaced(true).build()).inAnyNamespace().runnableInformer(0);
         profiles.exceptionHandler((started, t) -> true);
         nodes.start();
         namespaces.start();
