@@ -36,14 +36,20 @@ public final class RateWindow {
     public double[] samples(Instant now) {
         long newest = now.getEpochSecond();
         long oldest = newest - rates.length + 1;
-        double[] out = new double[rates.length];
         int n = 0;
+        for (long s : seconds) {
+            if (s >= oldest && s <= newest) {
+                n++;
+            }
+        }
+        double[] out = new double[n]; // one allocation: this runs for every function every second
+        n = 0;
         for (int i = 0; i < rates.length; i++) {
             if (seconds[i] >= oldest && seconds[i] <= newest) {
                 out[n++] = rates[i];
             }
         }
-        return Arrays.copyOf(out, n);
+        return out;
     }
 
     /** The rate recorded for the second of {@code now}, or -1 when none. */
