@@ -44,8 +44,12 @@ public interface AutoscalerConfig {
     @WithDefault("10")
     double defaultServingRps();
 
-    /** Whether revisions with min-scale 0 may go to zero (Knative's enable-scale-to-zero). */
-    @WithDefault("true")
+    /**
+     * Whether revisions with min-scale 0 may go to zero (Knative's enable-scale-to-zero). Off by default: a
+     * revision at zero is woken by the request rate the activator reports, which this autoscaler does not
+     * receive yet, so it would stay at zero.
+     */
+    @WithDefault("false")
     boolean enableScaleToZero();
 
     /** How long the scaler must keep wanting zero before the last instance goes. */
