@@ -79,9 +79,7 @@ class SchedulerExtenderIT {
     }
 
     static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
+        return LocalControlPlane.freePort();
     }
 
     static List<GpuDevice> gpus(String node) {
@@ -89,21 +87,8 @@ class SchedulerExtenderIT {
                 .mapToObj(i -> new GpuDevice("GPU-" + node + "-" + i, i, "A100-40GB", GPU_MEMORY, 108)).toList();
     }
 
-    /** A node as the kubelet and the Dilu node agent leave it: SM percent allocatable, the GPU inventory. */
     static void createNode(String name) {
-        Map<String, Quantity> resources = Map.of("cpu", new Quantity("64"), "memory", new Quantity("256Gi"),
-                "pods", new Quantity("250"), DiluNames.GPU_SM, new Quantity(Integer.toString(100 * GPUS_PER_NODE)));
-        Node node = client.nodes().resource(new NodeBuilder().withNewMetadata().withName(name)
-                .withAnnotations(Map.of(DiluNames.GPU_INVENTORY, InventoryAnnotation.write(gpus(name)))).endMetadata()
-                .build()).create();
-        node.setStatus(new io.fabric8.kubernetes.api.model.NodeStatusBuilder().withCapacity(resources)
-                .withAllocatable(resources).addNewCondition().withType("Ready").withStatus("True").endCondition().build());
-        client.nodes().resource(node).updateStatus();
-        // The API server taints a new Node not-ready until its kubelet says otherwise; there is no kubelet here.
-        client.nodes().withName(name).edit(n -> {
-            n.getSpec().setTaints(List.of());
-            return n;
-        });
+        LocalControlPlane.createGpuNode(client, name, gpus(name));
     }
 
     static Pod gpuPod(String name, String function, int sm, long memoryMib, Integer limit, int containers) {
@@ -124,30 +109,7 @@ class SchedulerExtenderIT {
     }
 
     static ChildProcess startExtender(Path kubeconfig, int port, String log) throws Exception {
-        ChildProcess extender = ChildProcess.quarkusApp("scheduler-extender",
-                Map.of("KUBECONFIG", kubeconfig.toString(), "QUARKUS_HTTP_PORT", Integer.toString(port)), LOGS.resolve(log));
-        HttpClient http = HttpClient.newHttpClient();
-        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200)).ignoreExceptionsInstanceOf(java.net.ConnectException.class).untilAsserted(() -> {
-            assertThat(extender.alive()).as("extender process: %s", extender.output()).isTrue();
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/q/health/ready"))
-                    .build(), HttpResponse.BodyHandlers.ofString());
-            assertThat(r.statusCode()).isEqualTo(200);
-        });
-        return extender;
-    }
-
-    /** The shipped scheduler configuration, pointed at this API server and this extender. */
-    static Path schedulerConfig(Path kubeconfig, int extenderPort) throws IOException {
-        ConfigMap cm;
-        try (InputStream in = Files.newInputStream(RealApiServer.manifests().resolve("scheduler-extender/scheduler-config.yaml"))) {
-            cm = client.configMaps().load(in).item();
-        }
-        String config = cm.getData().get("scheduler-config.yaml")
-                .replace("http://127.0.0.1:8082", "http://127.0.0.1:" + extenderPort)
-                .replace("leaderElect: true", "leaderElect: false");
-        assertThat(config).contains("schedulerName: dilu-scheduler").contains("nodeCacheCapable: true");
-        return Files.writeString(tmp.resolve("scheduler-config.yaml"),
-                "clientConnection:\n  kubeconfig: " + kubeconfig + "\n" + config);
+        return LocalControlPlane.startExtender(kubeconfig, port, LOGS.resolve(log));
     }
 
     static List<Pod> gpuPods() {
@@ -167,9 +129,7 @@ class SchedulerExtenderIT {
         Path kubeconfig = api.writeKubeconfig(tmp.resolve("kubeconfig"));
         int port = freePort();
         ChildProcess extender = startExtender(kubeconfig, port, "extender-1.log");
-        ChildProcess scheduler = ChildProcess.start(List.of(RealApiServer.kubeScheduler().toString(),
-                "--config=" + schedulerConfig(kubeconfig, port), "--port=0", "--secure-port=0", "--v=2"),
-                Map.of(), LOGS.resolve("kube-scheduler.log"));
+        ChildProcess scheduler = LocalControlPlane.startScheduler(client, kubeconfig, port, tmp, LOGS.resolve("kube-scheduler.log"));
         try {
             Random rnd = new Random(20261122);
             int[] shares = {10, 15, 20, 25, 30, 40, 50};

@@ -67,20 +67,7 @@ class WebhookIT {
         api = RealApiServer.start();
         client = api.client();
         api.installCrd(RealApiServer.manifests().resolve("crds/gpufunctionprofiles.dilu.io.yaml"));
-        SelfSignedCert cert = SelfSignedCert.create(tmp);
-        int http = freePort();
-        int https = freePort();
-        webhook = ChildProcess.quarkusApp("webhook", Map.of("KUBECONFIG", api.writeKubeconfig(tmp.resolve("kubeconfig")).toString(),
-                "QUARKUS_HTTP_PORT", Integer.toString(http), "QUARKUS_HTTP_SSL_PORT", Integer.toString(https),
-                "DILU_WEBHOOK_TLS_CERT", cert.cert().toString(), "DILU_WEBHOOK_TLS_KEY", cert.key().toString()),
-                LOGS.resolve("webhook.log"));
-        HttpClient probe = HttpClient.newHttpClient();
-        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
-                .ignoreExceptionsInstanceOf(java.net.ConnectException.class).untilAsserted(() -> {
-                    assertThat(webhook.alive()).as("webhook: %s", webhook.output()).isTrue();
-                    assertThat(probe.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + http + "/q/health/ready")).build(),
-                            HttpResponse.BodyHandlers.discarding()).statusCode()).isEqualTo(200);
-                });
+        Path kubeconfig = api.writeKubeconfig(tmp.resolve("kubeconfig"));
 
         for (String ns : List.of(NS, PLAIN)) {
             client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns)
@@ -96,7 +83,7 @@ class WebhookIT {
                         .withNewMetadata().withName("bert").endMetadata()
                         .addToAdditionalProperties("spec", Map.of("function", "bert", "smRequest", 25, "smLimit", 45,
                                 "memoryMiB", 6144, "batchSize", 8, "priority", "slo")).build()).create();
-        register(cert.caBundle(), https);
+        webhook = LocalControlPlane.startWebhook(client, kubeconfig, tmp, LOGS.resolve("webhook.log"));
         // The webhook's watches see the node before the tests ask about the largest GPU.
         await().atMost(Duration.ofSeconds(20)).ignoreExceptions()
                 .until(() -> refusal(gpuPod("probe", 30, 50_000, UnaryOperator.identity())).contains("1..40960"));
@@ -110,34 +97,6 @@ class WebhookIT {
         if (api != null) {
             api.close();
         }
-    }
-
-    static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
-
-    /** The shipped webhook configurations, called by URL on this machine instead of through the Service. */
-    static void register(String caBundle, int port) throws Exception {
-        List<HasMetadata> objects;
-        try (InputStream in = Files.newInputStream(RealApiServer.manifests().resolve("webhook/webhooks.yaml"))) {
-            objects = client.load(in).items();
-        }
-        for (HasMetadata o : objects) {
-            if (o instanceof MutatingWebhookConfiguration m) {
-                m.getWebhooks().forEach(w -> w.setClientConfig(byUrl(w.getClientConfig(), caBundle, port)));
-            } else if (o instanceof ValidatingWebhookConfiguration v) {
-                v.getWebhooks().forEach(w -> w.setClientConfig(byUrl(w.getClientConfig(), caBundle, port)));
-            }
-            client.resource(o).create();
-        }
-    }
-
-    static WebhookClientConfig byUrl(WebhookClientConfig shipped, String caBundle, int port) {
-        assertThat(shipped.getService().getName()).isEqualTo("dilu-webhook");
-        return new io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfigBuilder().withCaBundle(caBundle)
-                .withUrl("https://127.0.0.1:" + port + shipped.getService().getPath()).build();
     }
 
     static Pod gpuPod(String name, int sm, long memory, UnaryOperator<PodBuilder> edit) {

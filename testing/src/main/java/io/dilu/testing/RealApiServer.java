@@ -82,7 +82,8 @@ public final class RealApiServer implements AutoCloseable {
 
     /** The project's manifests directory (system property {@code dilu.manifests}, set by the build). */
     public static Path manifests() {
-        return Path.of(System.getProperty("dilu.manifests", "../manifests"));
+        String configured = System.getProperty("dilu.manifests");
+        return configured != null ? Path.of(configured) : root().resolve("manifests");
     }
 
     public KubernetesClient client() {
