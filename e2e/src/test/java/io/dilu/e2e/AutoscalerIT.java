@@ -8,11 +8,9 @@ import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodStatusBuilder;
-import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
@@ -86,9 +84,7 @@ class AutoscalerIT {
         api.installCrd(crds.resolve("podautoscalers.autoscaling.internal.knative.dev.yaml"));
         api.installCrd(crds.resolve("serverlessservices.networking.internal.knative.dev.yaml"));
         for (String ns : List.of(NS, "dilu-system")) {
-            client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns).endMetadata().build()).create();
-            client.serviceAccounts().inNamespace(ns)
-                    .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+            api.createNamespace(ns, Map.of());
         }
         queueProxyPort = freePort();
         metricsPort = freePort();

@@ -10,14 +10,12 @@ import io.dilu.kube.InventoryAnnotation;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.ConfigMap;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.IOException;
 import java.io.InputStream;
@@ -66,9 +64,7 @@ class SchedulerExtenderIT {
         Files.createDirectories(LOGS);
         api = RealApiServer.start();
         client = api.client();
-        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
-        client.serviceAccounts().inNamespace(NS)
-                .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+        api.createNamespace(NS, Map.of());
     }
 
     @AfterAll

@@ -13,12 +13,10 @@ import io.dilu.testing.SelfSignedCert;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.HasMetadata;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
@@ -70,10 +68,7 @@ class WebhookIT {
         Path kubeconfig = api.writeKubeconfig(tmp.resolve("kubeconfig"));
 
         for (String ns : List.of(NS, PLAIN)) {
-            client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns)
-                    .withLabels(ns.equals(NS) ? Map.of("dilu.io/webhook", "enabled") : Map.of()).endMetadata().build()).create();
-            client.serviceAccounts().inNamespace(ns)
-                    .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+            api.createNamespace(ns, ns.equals(NS) ? Map.of("dilu.io/webhook", "enabled") : Map.of());
         }
         client.nodes().resource(new NodeBuilder().withNewMetadata().withName("gpu-node").withAnnotations(Map.of(
                 DiluNames.GPU_INVENTORY, InventoryAnnotation.write(List.of(new GpuDevice("GPU-0", 0, "A100-40GB", 40_960, 108)))))

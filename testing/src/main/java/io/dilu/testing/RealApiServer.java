@@ -47,6 +47,17 @@ public final class RealApiServer implements AutoCloseable {
         return new RealApiServer(server, client);
     }
 
+    /**
+     * Creates a namespace and its default ServiceAccount: with no controller-manager running, nobody else does,
+     * and the ServiceAccount admission plugin refuses pods without it.
+     */
+    public void createNamespace(String name, java.util.Map<String, String> labels) {
+        client.namespaces().resource(new io.fabric8.kubernetes.api.model.NamespaceBuilder().withNewMetadata().withName(name)
+                .withLabels(labels).endMetadata().build()).create();
+        client.serviceAccounts().inNamespace(name).resource(new io.fabric8.kubernetes.api.model.ServiceAccountBuilder()
+                .withNewMetadata().withName("default").endMetadata().build()).create();
+    }
+
     /** Creates the CustomResourceDefinition in {@code yaml} and waits until the API server serves it. */
     public CustomResourceDefinition installCrd(Path yaml) throws IOException {
         CustomResourceDefinition crd;

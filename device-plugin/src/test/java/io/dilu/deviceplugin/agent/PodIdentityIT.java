@@ -14,11 +14,9 @@ import io.dilu.deviceplugin.kubelet.PodResourcesClient;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import io.dilu.testing.RealApiServer;
 import io.dilu.testing.TestingClock;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
@@ -54,9 +52,7 @@ class PodIdentityIT {
     static void startApiServer() {
         api = RealApiServer.start();
         client = api.client();
-        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
-        client.serviceAccounts().inNamespace(NS)
-                .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+        api.createNamespace(NS, Map.of());
     }
 
     @AfterAll

@@ -5,11 +5,9 @@ import io.dilu.core.placement.GpuDevice;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -48,7 +46,7 @@ public final class ExtenderBench {
         try (RealApiServer api = RealApiServer.start()) {
             KubernetesClient client = api.client();
             long t0 = System.nanoTime();
-            populate(client);
+            populate(api);
             System.out.printf("cluster: %d nodes × %d GPUs, %d bound GPU pods (created in %.1f s)%n", NODES, GPUS,
                     BOUND_PODS, (System.nanoTime() - t0) / 1e9);
             int port;
@@ -90,10 +88,9 @@ public final class ExtenderBench {
         }
     }
 
-    static void populate(KubernetesClient client) throws Exception {
-        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName("fns").endMetadata().build()).create();
-        client.serviceAccounts().inNamespace("fns")
-                .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+    static void populate(RealApiServer api) throws Exception {
+        KubernetesClient client = api.client();
+        api.createNamespace("fns", Map.of());
         ExecutorService pool = Executors.newFixedThreadPool(8);
         List<Future<?>> work = new ArrayList<>();
         for (int n = 0; n < NODES; n++) {

@@ -1,6 +1,7 @@
 package io.dilu.e2e.bench;
 
 import io.dilu.testing.ChildProcess;
+import io.dilu.testing.JsonSurgery;
 import io.dilu.testing.SelfSignedCert;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -107,7 +108,7 @@ public final class WebhookBench {
         for (int i = 0; i < count; i++) {
             out.add(switch (i % 4) {
                 case 0 -> good.substring(0, rnd.nextInt(good.length()));
-                case 1 -> replaceValue(good, keys[rnd.nextInt(keys.length)], values[rnd.nextInt(values.length)]);
+                case 1 -> JsonSurgery.replaceValueAfter(good, keys[rnd.nextInt(keys.length)], values[rnd.nextInt(values.length)]);
                 case 2 -> {
                     char[] chars = good.toCharArray();
                     for (int k = 0; k < 1 + rnd.nextInt(5); k++) {
@@ -123,36 +124,6 @@ public final class WebhookBench {
             });
         }
         return out;
-    }
-
-    static String replaceValue(String json, String key, String value) {
-        int at = json.indexOf(key);
-        if (at < 0) {
-            return json;
-        }
-        int start = at + key.length();
-        int end = start;
-        int depth = 0;
-        boolean inString = false;
-        for (; end < json.length(); end++) {
-            char ch = json.charAt(end);
-            if (ch == '"' && json.charAt(end - 1) != '\\') {
-                inString = !inString;
-            } else if (!inString && (ch == '{' || ch == '[')) {
-                depth++;
-            } else if (!inString && (ch == '}' || ch == ']')) {
-                if (depth == 0) {
-                    break;
-                }
-                if (--depth == 0) {
-                    end++;
-                    break;
-                }
-            } else if (!inString && depth == 0 && ch == ',') {
-                break;
-            }
-        }
-        return json.substring(0, start) + value + json.substring(end);
     }
 
     static HttpResponse<String> post(HttpClient client, String url, String body) throws Exception {

@@ -8,11 +8,9 @@ import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
-import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.ServiceAccountBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -45,10 +43,7 @@ public final class Demo {
             KubernetesClient client = api.client();
             Path kubeconfig = api.writeKubeconfig(work.resolve("kubeconfig"));
             api.installCrd(RealApiServer.manifests().resolve("crds/gpufunctionprofiles.dilu.io.yaml"));
-            client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS)
-                    .withLabels(Map.of("dilu.io/webhook", "enabled")).endMetadata().build()).create();
-            client.serviceAccounts().inNamespace(NS)
-                    .resource(new ServiceAccountBuilder().withNewMetadata().withName("default").endMetadata().build()).create();
+            api.createNamespace(NS, Map.of("dilu.io/webhook", "enabled"));
             for (int n = 0; n < NODES; n++) {
                 String node = "gpu-node-" + n;
                 LocalControlPlane.createGpuNode(client, node, IntStream.range(0, GPUS)

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.testing.JsonSurgery;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.zjsonpatch.JsonPatch;
 import java.util.Base64;
@@ -97,39 +98,8 @@ class AdmissionHandlerTest {
         Arbitrary<String> truncated = Arbitraries.integers().between(0, good.length() - 1).map(n -> good.substring(0, n));
         Arbitrary<String> typed = Arbitraries.of("\"spec\":", "\"containers\":", "\"metadata\":", "\"request\":", "\"uid\":",
                 "\"annotations\":", "\"resources\":").flatMap(key -> Arbitraries.of("null", "1", "\"x\"", "[]", "{}", "true")
-                .map(v -> replaceValueAfter(good, key, v)));
+                .map(v -> JsonSurgery.replaceValueAfter(good, key, v)));
         Arbitrary<String> junk = Arbitraries.strings().ofMaxLength(64);
         return Arbitraries.oneOf(annotations, quantities, truncated, typed, junk);
-    }
-
-    /** The JSON with the value after {@code key} (an object, array or scalar) replaced by {@code value}. */
-    static String replaceValueAfter(String json, String key, String value) {
-        int at = json.indexOf(key);
-        if (at < 0) {
-            return json;
-        }
-        int start = at + key.length();
-        int end = start;
-        char first = json.charAt(start);
-        if (first == '{' || first == '[') {
-            int depth = 0;
-            boolean inString = false;
-            for (end = start; end < json.length(); end++) {
-                char ch = json.charAt(end);
-                if (ch == '"' && json.charAt(end - 1) != '\\') {
-                    inString = !inString;
-                } else if (!inString && (ch == '{' || ch == '[')) {
-                    depth++;
-                } else if (!inString && (ch == '}' || ch == ']') && --depth == 0) {
-                    end++;
-                    break;
-                }
-            }
-        } else {
-            while (end < json.length() && json.charAt(end) != ',' && json.charAt(end) != '}') {
-                end++;
-            }
-        }
-        return json.substring(0, start) + value + json.substring(end);
     }
 }
