@@ -34,6 +34,9 @@ public final class DevicePluginEndpoint implements AutoCloseable {
     private final Thread watch;
     private volatile Server server;
     private volatile int registrations;
+    /** Retries a registration that failed while the kubelet's socket is there (it may not be listening yet). */
+    private final java.util.concurrent.ScheduledExecutorService retries = java.util.concurrent.Executors
+            .newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon().name("dilu-kubelet-register").unstarted(r));
 
     public DevicePluginEndpoint(Path dir, String endpoint, GpuSmDevicePlugin plugin) throws IOException {
         this.dir = dir;
@@ -79,7 +82,16 @@ public final class DevicePluginEndpoint implements AutoCloseable {
             registrations++;
             LOG.infof("registered %s with the kubelet", GpuSmDevicePlugin.RESOURCE);
         } catch (RuntimeException e) {
-            LOG.warnf("registration with the kubelet failed (%s); retrying when its socket is re-created", e.getMessage());
+            // The socket file appears when the kubelet binds it, a moment before it listens: try again shortly,
+            // for as long as the socket is there (a re-created socket triggers a registration anyway).
+            LOG.warnf("registration with the kubelet failed (%s); retrying in 1 s", e.getMessage());
+            if (!retries.isShutdown()) {
+                retries.schedule(() -> {
+                    if (Files.exists(dir.resolve(KUBELET_SOCKET))) {
+                        register();
+                    }
+                }, 1, TimeUnit.SECONDS);
+            }
         } finally {
             channel.shutdownNow();
         }
@@ -117,6 +129,7 @@ public final class DevicePluginEndpoint implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        retries.shutdownNow();
         watcher.close();
         watch.interrupt();
         Server s = server;
