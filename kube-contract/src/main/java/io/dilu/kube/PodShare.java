@@ -1,7 +1,6 @@
 package io.dilu.kube;
 
 import io.dilu.core.contract.AssignedGpus;
-import io.dilu.core.contract.DiluNames;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -32,8 +31,6 @@ public record PodShare(String uid, String namespace, String name, Optional<Strin
 
     /** The scheduler's assignment, when the annotation is there and well-formed. */
     public Optional<AssignedGpus> assigned() {
-        String value = annotations.get(DiluNames.ASSIGNED_GPUS);
-        return value == null || AssignedGpus.validate(value).isPresent()
-                ? Optional.empty() : Optional.of(AssignedGpus.parse(value));
+        return AssignedGpus.from(annotations);
     }
 }

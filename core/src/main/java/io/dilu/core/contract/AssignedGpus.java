@@ -57,6 +57,12 @@ public record AssignedGpus(List<String> uuids) {
         return new AssignedGpus(uuids);
     }
 
+    /** The annotation read from a pod's annotations, when present and well-formed. */
+    public static Optional<AssignedGpus> from(java.util.Map<String, String> annotations) {
+        String value = annotations.get(DiluNames.ASSIGNED_GPUS);
+        return value == null || validate(value).isPresent() ? Optional.empty() : Optional.of(parse(value));
+    }
+
     /** The GPU of the {@code index}-th container that requests {@code dilu.io/gpu-sm}, if the list says. */
     public Optional<String> forContainer(int index) {
         if (uuids.size() == 1) {

@@ -1,7 +1,9 @@
 package io.dilu.deviceplugin.agent;
 
+import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.deviceplugin.kubelet.PodResourcesClient;
+import io.dilu.kube.AssignedGpusPatch;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -102,15 +104,9 @@ public final class PodIdentity implements AutoCloseable {
     }
 
     private boolean annotate(Reconciler.CorrectAnnotation c, PodView pod) {
-        // The uid test keeps a pod that was replaced under the same name from receiving another's GPUs.
-        String key = DiluNames.ASSIGNED_GPUS.replace("~", "~0").replace("/", "~1");
-        String set = pod.annotations().isEmpty()
-                ? "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{\"" + DiluNames.ASSIGNED_GPUS + "\":\"" + c.actual() + "\"}}"
-                : "{\"op\":\"add\",\"path\":\"/metadata/annotations/" + key + "\",\"value\":\"" + c.actual() + "\"}";
-        String patch = "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"" + c.uid() + "\"}," + set + "]";
         try {
-            kubernetes.pods().inNamespace(c.pod().namespace()).withName(c.pod().name())
-                    .patch(PatchContext.of(PatchType.JSON), patch);
+            kubernetes.pods().inNamespace(c.pod().namespace()).withName(c.pod().name()).patch(PatchContext.of(PatchType.JSON),
+                    AssignedGpusPatch.json(c.uid(), !pod.annotations().isEmpty(), AssignedGpus.parse(c.actual())));
             LOG.infof("pod %s/%s: %s %s (the node's truth; was %s)", c.pod().namespace(), c.pod().name(),
                     DiluNames.ASSIGNED_GPUS, c.actual(), pod.annotations().getOrDefault(DiluNames.ASSIGNED_GPUS, "unset"));
             return true;

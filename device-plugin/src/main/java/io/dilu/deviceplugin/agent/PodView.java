@@ -1,7 +1,6 @@
 package io.dilu.deviceplugin.agent;
 
 import io.dilu.core.contract.AssignedGpus;
-import io.dilu.core.contract.DiluNames;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -35,9 +34,7 @@ public record PodView(String namespace, String name, String uid, Instant created
 
     /** The scheduler's assignment, when the annotation is there and well-formed. */
     public Optional<AssignedGpus> assigned() {
-        String value = annotations.get(DiluNames.ASSIGNED_GPUS);
-        return value == null || AssignedGpus.validate(value).isPresent()
-                ? Optional.empty() : Optional.of(AssignedGpus.parse(value));
+        return AssignedGpus.from(annotations);
     }
 
     /** The GPU the scheduler assigned to the {@code index}-th GPU container. */

@@ -1,7 +1,7 @@
 package io.dilu.extender.kube;
 
 import io.dilu.core.contract.AssignedGpus;
-import io.dilu.core.contract.DiluNames;
+import io.dilu.kube.AssignedGpusPatch;
 import io.fabric8.kubernetes.api.model.Binding;
 import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -19,20 +19,12 @@ public class Binder {
         this.client = client;
     }
 
-    /**
-     * The annotation goes first so that a pod never runs on a node without saying which GPU it was given; the
-     * uid test keeps a pod re-created under the same name from receiving it.
-     */
+    /** The annotation goes first so that a pod never runs on a node without saying which GPU it was given. */
     public void annotate(String namespace, String name, String uid, AssignedGpus gpus) {
-        String key = DiluNames.ASSIGNED_GPUS.replace("~", "~0").replace("/", "~1");
         var pod = client.pods().inNamespace(namespace).withName(name);
         boolean hasAnnotations = pod.get() instanceof io.fabric8.kubernetes.api.model.Pod p
                 && p.getMetadata().getAnnotations() != null && !p.getMetadata().getAnnotations().isEmpty();
-        String set = hasAnnotations
-                ? "{\"op\":\"add\",\"path\":\"/metadata/annotations/" + key + "\",\"value\":\"" + gpus.format() + "\"}"
-                : "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{\"" + DiluNames.ASSIGNED_GPUS + "\":\""
-                        + gpus.format() + "\"}}";
-        pod.patch(PatchContext.of(PatchType.JSON), "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"" + uid + "\"}," + set + "]");
+        pod.patch(PatchContext.of(PatchType.JSON), AssignedGpusPatch.json(uid, hasAnnotations, gpus));
     }
 
     /** Whether the pod asks for a {@code dilu.io} resource (false when it is gone). */
