@@ -61,6 +61,8 @@ public final class PaReconciler {
     private final SharedIndexInformer<GenericKubernetesResource> pas;
     private final SharedIndexInformer<Pod> pods;
     private final SharedIndexInformer<GenericKubernetesResource> profiles;
+    private final SharedIndexInformer<GenericKubernetesResource> services;
+    static final String BY_REVISION = "revision";
     private final Map<String, Function> functions = new ConcurrentHashMap<>();
     private final Counter scrapeFailures;
     private final Counter scrapes;
@@ -74,11 +76,17 @@ public final class PaReconciler {
         this.params = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0, 1000);
         this.pas = client.genericKubernetesResources(Knative.PODAUTOSCALER).inAnyNamespace().runnableInformer(0);
         this.pods = client.pods().inAnyNamespace().withLabel(Knative.REVISION_LABEL).runnableInformer(0);
+        // Every tick asks for one revision's pods: an index keeps that from walking every pod of the cluster.
+        pods.addIndexers(Map.of(BY_REVISION, p -> List.of(p.getMetadata().getNamespace() + "/"
+                + p.getMetadata().getLabels().get(Knative.REVISION_LABEL))));
+        // ServerlessServices are watched, not fetched: a tick makes no API call for a revision that is in line.
+        this.services = client.genericKubernetesResources(Knative.SERVERLESSSERVICE).inAnyNamespace().runnableInformer(0);
         this.profiles = client.genericKubernetesResources(Knative.PROFILE).inAnyNamespace()
                 .runnableInformer(0);
         pas.exceptionHandler((started, t) -> true);
         pods.exceptionHandler((started, t) -> true);
         profiles.exceptionHandler((started, t) -> true);
+        services.exceptionHandler((started, t) -> true);
         this.scrapeFailures = Counter.builder("dilu_autoscaler_scrape_failures_total")
                 .description("queue-proxy scrapes that timed out, failed or returned something that is not a Stat")
                 .register(metrics);
@@ -89,12 +97,14 @@ public final class PaReconciler {
         pas.start();
         pods.start();
         profiles.start();
+        services.start();
     }
 
     public void close() {
         pas.close();
         pods.close();
         profiles.close();
+        services.close();
     }
 
     boolean ours(GenericKubernetesResource pa) {
@@ -130,9 +140,7 @@ public final class PaReconciler {
     private List<String> readyAddresses(GenericKubernetesResource pa) {
         String ns = pa.getMetadata().getNamespace();
         String revision = pa.getMetadata().getName();
-        return pods.getStore().list().stream()
-                .filter(p -> ns.equals(p.getMetadata().getNamespace()))
-                .filter(p -> revision.equals(p.getMetadata().getLabels().get(Knative.REVISION_LABEL)))
+        return pods.getIndexer().byIndex(BY_REVISION, ns + "/" + revision).stream()
                 .filter(p -> p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
                         && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
                         .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())))
@@ -219,7 +227,7 @@ public final class PaReconciler {
     /** The ServerlessService of the revision, created (owned by the PodAutoscaler) or moved to the right mode. */
     private Optional<GenericKubernetesResource> ensureSks(GenericKubernetesResource pa, String mode) {
         var sksApi = client.genericKubernetesResources(Knative.SERVERLESSSERVICE).inNamespace(pa.getMetadata().getNamespace());
-        GenericKubernetesResource sks = sksApi.withName(pa.getMetadata().getName()).get();
+        GenericKubernetesResource sks = services.getStore().getByKey(pa.getMetadata().getNamespace() + "/" + pa.getMetadata().getName());
         Object paSpec = pa.getAdditionalProperties().get("spec");
         String protocolType = paSpec instanceof Map<?, ?> m && m.get("protocolType") != null ? String.valueOf(m.get("protocolType")) : "http1";
         Map<String, Object> spec = new HashMap<>();
@@ -235,7 +243,15 @@ public final class PaReconciler {
                             .withApiVersion(pa.getApiVersion()).withKind("PodAutoscaler").withName(pa.getMetadata().getName())
                             .withUid(pa.getMetadata().getUid()).withController(true).withBlockOwnerDeletion(true).build())
                     .endMetadata().addToAdditionalProperties("spec", spec).build();
-            return Optional.of(sksApi.resource(created).create());
+            try {
+                return Optional.of(sksApi.resource(created).create());
+            } catch (KubernetesClientException e) {
+                if (e.getCode() != 409) {
+                    throw e;
+                }
+                // Created a moment ago and not in the watch yet.
+                return Optional.ofNullable(sksApi.withName(pa.getMetadata().getName()).get());
+            }
         }
         if (!spec.equals(sks.getAdditionalProperties().get("spec"))) {
             sks.getAdditionalProperties().put("spec", spec);
