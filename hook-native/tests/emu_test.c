@@ -1,111 +1,353 @@
-/* Tests of the emulated GPU: shared between processes, slowed by co-located kernels, honest about memory. */
+/*
+ * Tests of the emulated GPU, each sharing model on its own terms, in real processes. Assertions are on
+ * emulated time (events) and on what the emulator counted, never on how long the test took: a loaded
+ * machine must not fail them.
+ */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../workloads/workload.h"
+#include "dilu_emu.h"
 #include "expect.h"
 
+#define SMS 108
+#define MS 1000000ull
 
-/* ms one kernel of `blocks` × 1 ms takes, launched then synchronised */
-static double kernel_ms(CUfunction f, unsigned blocks) {
-    uint64_t t0 = now_ns();
-    CHECK(cuLaunchKernel(f, blocks, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
-    CHECK(cuCtxSynchronize());
-    return (double)(now_ns() - t0) / 1e6;
+static CUfunction long_kernel, short_kernel; /* blocks of 10 ms and of 1 ms */
+
+static CUmodule module;
+
+static void load_kernels(void) {
+    CHECK(cuModuleLoadData(&module, "kernel long 10000\nkernel short 1000\n"));
+    CHECK(cuModuleGetFunction(&long_kernel, module, "long"));
+    CHECK(cuModuleGetFunction(&short_kernel, module, "short"));
 }
 
-/* A child process, forked before CUDA is initialised (as with real CUDA, a fork after it is unusable),
- * that waits for a byte on `go` and then runs `work`. */
-static pid_t helper(int go[2], void (*work)(void)) {
-    if (pipe(go) != 0) {
+static void attach(void) {
+    CUcontext ctx;
+    CHECK(cuInit(0));
+    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
+    load_kernels();
+}
+
+static uint64_t when(CUevent e) {
+    uint64_t ns = 0;
+    CHECK(cuEventSynchronize(e));
+    CHECK(diluEmuEventTime(e, &ns));
+    return ns;
+}
+
+static CUevent events[64];
+static int recorded;
+
+static CUevent record(CUstream s) {
+    if (recorded == (int)(sizeof(events) / sizeof(events[0]))) {
+        fprintf(stderr, "too many events\n");
+        exit(3);
+    }
+    CUevent e;
+    CHECK(cuEventCreate(&e, 0));
+    CHECK(cuEventRecord(e, s));
+    events[recorded++] = e;
+    return e;
+}
+
+static void release(void) {
+    CHECK(cuCtxSynchronize());
+    while (recorded > 0) {
+        CHECK(cuEventDestroy_v2(events[--recorded]));
+    }
+    CHECK(cuModuleUnload(module));
+}
+
+static void launch(CUfunction f, unsigned blocks, CUstream s) {
+    CHECK(cuLaunchKernel(f, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b) {
+    return a > b ? a : b;
+}
+
+/* Emulated times are exact up to rounding of a few nanoseconds. */
+static int same_time(uint64_t a, uint64_t b) {
+    return (a > b ? a - b : b - a) <= 1000;
+}
+
+/* A kernel starts when its launch call reaches the emulator: after the event recorded before it, and at
+ * the latest when the call returned. So an emulated time is exact at its lower end, and may be later by
+ * no more than the host took between the two. */
+static int within(uint64_t actual, uint64_t earliest, uint64_t latest) {
+    return actual + 1000 >= earliest && actual <= latest + 1000;
+}
+
+/* ---- a child process: forked before CUDA is initialised (as with real CUDA), runs `work` with an
+ * environment of its own, and talks to the parent through a pipe ---- */
+
+typedef struct child {
+    pid_t pid;
+    int to_child[2];
+    int to_parent[2];
+} child;
+
+static child spawn(void (*work)(child *), const char *emu_dir, const char *sharing, const char *mps) {
+    child c;
+    if (pipe(c.to_child) != 0 || pipe(c.to_parent) != 0) {
         perror("pipe");
         exit(3);
     }
-    pid_t child = fork();
-    if (child < 0) {
+    c.pid = fork();
+    if (c.pid < 0) {
         perror("fork");
         exit(3);
     }
-    if (child == 0) {
-        char c;
-        if (read(go[0], &c, 1) != 1) {
+    if (c.pid == 0) {
+        failures = 0; /* the parent's, counted before the fork, are not the child's */
+        if ((emu_dir != NULL && setenv("DILU_EMU_DIR", emu_dir, 1) != 0) ||
+            (sharing != NULL && setenv("DILU_EMU_SHARING", sharing, 1) != 0) ||
+            (mps != NULL && setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", mps, 1) != 0)) {
             _exit(3);
         }
-        work();
-        _exit(0);
+        work(&c);
+        _exit(failures == 0 ? 0 : 1);
     }
-    return child;
+    return c;
 }
 
-static void go(int pipe_fds[2]) {
-    if (write(pipe_fds[1], "g", 1) != 1) {
+static void send_u64(int fd, uint64_t v) {
+    if (write(fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
+        perror("write");
+        _exit(3);
+    }
+}
+
+static uint64_t receive_u64(int fd) {
+    uint64_t v = 0;
+    if (read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
+        perror("read");
+        exit(3);
+    }
+    return v;
+}
+
+static void wait_for_go(child *c) {
+    char go;
+    if (read(c->to_child[0], &go, 1) != 1) {
+        _exit(3);
+    }
+}
+
+static void go(child *c) {
+    if (write(c->to_child[1], "g", 1) != 1) {
         perror("write");
         exit(3);
     }
 }
 
-static int acks[2];
-
-static void neighbour(void) {
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
-    CUfunction f = load_kernel(1000);
-    uint64_t end = now_ns() + 400000000ull; /* the same kernel, over and over */
-    while (now_ns() < end) {
-        kernel_ms(f, 1080);
-    }
+static void join(child *c, const char *what) {
+    int status;
+    EXPECT(waitpid(c->pid, &status, 0) == c->pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "%s: the child process failed", what);
 }
 
-static void holder(void) {
+/* ---- fifo (the default): blocks in launch order ---- */
+
+static void test_alone(void) {
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 0));
+    CUevent a = record(s);
+    launch(short_kernel, 2 * SMS, s);
+    uint64_t host = now_ns();
+    CUevent b = record(s);
+    EXPECT(within(when(b), when(a) + 2 * MS, host + 2 * MS), "2 waves of 1 ms blocks alone: %llu ns",
+           (unsigned long long)(when(b) - when(a)));
+}
+
+static void test_short_kernel_waits_behind_a_long_one(unsigned long_blocks, uint64_t short_starts_after) {
+    CUstream a, b;
+    CHECK(cuStreamCreate(&a, 0));
+    CHECK(cuStreamCreate(&b, 0));
+    CUevent a0 = record(a);
+    launch(long_kernel, long_blocks, a);
+    uint64_t h1 = now_ns();
+    CUevent b0 = record(b);
+    launch(short_kernel, 10, b);
+    uint64_t h2 = now_ns();
+    CUevent b1 = record(b);
+    EXPECT(within(when(b1), max_u64(when(a0) + short_starts_after, when(b0)) + 1 * MS,
+                  max_u64(h1 + short_starts_after, h2) + 1 * MS),
+           "10 short blocks behind %u blocks of 10 ms ended %lld ns after %llu ms (expected that + 1 ms)",
+           long_blocks, (long long)(when(b1) - when(a0)), (unsigned long long)(short_starts_after / MS));
+    CHECK(cuStreamSynchronize(a));
+}
+
+static void long_kernel_in_a_child(child *c) {
+    wait_for_go(c);
+    attach();
+    CUevent a0 = record(NULL);
+    launch(long_kernel, 4 * SMS, NULL);
+    uint64_t host = now_ns();
+    send_u64(c->to_parent[1], when(a0));
+    send_u64(c->to_parent[1], host);
+    release();
+}
+
+static void test_across_processes(child c) {
+    go(&c);
+    uint64_t a0 = receive_u64(c.to_parent[0]);
+    uint64_t h1 = receive_u64(c.to_parent[0]);
+    CUevent b0 = record(NULL);
+    launch(short_kernel, 10, NULL);
+    uint64_t h2 = now_ns();
+    CUevent b1 = record(NULL);
+    uint64_t expected = max_u64(a0 + 40 * MS, when(b0)) + 1 * MS;
+    EXPECT(within(when(b1), expected, max_u64(h1 + 40 * MS, h2) + 1 * MS),
+           "behind another process's 4 waves of 10 ms: ended %lld ns after it started, expected %lld",
+           (long long)(when(b1) - a0), (long long)(expected - a0));
+    join(&c, "the long kernel's process");
+}
+
+static void mps_client(child *c) {
+    wait_for_go(c);
+    attach();
+    /* 25% of 108 SMs: 27 slots, so 108 blocks of 10 ms run in 4 waves. */
+    CUevent a0 = record(NULL);
+    launch(long_kernel, SMS, NULL);
+    uint64_t host = now_ns();
+    send_u64(c->to_parent[1], when(a0));
+    CUevent a1 = record(NULL);
+    EXPECT(within(when(a1), when(a0) + 40 * MS, host + 40 * MS),
+           "an MPS client at 25%% ran 108 blocks of 10 ms in %llu ns, not 4 waves", (unsigned long long)(when(a1) - when(a0)));
+    release();
+}
+
+static void test_mps_limit(child c) {
+    go(&c);
+    uint64_t a0 = receive_u64(c.to_parent[0]);
+    CUevent b0 = record(NULL);
+    launch(short_kernel, SMS - 27, NULL);
+    uint64_t host = now_ns();
+    CUevent b1 = record(NULL);
+    /* The limited client holds 27 slots; this unlimited neighbour gets the other 81 at once. */
+    EXPECT(within(when(b1), when(b0) + 1 * MS, host + 1 * MS),
+           "81 blocks beside a 25%% MPS client took %llu ns (started %lld ns after it)",
+           (unsigned long long)(when(b1) - when(b0)), (long long)(when(b0) - a0));
+    join(&c, "the MPS client");
+}
+
+/* ---- timeslice: one process at a time ---- */
+
+static void sliced(child *c) {
+    attach();
+    wait_for_go(c);
+    for (int i = 0; i < 30; i++) { /* 30 kernels of one wave of 10 ms: 300 ms of GPU alone */
+        launch(long_kernel, SMS, NULL);
+        CHECK(cuCtxSynchronize());
+    }
+    dilu_emu_stats own;
+    CHECK(diluEmuProcessStats(0, &own));
+    send_u64(c->to_parent[1], own.held_ns);
+    send_u64(c->to_parent[1], own.slices);
+    send_u64(c->to_parent[1], own.share_sm_ns);
+    release();
+}
+
+static void test_timeslice(const char *dir) {
+    child a = spawn(sliced, dir, "timeslice", NULL);
+    child b = spawn(sliced, dir, "timeslice", NULL);
+    uint64_t start = now_ns();
+    go(&a);
+    go(&b);
+    uint64_t held[2], slices[2], work[2];
+    child *both[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        held[i] = receive_u64(both[i]->to_parent[0]);
+        slices[i] = receive_u64(both[i]->to_parent[0]);
+        work[i] = receive_u64(both[i]->to_parent[0]);
+    }
+    uint64_t span = now_ns() - start;
+    join(&a, "time-sliced process a");
+    join(&b, "time-sliced process b");
+    printf("timeslice: held %.1f / %.1f ms in %llu / %llu slices over %.1f ms\n", (double)held[0] / 1e6,
+           (double)held[1] / 1e6, (unsigned long long)slices[0], (unsigned long long)slices[1], (double)span / 1e6);
+    /* Each did 300 ms of whole-GPU work; holding the GPU one at a time, they took turns. */
+    for (int i = 0; i < 2; i++) {
+        EXPECT(same_time(work[i] / SMS, 300 * MS),
+               "process %d got %llu SM·ns of work, expected 300 ms of 108 SMs", i, (unsigned long long)work[i]);
+        EXPECT(slices[i] >= 5, "process %d got only %llu slices: the two did not alternate", i,
+               (unsigned long long)slices[i]);
+    }
+    EXPECT(held[0] + held[1] <= span, "held %llu + %llu ns in %llu ns: both held the GPU at once",
+           (unsigned long long)held[0], (unsigned long long)held[1], (unsigned long long)span);
+}
+
+/* ---- proportional: SMs split by demand ---- */
+
+static void proportional(child *c) {
+    attach();
+    wait_for_go(c);
+    for (int i = 0; i < 20; i++) {
+        launch(long_kernel, SMS, NULL);
+        CHECK(cuCtxSynchronize());
+    }
+    dilu_emu_stats own;
+    CHECK(diluEmuProcessStats(0, &own));
+    send_u64(c->to_parent[1], own.share_sm_ns);
+    send_u64(c->to_parent[1], own.kernel_ns);
+    release();
+}
+
+static void test_proportional(const char *dir) {
+    child a = spawn(proportional, dir, "proportional", NULL);
+    child b = spawn(proportional, dir, "proportional", NULL);
+    go(&a);
+    go(&b);
+    child *both[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        double share = (double)receive_u64(both[i]->to_parent[0]);
+        double time = (double)receive_u64(both[i]->to_parent[0]);
+        /* Two full-GPU kernels side by side get about half the SMs each; alone at the edges, all of them. */
+        EXPECT(share / time >= 50 && share / time <= 75, "process %d ran its kernels on %.1f SMs on average", i,
+               share / time);
+        printf("proportional: process %d ran on %.1f SMs on average\n", i, share / time);
+    }
+    join(&a, "proportional a");
+    join(&b, "proportional b");
+}
+
+/* ---- memory, entry points, the shared file ---- */
+
+static void holder(child *c) {
+    wait_for_go(c);
     CUcontext ctx;
     CUdeviceptr p;
     CHECK(cuInit(0));
     CHECK(cuCtxCreate_v2(&ctx, 0, 0));
     CHECK(cuMemAlloc_v2(&p, 30000ull << 20));
-    if (write(acks[1], "x", 1) != 1) {
-        _exit(3);
-    }
+    send_u64(c->to_parent[1], 1);
     pause();
 }
 
-static void test_sharing(CUfunction f, pid_t child, int start[2]) {
-    double alone = kernel_ms(f, 1080); /* 10 waves of 1 ms on 108 SMs */
-    EXPECT(alone >= 9.5 && alone <= 11.5, "1080 blocks × 1 ms alone took %.2f ms, expected ~10", alone);
-    go(start);
-    usleep(50000);
-    double shared = kernel_ms(f, 1080);
-    int status;
-    if (waitpid(child, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        EXPECT(0, "the neighbour process failed");
-    }
-    EXPECT(shared >= 1.8 * alone && shared <= 2.3 * alone,
-           "with a neighbour running the same kernel: %.2f ms vs %.2f alone (expected ~2x)", shared, alone);
-    printf("kernel alone %.2f ms, beside a neighbour %.2f ms (emulated)\n", alone, shared);
-}
-
-static void test_memory_across_processes(pid_t child, int start[2]) {
+static void test_memory_across_processes(child c) {
     size_t free_before, total;
     CHECK(cuMemGetInfo_v2(&free_before, &total));
     EXPECT(total == 40960ull << 20, "total %zu", total);
-    go(start);
-    char c;
-    if (read(acks[0], &c, 1) != 1) {
-        perror("read");
-        exit(3);
-    }
+    go(&c);
+    receive_u64(c.to_parent[0]);
     size_t free_now;
     CHECK(cuMemGetInfo_v2(&free_now, &total));
     EXPECT(free_before - free_now == 30000ull << 20, "another process's 30000 MiB: free went %zu -> %zu",
            free_before, free_now);
     CUdeviceptr p;
     EXPECT(cuMemAlloc_v2(&p, 20000ull << 20) == CUDA_ERROR_OUT_OF_MEMORY, "past the device: not OUT_OF_MEMORY");
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
+    kill(c.pid, SIGKILL);
+    waitpid(c.pid, NULL, 0);
     /* A dead process's memory comes back when the next process attaches; this one frees its own. */
     EXPECT(cuMemAlloc_v2(&p, 1ull << 20) == CUDA_SUCCESS, "a small allocation fails");
     CHECK(cuMemFree_v2(p));
@@ -123,24 +365,9 @@ static void test_proc_address(void) {
     EXPECT(cuGetProcAddress_v2("cuNoSuchThing", &missing, 13000, 0, &status) == CUDA_ERROR_NOT_FOUND &&
                missing == NULL && status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
            "unknown symbols are NOT_FOUND");
-}
-
-static void test_events(CUfunction f) {
-    CUevent start, end;
-    CUstream s;
-    CHECK(cuStreamCreate(&s, 0));
-    CHECK(cuEventCreate(&start, 0));
-    CHECK(cuEventCreate(&end, 0));
-    CHECK(cuEventRecord(start, s));
-    CHECK(cuLaunchKernel(f, 216, 1, 1, 32, 1, 1, 0, s, NULL, NULL));
-    CHECK(cuEventRecord(end, s));
-    CHECK(cuEventSynchronize(end));
-    float ms = 0;
-    CHECK(cuEventElapsedTime_v2(&ms, start, end));
-    EXPECT(ms >= 1.9f && ms <= 2.6f, "events around 2 waves of 1 ms measured %.2f ms", ms);
-    CHECK(cuEventDestroy_v2(start));
-    CHECK(cuEventDestroy_v2(end));
-    CHECK(cuStreamDestroy_v2(s));
+    int sms = 0;
+    CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    EXPECT(sms == SMS, "multiprocessor count %d", sms);
 }
 
 static void test_corrupt_state_is_recreated(const char *dir) {
@@ -151,14 +378,24 @@ static void test_corrupt_state_is_recreated(const char *dir) {
         perror(path);
         exit(3);
     }
-    pid_t child = fork();
-    if (child == 0) {
+    pid_t c = fork();
+    if (c == 0) {
         execl("/proc/self/exe", "emu_test", "--fresh", (char *)NULL);
         _exit(127);
     }
     int status;
-    EXPECT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+    EXPECT(waitpid(c, &status, 0) == c && WIFEXITED(status) && WEXITSTATUS(status) == 0,
            "a process after the corruption must find a fresh emulated GPU");
+}
+
+static void test_device_counts(void) {
+    dilu_emu_stats d;
+    CHECK(diluEmuDeviceStats(0, &d));
+    EXPECT(d.sharing == DILU_EMU_FIFO && d.slots == SMS, "sharing %u slots %u", d.sharing, d.slots);
+    /* This process: 216, 432 + 10, 412 + 10, 10, 81 blocks; its children 432 and 108. */
+    uint64_t expected = 216 + 432 + 10 + 412 + 10 + 10 + 81 + 432 + 108;
+    EXPECT(d.blocks == expected && d.kernels == 9, "device counted %llu blocks in %llu kernels, expected %llu in 9",
+           (unsigned long long)d.blocks, (unsigned long long)d.kernels, (unsigned long long)expected);
 }
 
 int main(int argc, char **argv) {
@@ -171,21 +408,29 @@ int main(int argc, char **argv) {
         fprintf(stderr, "set DILU_EMU_DIR to a directory of this test's own\n");
         return 2;
     }
-    int start_neighbour[2], start_holder[2];
-    if (pipe(acks) != 0) {
-        perror("pipe");
+    char sliced_dir[512], proportional_dir[512];
+    snprintf(sliced_dir, sizeof(sliced_dir), "%s/timeslice", dir);
+    snprintf(proportional_dir, sizeof(proportional_dir), "%s/proportional", dir);
+    if ((mkdir(sliced_dir, 0700) != 0 && errno != EEXIST) || (mkdir(proportional_dir, 0700) != 0 && errno != EEXIST)) {
+        perror("mkdir");
         return 3;
     }
-    pid_t n = helper(start_neighbour, neighbour);
-    pid_t h = helper(start_holder, holder);
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
-    CUfunction f = load_kernel(1000);
-    test_sharing(f, n, start_neighbour);
-    test_memory_across_processes(h, start_holder);
+    /* Every child is forked before this process initialises CUDA (a fork after it is unusable). */
+    test_timeslice(sliced_dir);
+    test_proportional(proportional_dir);
+    child long_one = spawn(long_kernel_in_a_child, NULL, NULL, NULL);
+    child mps = spawn(mps_client, NULL, NULL, "25");
+    child memory = spawn(holder, NULL, NULL, NULL);
+    attach();
+    test_alone();
+    test_short_kernel_waits_behind_a_long_one(4 * SMS, 40 * MS);      /* the last wave fills every SM */
+    test_short_kernel_waits_behind_a_long_one(4 * SMS - 20, 30 * MS); /* 20 SMs free after 3 waves */
+    test_across_processes(long_one);
+    test_mps_limit(mps);
+    test_device_counts();
+    test_memory_across_processes(memory);
     test_proc_address();
-    test_events(f);
+    release();
     test_corrupt_state_is_recreated(dir);
     printf("emulated GPU: %s\n", failures == 0 ? "ok" : "FAILED");
     return failures == 0 ? 0 : 1;

@@ -1,6 +1,7 @@
 /*
- * An emulated inference server: requests arrive by a Poisson rate or a per-second rate trace, are batched
- * (up to --batch, waiting at most --max-wait-ms), and each batch runs the model's kernel sequence.
+ * An emulated inference server: requests arrive by a Poisson rate, a per-second rate trace, or at the times
+ * listed in a file; they are batched (up to --batch, waiting at most --max-wait-ms), and each batch runs the
+ * model's kernel sequence.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -48,9 +49,34 @@ static long load_trace(const char *path, double scale, unsigned seed) {
     return n;
 }
 
+/* One arrival time per line, in seconds from the start, ascending. */
+static long load_arrivals(const char *path) {
+    FILE *in = fopen(path, "r");
+    if (in == NULL) {
+        perror(path);
+        exit(2);
+    }
+    double t, last = 0;
+    long n = 0;
+    while (n < MAX_REQUESTS && fscanf(in, "%lf", &t) == 1) {
+        if (!(t >= last && t < 86400)) {
+            fprintf(stderr, "%s: arrival %ld at %g s is not allowed: must be in %g..86400, ascending\n", path, n + 1,
+                    t, last);
+            exit(2);
+        }
+        arrivals[n++] = (uint64_t)(t * 1e9);
+        last = t;
+    }
+    if (fclose(in) != 0) {
+        perror(path);
+        exit(2);
+    }
+    return n;
+}
+
 int main(int argc, char **argv) {
     double rate = 100, seconds = 5, batch = 8, max_wait_ms = 5, kernels = 20, blocks = 108, block_us = 50, scale = 1;
-    const char *trace = NULL, *latencies = NULL;
+    const char *trace = NULL, *latencies = NULL, *arrival_file = NULL;
     unsigned seed = 42;
     static const struct option options[] = {
         {"rate", required_argument, NULL, 'r'},    {"seconds", required_argument, NULL, 's'},
@@ -58,7 +84,8 @@ int main(int argc, char **argv) {
         {"batch", required_argument, NULL, 'n'},   {"max-wait-ms", required_argument, NULL, 'w'},
         {"kernels", required_argument, NULL, 'k'}, {"blocks", required_argument, NULL, 'b'},
         {"block-us", required_argument, NULL, 'u'}, {"latencies", required_argument, NULL, 'l'},
-        {"seed", required_argument, NULL, 'e'},    {NULL, 0, NULL, 0}};
+        {"seed", required_argument, NULL, 'e'},    {"arrivals", required_argument, NULL, 'a'},
+        {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (c) {
@@ -73,8 +100,9 @@ int main(int argc, char **argv) {
         case 'u': block_us = parse_double("block-us", optarg, 0, 1e7); break;
         case 'l': latencies = optarg; break;
         case 'e': seed = (unsigned)parse_double("seed", optarg, 0, 4294967295.0); break;
+        case 'a': arrival_file = optarg; break;
         default:
-            fprintf(stderr, "usage: emu-infer [--rate R --seconds S | --trace FILE [--scale X]] [--batch N] "
+            fprintf(stderr, "usage: emu-infer [--rate R --seconds S | --trace FILE [--scale X] | --arrivals FILE] [--batch N] "
                             "[--max-wait-ms W] [--kernels K] [--blocks B] [--block-us U] [--latencies FILE]\n");
             return 2;
         }
@@ -84,7 +112,9 @@ int main(int argc, char **argv) {
         perror("malloc");
         return 3;
     }
-    if (trace != NULL) {
+    if (arrival_file != NULL) {
+        total = load_arrivals(arrival_file);
+    } else if (trace != NULL) {
         total = load_trace(trace, scale, seed);
     } else {
         double t = 0;

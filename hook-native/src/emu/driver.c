@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dilu_emu.h"
 #include "emu_internal.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -242,11 +243,23 @@ EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {
     if (ms == NULL || start == NULL || end == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (start->pending || end->pending) {
+    uint64_t t0, t1;
+    if (diluEmuEventTime(start, &t0) != CUDA_SUCCESS || diluEmuEventTime(end, &t1) != CUDA_SUCCESS) {
         return CUDA_ERROR_NOT_READY;
     }
-    *ms = (float)((double)((int64_t)(end->time_ns - start->time_ns)) / 1e6);
+    *ms = (float)((double)((int64_t)(t1 - t0)) / 1e6);
     return CUDA_SUCCESS;
+}
+
+EXPORT CUresult diluEmuEventTime(CUevent e, uint64_t *ns) {
+    if (e == NULL || ns == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&e->lock);
+    int pending = e->pending;
+    *ns = e->time_ns;
+    pthread_mutex_unlock(&e->lock);
+    return pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuEventDestroy_v2(CUevent e) {

@@ -9,17 +9,39 @@
 #include "dilu_cuda.h"
 
 #define EMU_MAGIC 0x454d5547u /* "EMUG" */
-#define EMU_VERSION 1u
+#define EMU_VERSION 2u
 #define EMU_MAX_DEVICES 8
 #define EMU_MAX_PROCS 128
-#define EMU_SLICE_NS 200000L /* kernels re-read their SM share at least this often */
+#define EMU_MAX_SMS 256
+#define EMU_MAX_BLOCKS_PER_SM 8
+#define EMU_MAX_SLOTS (EMU_MAX_SMS * EMU_MAX_BLOCKS_PER_SM)
+#define EMU_STEP_NS 200000L /* progressive models re-read their share at least this often */
+
+/* What a device or a process counted; device totals are shared, a process's own are not. */
+typedef struct emu_counters {
+    _Atomic uint64_t kernels;
+    _Atomic uint64_t blocks;
+    _Atomic uint64_t busy_slot_ns;
+    _Atomic uint64_t held_ns;
+    _Atomic uint64_t slices;
+    _Atomic uint64_t share_sm_ns;
+    _Atomic uint64_t kernel_ns;
+} emu_counters;
 
 typedef struct emu_device {
     uint32_t sms;
-    uint32_t reserved;
+    uint32_t slots; /* sms × resident blocks per SM */
     uint64_t memory_total;
     _Atomic uint64_t memory_used;
     char name[64];
+    emu_counters totals;
+    /* Guarded by `lock` (process-shared and robust, so a process dying inside cannot wedge the GPU). */
+    pthread_mutex_t lock;
+    uint64_t frontier_ns;  /* fifo: when the last block of the latest unrestricted kernel was dispatched */
+    int32_t holder;        /* timeslice: index + 1 of the process holding the GPU, 0 for none */
+    uint32_t reserved;
+    uint64_t slice_end_ns; /* timeslice: when the holder's slice ends */
+    uint64_t slot_free_ns[EMU_MAX_SLOTS]; /* fifo: when each slot finishes the block it was given */
 } emu_device;
 
 /* One process using the emulated GPU: what it is running now, for everyone's share. */
@@ -36,7 +58,8 @@ typedef struct emu_shared {
     uint32_t size;
     _Atomic uint32_t ready;
     uint32_t devices;
-    uint32_t reserved;
+    uint32_t sharing;      /* dilu_emu_sharing */
+    uint64_t timeslice_ns; /* timeslice: length of one process's slice */
     emu_device dev[EMU_MAX_DEVICES];
     emu_proc procs[EMU_MAX_PROCS];
 } emu_shared;
@@ -58,6 +81,9 @@ typedef struct emu_op {
     emu_op_kind kind;
     uint64_t blocks;
     uint64_t block_ns;
+    uint64_t enqueue_ns; /* when it was queued: it cannot start earlier */
+    int placed;          /* fifo: given its slots at launch, because it was ready then */
+    uint64_t finish_ns;  /* fifo: when it ends, once placed */
     struct CUevent_st *event;
     struct emu_op *next;
 } emu_op;
@@ -71,6 +97,9 @@ struct CUstream_st {
     int busy;      /* the worker is executing an op */
     int stopping;
     int started;
+    uint64_t model_ns; /* emulated time at which the stream's latest op completed */
+    int unplaced;      /* fifo: queued kernels not yet given their slots */
+    uint64_t tail_ns;  /* fifo, while unplaced is 0: when everything queued will have completed */
     pthread_t worker;
     struct CUstream_st *next_stream; /* all streams of the process, for context sync */
 };
@@ -105,11 +134,30 @@ struct CUgraphExec_st {
 /* shared.c */
 emu_shared *emu_state(void);          /* the mapped segment, NULL if it cannot be had */
 emu_proc *emu_self(void);             /* this process's slot */
-double emu_share(int device, uint32_t my_demand); /* SMs this kernel gets now */
+int emu_self_index(void);             /* its index in procs[] */
+uint32_t emu_mps_slots(int device);   /* slots an MPS client may use (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) */
+emu_counters *emu_own_counters(int device);
+void emu_lock_device(emu_device *d);
+void emu_unlock_device(emu_device *d);
 int emu_reserve_memory(int device, uint64_t bytes);
 void emu_release_memory(int device, uint64_t bytes);
 uint64_t emu_now_ns(void);
+void emu_sleep_until(uint64_t deadline_ns); /* CLOCK_MONOTONIC, absolute */
 void emu_log(const char *fmt, ...);
+
+/* fifo.c: launch-order dispatch of equal thread blocks onto slots, a pure function of its inputs */
+typedef struct emu_placement {
+    uint64_t start_ns;         /* the first block starts */
+    uint64_t finish_ns;        /* the last block ends */
+    uint64_t last_dispatch_ns; /* the last block starts */
+} emu_placement;
+emu_placement emu_fifo_place(uint64_t *slot_free_ns, uint32_t slots, uint32_t usable, uint64_t t0, uint64_t blocks,
+                             uint64_t block_ns);
+
+/* sharing.c: the three models */
+uint64_t emu_fifo_submit(int device, uint64_t ready_ns, uint64_t blocks, uint64_t block_ns); /* finish time */
+uint64_t emu_run_progressive(int device, uint64_t blocks, uint64_t block_ns); /* runs it; returns when done */
+void emu_count_kernel(int device, uint64_t blocks, uint64_t block_ns);
 
 /* stream.c */
 CUstream emu_resolve_stream(CUstream s);

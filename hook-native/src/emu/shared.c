@@ -1,6 +1,7 @@
 /* The emulated GPU's state, shared by every process through one mapped file. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dilu_emu.h"
 #include "emu_internal.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -40,6 +42,15 @@ uint64_t emu_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void emu_sleep_until(uint64_t deadline_ns) {
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
+                          .tv_nsec = (long)(deadline_ns % 1000000000ull)};
+    int rc;
+    do {
+        rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+    } while (rc == EINTR);
+}
+
 static long env_long(const char *name, long fallback, long min, long max) {
     const char *v = getenv(name);
     if (v == NULL || *v == '\0') {
@@ -55,28 +66,81 @@ static long env_long(const char *name, long fallback, long min, long max) {
     return x;
 }
 
-static void initialise(emu_shared *s) {
+static uint32_t sharing_from_env(void) {
+    const char *v = getenv("DILU_EMU_SHARING");
+    if (v == NULL || *v == '\0' || strcmp(v, "fifo") == 0) {
+        return DILU_EMU_FIFO;
+    }
+    if (strcmp(v, "timeslice") == 0) {
+        return DILU_EMU_TIMESLICE;
+    }
+    if (strcmp(v, "proportional") == 0) {
+        return DILU_EMU_PROPORTIONAL;
+    }
+    emu_log("DILU_EMU_SHARING=%s is not allowed: must be fifo, timeslice or proportional; using fifo", v);
+    return DILU_EMU_FIFO;
+}
+
+/* Returns 0 on success; the device's lock survives the death of a process holding it. */
+static int init_lock(pthread_mutex_t *lock) {
+    pthread_mutexattr_t a;
+    int rc = pthread_mutexattr_init(&a);
+    if (rc == 0) {
+        rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+        if (rc == 0) {
+            rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+        }
+        if (rc == 0) {
+            rc = pthread_mutex_init(lock, &a);
+        }
+        if (pthread_mutexattr_destroy(&a) != 0 && rc == 0) {
+            rc = EINVAL;
+        }
+    }
+    return rc;
+}
+
+static int initialise(emu_shared *s) {
     long devices = env_long("DILU_EMU_GPUS", 1, 1, EMU_MAX_DEVICES);
-    long sms = env_long("DILU_EMU_SMS", 108, 1, 100000);
+    long sms = env_long("DILU_EMU_SMS", 108, 1, EMU_MAX_SMS);
+    long per_sm = env_long("DILU_EMU_BLOCKS_PER_SM", 1, 1, EMU_MAX_BLOCKS_PER_SM);
     long mib = env_long("DILU_EMU_MEMORY_MIB", 40960, 1, 16L * 1024 * 1024);
+    long slice_us = env_long("DILU_EMU_TIMESLICE_US", 2000, 100, 1000000);
     const char *model = getenv("DILU_EMU_MODEL");
     memset(s, 0, sizeof(*s));
     s->magic = EMU_MAGIC;
     s->version = EMU_VERSION;
     s->size = sizeof(*s);
     s->devices = (uint32_t)devices;
+    s->sharing = sharing_from_env();
+    s->timeslice_ns = (uint64_t)slice_us * 1000;
     for (long i = 0; i < devices; i++) {
         s->dev[i].sms = (uint32_t)sms;
+        s->dev[i].slots = (uint32_t)(sms * per_sm);
         s->dev[i].memory_total = (uint64_t)mib * 1024 * 1024;
         snprintf(s->dev[i].name, sizeof(s->dev[i].name), "%s",
                  model != NULL && *model != '\0' ? model : "Emulated A100-SXM4-40GB");
+        int rc = init_lock(&s->dev[i].lock);
+        if (rc != 0) {
+            emu_log("cannot create the lock of emulated GPU %ld: %s", i, strerror(rc));
+            return -1;
+        }
     }
     atomic_store(&s->ready, 1);
+    return 0;
 }
 
 static int valid(const emu_shared *s) {
-    return s->magic == EMU_MAGIC && s->version == EMU_VERSION && s->size == sizeof(*s) &&
-           s->devices >= 1 && s->devices <= EMU_MAX_DEVICES;
+    if (s->magic != EMU_MAGIC || s->version != EMU_VERSION || s->size != sizeof(*s) || s->devices < 1 ||
+        s->devices > EMU_MAX_DEVICES || s->sharing > DILU_EMU_PROPORTIONAL) {
+        return 0;
+    }
+    for (uint32_t d = 0; d < s->devices; d++) {
+        if (s->dev[d].slots < 1 || s->dev[d].slots > EMU_MAX_SLOTS || s->dev[d].sms < 1) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* Frees what dead processes left behind: their memory and their SM demand. */
@@ -94,6 +158,25 @@ static void reap_dead(emu_shared *s) {
             }
         }
     }
+}
+
+/* An MPS client's kernels use at most this share of the SMs (NVIDIA's MPS documentation, "active thread
+ * percentage"); read once, like the real server reads it when the client connects. */
+static double mps_percentage = 100;
+
+static void read_mps_limit(void) {
+    const char *v = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    if (v == NULL || *v == '\0') {
+        return;
+    }
+    char *end = NULL;
+    errno = 0;
+    double p = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !(p > 0 && p <= 100)) {
+        emu_log("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%s is not allowed: must be a number in (0, 100]; ignored", v);
+        return;
+    }
+    mps_percentage = p;
 }
 
 static void open_state(void) {
@@ -131,7 +214,11 @@ static void open_state(void) {
         if (!fresh) {
             emu_log("%s was corrupt or of another version; recreated it", path);
         }
-        initialise(s);
+        if (initialise(s) != 0) {
+            munmap(m, sizeof(emu_shared));
+            close(fd);
+            return;
+        }
     }
     reap_dead(s);
     pid_t me = getpid();
@@ -148,6 +235,7 @@ static void open_state(void) {
         emu_log("more than %d processes on the emulated GPU", EMU_MAX_PROCS);
         return;
     }
+    read_mps_limit();
     state = s;
 }
 
@@ -162,19 +250,41 @@ emu_proc *emu_self(void) {
     return emu_state() != NULL ? self : NULL;
 }
 
-double emu_share(int device, uint32_t my_demand) {
-    emu_shared *s = state;
-    uint64_t total = 0;
-    for (int i = 0; i < EMU_MAX_PROCS; i++) {
-        if (atomic_load_explicit(&s->procs[i].pid, memory_order_relaxed) > 0) {
-            total += atomic_load_explicit(&s->procs[i].demand[device], memory_order_relaxed);
-        }
+int emu_self_index(void) {
+    return (int)(self - state->procs);
+}
+
+void emu_lock_device(emu_device *d) {
+    int rc = pthread_mutex_lock(&d->lock);
+    if (rc == EOWNERDEAD) {
+        /* A process died inside: what it was changing is a few times, still usable as they are. */
+        rc = pthread_mutex_consistent(&d->lock);
     }
-    uint32_t sms = s->dev[device].sms;
-    if (total <= sms || total == 0) {
-        return my_demand;
+    if (rc != 0) {
+        emu_log("the emulated GPU's lock failed: %s", strerror(rc));
+        abort();
     }
-    return (double)sms * my_demand / (double)total;
+}
+
+void emu_unlock_device(emu_device *d) {
+    int rc = pthread_mutex_unlock(&d->lock);
+    if (rc != 0) {
+        emu_log("the emulated GPU's lock failed: %s", strerror(rc));
+        abort();
+    }
+}
+
+static emu_counters own[EMU_MAX_DEVICES];
+
+emu_counters *emu_own_counters(int device) {
+    return &own[device];
+}
+
+uint32_t emu_mps_slots(int device) {
+    const emu_device *d = &state->dev[device];
+    uint32_t per_sm = d->slots / d->sms;
+    uint32_t sms = (uint32_t)ceil(mps_percentage * d->sms / 100.0 - 1e-9);
+    return (sms < 1 ? 1 : sms) * per_sm;
 }
 
 int emu_reserve_memory(int device, uint64_t bytes) {

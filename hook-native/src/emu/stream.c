@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "dilu_emu.h"
 #include "emu_internal.h"
 
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,39 +48,33 @@ CUstream emu_resolve_stream(CUstream s) {
     return s;
 }
 
-static void sleep_until(uint64_t deadline_ns) {
-    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
-                          .tv_nsec = (long)(deadline_ns % 1000000000ull)};
-    int rc;
-    do {
-        rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-    } while (rc == EINTR);
+static int fifo(void) {
+    return emu_state()->sharing == DILU_EMU_FIFO;
 }
 
 /*
- * Runs one kernel. It occupies d = min(blocks, SMs) SMs and, alone, takes ceil(blocks / d) waves of one
- * block time each. Its work is that many block-times per SM; it progresses at the SMs it is given, which
- * is all d of them unless the kernels of every process together demand more SMs than the GPU has, when
- * each gets SMs in proportion to its demand. The share is re-read every slice as neighbours come and go.
+ * Runs one kernel op and returns when it ended, in emulated time. Under fifo that time was computed when
+ * the kernel reached the GPU and does not depend on how late this thread wakes up; the other models
+ * progress in wall-clock steps, so their end is when the last step was.
  */
-static void run_kernel(int device, uint64_t blocks, uint64_t block_ns) {
-    emu_proc *me = emu_self();
-    uint32_t sms = emu_state()->dev[device].sms;
-    uint32_t demand = blocks < sms ? (uint32_t)blocks : sms;
-    uint64_t waves = (blocks + demand - 1) / demand;
-    double remaining = (double)waves * (double)demand * (double)block_ns; /* SM·ns of work */
-    atomic_fetch_add(&me->demand[device], demand);
-    uint64_t now = emu_now_ns();
-    while (remaining > 0.5) {
-        double share = emu_share(device, demand); /* SMs, i.e. SM·ns of work per ns */
-        uint64_t finish = (uint64_t)(remaining / share + 0.5);
-        uint64_t slice = finish < (uint64_t)EMU_SLICE_NS ? finish : (uint64_t)EMU_SLICE_NS;
-        sleep_until(now + (slice == 0 ? 1 : slice));
-        uint64_t after = emu_now_ns();
-        remaining -= share * (double)(after - now);
-        now = after;
+static uint64_t run_kernel(struct CUstream_st *s, emu_op *op, uint64_t ready_ns) {
+    uint64_t finish;
+    if (fifo()) {
+        if (op->placed) {
+            finish = op->finish_ns;
+        } else {
+            finish = emu_fifo_submit(s->device, ready_ns, op->blocks, op->block_ns);
+            pthread_mutex_lock(&s->lock);
+            s->unplaced--;
+            s->tail_ns = finish; /* everything behind an unplaced kernel is unplaced too */
+            pthread_mutex_unlock(&s->lock);
+        }
+        emu_sleep_until(finish);
+    } else {
+        finish = emu_run_progressive(s->device, op->blocks, op->block_ns);
     }
-    atomic_fetch_sub(&me->demand[device], demand);
+    emu_count_kernel(s->device, op->blocks, op->block_ns);
+    return finish;
 }
 
 static void *worker(void *arg) {
@@ -98,17 +93,20 @@ static void *worker(void *arg) {
         }
         emu_op *op = s->head;
         s->busy = 1;
+        uint64_t ready = op->enqueue_ns > s->model_ns ? op->enqueue_ns : s->model_ns;
         pthread_mutex_unlock(&s->lock);
+        uint64_t done = ready;
         if (op->kind == OP_KERNEL) {
-            run_kernel(s->device, op->blocks, op->block_ns);
+            done = run_kernel(s, op, ready);
         } else {
             pthread_mutex_lock(&op->event->lock);
-            op->event->time_ns = emu_now_ns();
+            op->event->time_ns = ready;
             op->event->pending = 0;
             pthread_cond_broadcast(&op->event->done_cond);
             pthread_mutex_unlock(&op->event->lock);
         }
         pthread_mutex_lock(&s->lock);
+        s->model_ns = done > s->model_ns ? done : s->model_ns;
         s->head = op->next;
         if (s->head == NULL) {
             s->tail = NULL;
@@ -136,6 +134,23 @@ static CUresult enqueue(CUstream stream, emu_op *op) {
         }
         s->started = 1;
     }
+    op->enqueue_ns = emu_now_ns();
+    if (op->kind == OP_KERNEL && fifo()) {
+        if (s->head == NULL && !s->busy) {
+            s->unplaced = 0;
+            s->tail_ns = s->model_ns;
+        }
+        if (s->unplaced == 0 && s->tail_ns <= op->enqueue_ns) {
+            /* Nothing ahead of it takes time: it reaches the GPU now, in the order of the launch calls. A
+             * kernel behind unfinished work reaches it only when that work ends, after kernels of other
+             * streams that are ready earlier: its stream's worker places it then. */
+            op->finish_ns = emu_fifo_submit(s->device, op->enqueue_ns, op->blocks, op->block_ns);
+            op->placed = 1;
+            s->tail_ns = op->finish_ns;
+        } else {
+            s->unplaced++;
+        }
+    }
     if (s->tail != NULL) {
         s->tail->next = op;
     } else {
@@ -150,6 +165,9 @@ static CUresult enqueue(CUstream stream, emu_op *op) {
 CUresult emu_enqueue_kernel(CUstream s, uint64_t blocks, uint64_t block_ns) {
     if (blocks == 0 || block_ns == 0) {
         return CUDA_SUCCESS; /* takes no GPU time: completes at launch, nothing to order */
+    }
+    if (blocks > (UINT64_C(1) << 62) / block_ns) {
+        return CUDA_ERROR_INVALID_VALUE; /* centuries of emulated GPU time: refused, not wrapped */
     }
     emu_op *op = calloc(1, sizeof(*op));
     if (op == NULL) {

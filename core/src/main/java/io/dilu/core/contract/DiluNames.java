@@ -19,6 +19,13 @@ public final class DiluNames {
     public static final String PRIORITY = "dilu.io/priority";
     /** Pod annotation: the function an instance belongs to, for workload affinity. */
     public static final String FUNCTION = "dilu.io/function";
+    /**
+     * Pod annotation: the ratio of a kernel launch cycle to the smallest one seen above which an SLO instance
+     * is in EMERGENCY (η_violation), in (1, 10]; default 1.6, or 1.3 for an LLM function.
+     */
+    public static final String KLC_THRESHOLD = "dilu.io/klc-threshold";
+    /** Pod annotation: {@code true} for an LLM function (default KLC threshold 1.3), {@code false} otherwise. */
+    public static final String LLM = "dilu.io/llm";
     /** Pod annotation: inference batch size, at least 1. */
     public static final String BATCH_SIZE = "dilu.io/batch-size";
     /** Pod annotation written at bind and corrected by the node agent: see {@link AssignedGpus}. */

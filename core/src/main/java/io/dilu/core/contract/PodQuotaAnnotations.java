@@ -3,13 +3,15 @@ package io.dilu.core.contract;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.quota.Priority;
 import io.dilu.core.quota.Quota;
+import io.dilu.core.tokens.TokenParameters;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 /**
  * Reads the quota annotations of a pod ({@code dilu.io/sm-limit}, {@code dilu.io/priority},
- * {@code dilu.io/batch-size}) against the container's SM request. The webhook refuses what
+ * {@code dilu.io/batch-size}, {@code dilu.io/klc-threshold}, {@code dilu.io/llm}) against the container's SM
+ * request. The webhook refuses what
  * {@link #validate} names; components downstream of it read with {@link #smLimit} and {@link #priority},
  * which fall back to the defaults rather than fail, since a pod that is already running must keep its share.
  */
@@ -33,6 +35,15 @@ public final class PodQuotaAnnotations {
         if (batch != null && parsePositive(batch) < 1) {
             errors.add(new FieldError(DiluNames.BATCH_SIZE, batch, "an integer of at least 1"));
         }
+        String threshold = annotations.get(DiluNames.KLC_THRESHOLD);
+        if (threshold != null && Double.isNaN(parseThreshold(threshold))) {
+            errors.add(new FieldError(DiluNames.KLC_THRESHOLD, threshold,
+                    "a ratio in (1, " + (int) TokenParameters.MAX_KLC_THRESHOLD + "], e.g. 1.6"));
+        }
+        String llm = annotations.get(DiluNames.LLM);
+        if (llm != null && !llm.equals("true") && !llm.equals("false")) {
+            errors.add(new FieldError(DiluNames.LLM, llm, "true or false"));
+        }
         String assigned = annotations.get(DiluNames.ASSIGNED_GPUS);
         if (assigned != null) {
             AssignedGpus.validate(assigned).ifPresent(errors::add);
@@ -51,6 +62,28 @@ public final class PodQuotaAnnotations {
     public static Priority priority(Map<String, String> annotations, Priority fallback) {
         String label = annotations.get(DiluNames.PRIORITY);
         return label == null ? fallback : Priority.fromLabel(label).orElse(fallback);
+    }
+
+    /**
+     * The KLC threshold of an SLO instance: the annotation when valid, else {@link TokenParameters#LLM_KLC_THRESHOLD}
+     * for an LLM function, else {@code NaN}, which leaves it to the node's default.
+     */
+    public static double klcThreshold(Map<String, String> annotations) {
+        String value = annotations.get(DiluNames.KLC_THRESHOLD);
+        double parsed = value == null ? Double.NaN : parseThreshold(value);
+        if (!Double.isNaN(parsed)) {
+            return parsed;
+        }
+        return "true".equals(annotations.get(DiluNames.LLM)) ? TokenParameters.LLM_KLC_THRESHOLD : Double.NaN;
+    }
+
+    private static double parseThreshold(String value) {
+        String v = value.strip();
+        if (v.isEmpty() || v.length() > 12 || !v.matches("[0-9]+(\\.[0-9]+)?")) {
+            return Double.NaN;
+        }
+        double ratio = Double.parseDouble(v);
+        return ratio > 1 && ratio <= TokenParameters.MAX_KLC_THRESHOLD ? ratio : Double.NaN;
     }
 
     private static int parseLimit(String value, int smRequest) {

@@ -9,9 +9,17 @@ package io.dilu.core.tokens;
  * @param limit most SM share, fraction of the GPU, request..1
  * @param blocksLaunched thread blocks launched during the period
  * @param klcMillis the latest kernel launch cycle, in milliseconds, or {@code NaN} when none completed
+ * @param klcThreshold the ratio T/Tmin of this instance's launch cycle above which its latency is being hurt
+ *     (an EMERGENCY), or {@code NaN} for the controller's default ({@link TokenParameters#etaViolation})
  */
-public record InstanceSample(
-        String id, boolean sloSensitive, double request, double limit, long blocksLaunched, double klcMillis) {
+public record InstanceSample(String id, boolean sloSensitive, double request, double limit, long blocksLaunched,
+        double klcMillis, double klcThreshold) {
+
+    /** A sample judged by the controller's default threshold. */
+    public InstanceSample(String id, boolean sloSensitive, double request, double limit, long blocksLaunched,
+            double klcMillis) {
+        this(id, sloSensitive, request, limit, blocksLaunched, klcMillis, Double.NaN);
+    }
 
     public InstanceSample {
         if (!(request > 0 && request <= 1)) {
@@ -25,6 +33,10 @@ public record InstanceSample(
         }
         if (klcMillis <= 0) {
             throw new IllegalArgumentException("klcMillis must be > 0 or NaN, got " + klcMillis);
+        }
+        if (!Double.isNaN(klcThreshold) && !(klcThreshold > 1 && klcThreshold <= TokenParameters.MAX_KLC_THRESHOLD)) {
+            throw new IllegalArgumentException("klcThreshold must be in (1, " + TokenParameters.MAX_KLC_THRESHOLD
+                    + "] or NaN, got " + klcThreshold);
         }
     }
 }

@@ -39,4 +39,21 @@ class PodQuotaAnnotationsTest {
         assertThat(PodQuotaAnnotations.smLimit(Map.of(DiluNames.SM_LIMIT, "101"), 30)).isEqualTo(60);
         assertThat(PodQuotaAnnotations.smLimit(Map.of(DiluNames.SM_LIMIT, "99999999999"), 30)).isEqualTo(60);
     }
+
+    @Test
+    void theKlcThresholdComesFromTheAnnotationOrTheLlmMark() {
+        assertThat(PodQuotaAnnotations.klcThreshold(Map.of())).isNaN();
+        assertThat(PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.KLC_THRESHOLD, "2.5"))).isEqualTo(2.5);
+        assertThat(PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.LLM, "true"))).isEqualTo(1.3);
+        assertThat(PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.LLM, "true", DiluNames.KLC_THRESHOLD, "1.5")))
+                .as("an explicit threshold wins").isEqualTo(1.5);
+        assertThat(PodQuotaAnnotations.validate(Map.of(DiluNames.KLC_THRESHOLD, "1", DiluNames.LLM, "yes"), 30))
+                .extracting(FieldError::message).containsExactly(
+                        "dilu.io/klc-threshold=1 is not allowed: must be a ratio in (1, 10], e.g. 1.6",
+                        "dilu.io/llm=yes is not allowed: must be true or false");
+        for (String bad : new String[] {"0.9", "11", "1e9", "NaN", "-2", "1.6.1", "", "9999999999999"}) {
+            assertThat(PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.KLC_THRESHOLD, bad))).as(bad).isNaN();
+            assertThat(PodQuotaAnnotations.validate(Map.of(DiluNames.KLC_THRESHOLD, bad), 30)).as(bad).hasSize(1);
+        }
+    }
 }

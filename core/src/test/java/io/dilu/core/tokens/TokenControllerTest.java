@@ -38,75 +38,122 @@ class TokenControllerTest {
     }
 
     @Test
-    void aStretchedLaunchCycleIsAnEmergency() {
-        TokenPlan first = period(slo(100, 10), train(500)); // Tmin = 10 ms
-        assertThat(first.tokensOf("inf")).as("starts at its request and grows by η_increase").isEqualTo(3_900);
-        assertThat(first.tokensOf("train")).as("a best-effort neighbour holds its request").isEqualTo(4_000);
-        TokenPlan calm = period(slo(100, 12), train(500));
-        assertThat(calm.state()).isEqualTo(ControllerState.CONTENTION);
-        assertThat(calm.tokensOf("inf")).isEqualTo(5_070); // 3000 × 1.3², on its way to the limit
-        assertThat(period(slo(100, 12), train(500)).tokensOf("inf")).as("capped at the limit").isEqualTo(6_000);
-        long trainBefore = calm.tokensOf("train");
-
-        TokenPlan hot = period(slo(100, 30), train(500)); // ΔT = 2.0 > 1.6
-        assertThat(hot.state()).isEqualTo(ControllerState.EMERGENCY);
-        assertThat(hot.tokensOf("inf")).isEqualTo(6_000);
-        assertThat(hot.tokensOf("train")).isEqualTo((long) (Math.min(4_000, trainBefore) / 2.0));
-
-        // No new cycle completed: the 30 ms one still counts, the emergency holds and keeps shrinking.
-        TokenPlan still = period(slo(100, Double.NaN), train(500));
-        assertThat(still.state()).isEqualTo(ControllerState.EMERGENCY);
-        assertThat(still.tokensOf("train")).isLessThan(hot.tokensOf("train"));
-
-        // Shrinking stops at the floor.
-        TokenPlan last = null;
-        for (int i = 0; i < 50; i++) {
-            last = period(slo(100, Double.NaN), train(500));
+    void anSloInstanceRunsUpToItsLimitWhateverItsNeighboursDo() {
+        for (long blocks : new long[] {0, 100, 0, 100}) {
+            assertThat(period(slo(blocks, 10), train(500)).tokensOf("inf")).isEqualTo(6_000);
         }
-        assertThat(last.tokensOf("train")).isEqualTo((long) (4_000 * P.floor()));
-
-        TokenPlan over = period(slo(100, 11), train(500)); // back within η
-        assertThat(over.state()).isEqualTo(ControllerState.CONTENTION);
-        assertThat(over.tokensOf("train")).as("contention regrows a shrunk share towards its request")
-                .isEqualTo((long) Math.floor(last.tokensOf("train") * 1.3));
-        for (int i = 0; i < 30; i++) {
-            over = period(slo(100, 11), train(500));
-        }
-        assertThat(over.tokensOf("train")).as("but not past the request while contended").isEqualTo(4_000);
+        assertThat(period(slo(100, 40), train(500)).tokensOf("inf")).as("in an emergency too").isEqualTo(6_000);
     }
 
     @Test
-    void anIdleSloInstanceFallsBackToItsRequestAndBestEffortRecovers() {
+    void anEmergencyShrinksTheNeighbourOncePerStretchedCycle() {
+        TokenPlan calm = period(slo(100, 10), train(500)); // Tmin = 10 ms
+        assertThat(calm.state()).isEqualTo(ControllerState.CONTENTION);
+        assertThat(calm.tokensOf("train")).as("the request to begin with, grown after one healthy cycle")
+                .isEqualTo(5_200);
+
+        TokenPlan hot = period(slo(100, 20), train(500)); // T/Tmin = 2.0 > 1.6
+        assertThat(hot.state()).isEqualTo(ControllerState.EMERGENCY);
+        assertThat(hot.tokensOf("train")).as("no more than the request, halved").isEqualTo(2_000);
+
+        // No new cycle completed: the 20 ms one still counts, the emergency holds, and so does the shrunk share:
+        // the same evidence does not shrink it again 5 ms later.
+        TokenPlan still = period(slo(100, Double.NaN), train(500));
+        assertThat(still.state()).isEqualTo(ControllerState.EMERGENCY);
+        assertThat(still.tokensOf("train")).isEqualTo(2_000);
+        assertThat(period(slo(100, 20), train(500)).tokensOf("train")).as("the next stretched cycle: once more")
+                .isEqualTo(1_000);
+
+        TokenPlan last = null;
+        for (int i = 0; i < 50; i++) {
+            last = period(slo(100, 20), train(500));
+        }
+        assertThat(last.tokensOf("train")).as("never below the floor").isEqualTo((long) (4_000 * P.floor()));
+    }
+
+    @Test
+    void healthyCyclesGrowTheToleratedShareBackAndMiddlingOnesHoldIt() {
         period(slo(100, 10), train(500));
-        period(slo(100, 40), train(500)); // emergency: train shrinks
-        long shrunk = period(slo(100, Double.NaN), train(500)).tokensOf("train");
-        TokenPlan plan = period(slo(0, Double.NaN), train(500));
-        assertThat(plan.state()).as("launched nothing: no longer stretched").isEqualTo(ControllerState.CONTENTION);
-        assertThat(plan.tokensOf("train")).isEqualTo((long) Math.floor(shrunk * 1.3));
-        for (int i = 1; i < P.rateWindow(); i++) { // the launch window empties
+        assertThat(period(slo(100, 20), train(500)).tokensOf("train")).isEqualTo(2_000);
+        TokenPlan middling = period(slo(100, 14), train(500)); // 1.4: neither healthy nor an emergency
+        assertThat(middling.state()).isEqualTo(ControllerState.CONTENTION);
+        assertThat(middling.tokensOf("train")).isEqualTo(2_000);
+        assertThat(period(slo(100, Double.NaN), train(500)).tokensOf("train")).as("no new cycle: hold").isEqualTo(2_000);
+        assertThat(period(slo(100, 11), train(500)).tokensOf("train")).as("a healthy cycle (1.1)").isEqualTo(2_600);
+        TokenPlan grown = null;
+        for (int i = 0; i < 30; i++) {
+            grown = period(slo(100, 10.5), train(500));
+        }
+        assertThat(grown.tokensOf("train")).as("up to the limit").isEqualTo(10_000);
+    }
+
+    @Test
+    void anIdleSloNeighbourLetsBestEffortGrowAndItsReturnBringsBackWhatItTolerated() {
+        period(slo(100, 10), train(500));
+        period(slo(100, 40), train(500)); // emergency: the tolerated share is 1,000
+        TokenPlan plan = null;
+        for (int i = 0; i < P.rateWindow(); i++) { // the SLO instance's launch window empties
             plan = period(slo(0, Double.NaN), train(500));
         }
         assertThat(plan.state()).isEqualTo(ControllerState.RECOVERY);
-        assertThat(plan.tokensOf("inf")).isEqualTo(3_000);
-        assertThat(plan.tokensOf("train")).isGreaterThan(shrunk);
-        long before = plan.tokensOf("train");
-        TokenPlan next = period(slo(0, Double.NaN), train(500));
-        assertThat(next.tokensOf("train")).isEqualTo(Math.min(10_000, (long) Math.floor(before * 1.3 + 1e-6))
-                ).as("grows by η_increase up to the limit");
-        for (int i = 0; i < 30; i++) {
-            next = period(slo(0, Double.NaN), train(500));
+        long first = plan.tokensOf("train");
+        assertThat(first).as("grows by η_increase from what it had").isEqualTo(1_300);
+        for (int i = 0; i < 20; i++) {
+            plan = period(slo(0, Double.NaN), train(500));
         }
-        assertThat(next.tokensOf("train")).isEqualTo(10_000);
+        assertThat(plan.tokensOf("train")).as("up to its limit while the neighbour idles").isEqualTo(10_000);
+        TokenPlan back = period(slo(100, Double.NaN), train(500));
+        assertThat(back.state()).isEqualTo(ControllerState.CONTENTION);
+        assertThat(back.tokensOf("train")).as("the busy neighbour gets back the share it tolerated").isEqualTo(1_000);
+    }
+
+    /** The paper's own example (§3.4.1): RoBERTa-large, whose 25 ms launch cycle doubles under contention. */
+    @Test
+    void thePapersExampleIsAnEmergencyAtTheDefaults() {
+        TokenController c = new TokenController(TokenParameters.DEFAULTS);
+        Instant t = Instant.parse("2026-01-01T00:00:00Z");
+        c.issue(t, List.of(slo(100, 25), train(500)));
+        assertThat(c.issue(t.plusMillis(5), List.of(slo(100, 50), train(500))).state())
+                .as("KLC 25 ms -> 50 ms").isEqualTo(ControllerState.EMERGENCY);
+
+        TokenController d = new TokenController(TokenParameters.DEFAULTS);
+        d.issue(t, List.of(slo(100, 25), train(500)));
+        assertThat(d.issue(t.plusMillis(5), List.of(slo(100, 30), train(500))).state())
+                .as("KLC 25 ms -> 30 ms").isEqualTo(ControllerState.CONTENTION);
     }
 
     @Test
-    void anSloInstanceAloneInLaunchingGrowsTowardsItsLimit() {
-        TokenPlan plan = period(slo(100, 10), train(0));
-        for (int i = 0; i < P.rateWindow() + 10; i++) {
-            plan = period(slo(100, 10), train(0));
-        }
-        assertThat(plan.state()).isEqualTo(ControllerState.RECOVERY);
-        assertThat(plan.tokensOf("inf")).isEqualTo(6_000);
+    void anLlmFunctionIsProtectedAtItsOwnThreshold() {
+        TokenController c = new TokenController(TokenParameters.DEFAULTS);
+        Instant t = Instant.parse("2026-01-01T00:00:00Z");
+        InstanceSample llm = new InstanceSample("llm", true, 0.3, 0.6, 100, 25, TokenParameters.LLM_KLC_THRESHOLD);
+        c.issue(t, List.of(llm, train(500)));
+        InstanceSample stretched = new InstanceSample("llm", true, 0.3, 0.6, 100, 35, TokenParameters.LLM_KLC_THRESHOLD);
+        assertThat(c.issue(t.plusMillis(5), List.of(stretched, train(500))).state())
+                .as("1.4 × Tmin is an emergency for an LLM (1.3), not for others (1.6)").isEqualTo(ControllerState.EMERGENCY);
+    }
+
+    @Test
+    void aCycleThatEndsInAnIdlePeriodCounts() {
+        period(slo(100, 10), train(500));
+        // The instance synchronised (its cycle ended) in a period in which it launched nothing.
+        TokenPlan plan = period(slo(0, 30), train(500));
+        assertThat(plan.state()).isEqualTo(ControllerState.EMERGENCY);
+    }
+
+    @Test
+    void thresholdsOutsideTheirRangeAreRefusedByName() {
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                () -> new InstanceSample("x", true, 0.3, 0.6, 1, 1, 0.5))
+                .hasMessageContaining("klcThreshold must be in (1, 10.0]");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> TokenParameters.DEFAULTS.withEtaViolation(0.25))
+                .hasMessageContaining("etaViolation must be in (1, 10.0]");
+    }
+
+    @Test
+    void maxTokensFollowTheGpusSmCount() {
+        assertThat(TokenParameters.maxTokensFor(108, Duration.ofMillis(5), Duration.ofNanos(100_000))).isEqualTo(5_400);
+        assertThat(TokenParameters.maxTokensFor(132, Duration.ofMillis(5), Duration.ofNanos(100_000))).isEqualTo(6_600);
     }
 
     @Test

@@ -13,10 +13,11 @@ import java.util.Set;
  *     names the share, and its size (SM request in percent)
  * @param owner the container, once known
  * @param smLimit SM limit in percent
+ * @param klcThreshold the owner's KLC threshold ({@code dilu.io/klc-threshold}), NaN for the node's default
  * @param missingSince when the kubelet was first seen not to list the share any more
  */
 public record Allocation(String id, String gpu, Set<String> deviceIds, Instant created, Optional<ContainerRef> owner,
-        int smLimit, Priority priority, Optional<Instant> missingSince) {
+        int smLimit, Priority priority, double klcThreshold, Optional<Instant> missingSince) {
 
     public Allocation {
         deviceIds = Set.copyOf(deviceIds);
@@ -26,11 +27,17 @@ public record Allocation(String id, String gpu, Set<String> deviceIds, Instant c
         return deviceIds.size();
     }
 
-    public Allocation withOwner(ContainerRef owner, int smLimit, Priority priority) {
-        return new Allocation(id, gpu, deviceIds, created, Optional.of(owner), smLimit, priority, missingSince);
+    public Allocation withOwner(ContainerRef owner, int smLimit, Priority priority, double klcThreshold) {
+        return new Allocation(id, gpu, deviceIds, created, Optional.of(owner), smLimit, priority, klcThreshold,
+                missingSince);
     }
 
     public Allocation withMissingSince(Optional<Instant> since) {
-        return new Allocation(id, gpu, deviceIds, created, owner, smLimit, priority, since);
+        return new Allocation(id, gpu, deviceIds, created, owner, smLimit, priority, klcThreshold, since);
+    }
+
+    /** Whether the quotas that come from the owner's annotations are the same. */
+    boolean sameQuotas(int limit, Priority priority, double threshold) {
+        return limit == smLimit && priority == this.priority && Double.compare(threshold, klcThreshold) == 0;
     }
 }

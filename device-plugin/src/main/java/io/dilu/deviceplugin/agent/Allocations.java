@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.agent;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.PodQuotaAnnotations;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.quota.Priority;
@@ -126,7 +127,8 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     }
 
     private static Tenant tenantOf(Allocation a, ControlBlock block) {
-        return new Tenant(a.id(), block, 0, a.smRequest() / 100.0, a.smLimit() / 100.0, a.priority() == Priority.SLO);
+        return new Tenant(a.id(), block, 0, a.smRequest() / 100.0, a.smLimit() / 100.0, a.priority() == Priority.SLO,
+                a.klcThreshold());
     }
 
     @Override
@@ -136,11 +138,12 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         Path dir = config.controlRoot().resolve(gpu.uuid() + "_" + smPercent + "_" + id);
         Optional<PodMatcher.Candidate> guess = PodMatcher.forAllocate(pods.get(), owned(), gpu.uuid(), smPercent);
         Allocation a = new Allocation(id, gpu.uuid(), Set.copyOf(deviceIds), clock.instant(), Optional.empty(),
-                Quota.defaultLimit(smPercent), Priority.BEST_EFFORT, Optional.empty());
+                Quota.defaultLimit(smPercent), Priority.BEST_EFFORT, Double.NaN, Optional.empty());
         if (guess.isPresent()) {
             var annotations = guess.get().pod().annotations();
             a = a.withOwner(guess.get().ref(), PodQuotaAnnotations.smLimit(annotations, smPercent),
-                    PodQuotaAnnotations.priority(annotations, Priority.BEST_EFFORT));
+                    PodQuotaAnnotations.priority(annotations, Priority.BEST_EFFORT),
+                    PodQuotaAnnotations.klcThreshold(annotations));
         }
         try {
             ControlBlock block = ControlBlock.create(dir, 1);
@@ -177,7 +180,8 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     public synchronized void apply(List<Reconciler.Change> changes) {
         for (Reconciler.Change change : changes) {
             switch (change) {
-                case Reconciler.Bind b -> update(b.allocation(), a -> a.withOwner(b.owner(), b.smLimit(), b.priority()));
+                case Reconciler.Bind b -> update(b.allocation(),
+                        a -> a.withOwner(b.owner(), b.smLimit(), b.priority(), b.klcThreshold()));
                 case Reconciler.Missing m -> update(m.allocation(), a -> a.withMissingSince(Optional.of(m.since())));
                 case Reconciler.Present p -> update(p.allocation(), a -> a.withMissingSince(Optional.empty()));
                 case Reconciler.Release r -> release(r.allocation());
@@ -202,9 +206,11 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         Tenant tenant = tenantOf(after, tenants.get(id).block());
         tenants.put(id, tenant);
         tokens.gpu(indexOf(after.gpu())).update(tenant);
-        if (!before.owner().equals(after.owner()) || before.smLimit() != after.smLimit() || before.priority() != after.priority()) {
-            LOG.infof("allocation %s: %s, limit %d%%, %s", id, after.owner().map(ContainerRef::toString).orElse("?"),
-                    after.smLimit(), after.priority().label());
+        if (!before.owner().equals(after.owner())
+                || !before.sameQuotas(after.smLimit(), after.priority(), after.klcThreshold())) {
+            LOG.infof("allocation %s: %s, limit %d%%, %s, KLC threshold %s", id,
+                    after.owner().map(ContainerRef::toString).orElse("?"), after.smLimit(), after.priority().label(),
+                    Double.isNaN(after.klcThreshold()) ? "default" : after.klcThreshold());
         }
     }
 
@@ -251,6 +257,9 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         p.setProperty("created", a.created().toString());
         p.setProperty("smLimit", Integer.toString(a.smLimit()));
         p.setProperty("priority", a.priority().label());
+        if (!Double.isNaN(a.klcThreshold())) {
+            p.setProperty("klcThreshold", Double.toString(a.klcThreshold()));
+        }
         a.owner().ifPresent(o -> p.setProperty("owner", o.namespace() + "/" + o.pod() + "/" + o.container()));
         a.missingSince().ifPresent(t -> p.setProperty("missingSince", t.toString()));
         Path tmp = dir.resolve(STATE_FILE + ".tmp");
@@ -279,8 +288,10 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         });
         Priority priority = Priority.fromLabel(required(p, "priority"))
                 .orElseThrow(() -> new IllegalArgumentException("priority " + p.getProperty("priority")));
+        String threshold = p.getProperty("klcThreshold");
         return new Allocation(id, gpu, ids, Instant.parse(required(p, "created")), owner,
                 Integer.parseInt(required(p, "smLimit")), priority,
+                threshold == null ? Double.NaN : PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.KLC_THRESHOLD, threshold)),
                 Optional.ofNullable(p.getProperty("missingSince")).map(Instant::parse));
     }
 

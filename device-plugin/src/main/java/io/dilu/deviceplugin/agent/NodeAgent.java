@@ -71,10 +71,7 @@ public class NodeAgent {
                 .orElseThrow(() -> new IllegalStateException(
                         "no GPUs: NVML is not available and dilu.agent.emulated-gpus is not set"));
         gpus = inventory.gpus();
-        TokenParameters params = new TokenParameters(config.maxTokens(), config.etaViolation(),
-                TokenParameters.DEFAULTS.etaIncrease(), config.period(), TokenParameters.DEFAULTS.rateWindow(),
-                TokenParameters.DEFAULTS.floor(), TokenParameters.DEFAULTS.klcMemory());
-        tokens = new TokenManager(gpus.size(), params, InstantSource.system(), 4096);
+        tokens = new TokenManager(tokenParameters(config, gpus), config.refillSteps(), InstantSource.system(), 4096);
         allocations = new Allocations(Allocations.Paths.of(config), gpus, tokens, InstantSource.system(),
                 () -> identity == null ? List.of() : identity.pods());
         int recovered = allocations.recover();
@@ -99,6 +96,14 @@ public class NodeAgent {
             publishUntilDone(new InventoryPublisher(kubernetes, config.nodeName()));
         }
         LOG.infof("node agent up: %d GPU(s), %d allocation(s) recovered", gpus.size(), recovered);
+    }
+
+    /** Algorithm 2's knobs for each GPU: MaxTokens from the GPU's own SM count, the rest from the configuration. */
+    public static List<TokenParameters> tokenParameters(NodeAgentConfig config, List<GpuDevice> gpus) {
+        return gpus.stream().map(g -> new TokenParameters(
+                TokenParameters.maxTokensFor(g.smCount(), config.period(), Duration.ofNanos(config.blockMicros() * 1000L)), config.etaViolation(),
+                TokenParameters.DEFAULTS.etaIncrease(), config.period(), TokenParameters.DEFAULTS.rateWindow(),
+                TokenParameters.DEFAULTS.floor(), TokenParameters.DEFAULTS.klcMemory())).toList();
     }
 
     private void reconcile() {
@@ -146,7 +151,10 @@ public class NodeAgent {
         MultiGauge klc = MultiGauge.builder("dilu_container_klc_seconds").description("latest kernel launch cycle")
                 .register(metrics);
         long[] lastLaunched = new long[gpus.size()];
-        double capacityPerSecond = config.maxTokens() * (1e9 / config.period().toNanos());
+        double[] capacityPerSecond = new double[gpus.size()];
+        for (int g = 0; g < gpus.size(); g++) {
+            capacityPerSecond[g] = tokens.gpu(g).parameters().maxTokens() * (1e9 / config.period().toNanos());
+        }
         // The set of containers changes with allocations: refresh the rows every second.
         refresher.scheduleAtFixedRate(() -> {
             Map<String, Allocation> all = allocations.all();
@@ -162,7 +170,7 @@ public class NodeAgent {
             }).toList(), true);
             for (int g = 0; g < gpus.size(); g++) {
                 long launched = tokens.gpu(g).blocksLaunched();
-                estimatedBusy[g] = Math.min(1.0, (launched - lastLaunched[g]) / capacityPerSecond);
+                estimatedBusy[g] = Math.min(1.0, (launched - lastLaunched[g]) / capacityPerSecond[g]);
                 lastLaunched[g] = launched;
             }
         }, 0, 1, TimeUnit.SECONDS);

@@ -76,11 +76,26 @@ public interface NodeAgentConfig {
     @WithDefault("5ms")
     Duration period();
 
-    /** Thread blocks one whole GPU runs per period: SMs × period / typical block time (100 µs). */
-    @WithDefault("5400")
-    long maxTokens();
+    /**
+     * The thread-block time one token stands for, in microseconds. A GPU's MaxTokens, what the whole GPU runs
+     * in one period, is its SM count × period / block time: 5,400 for an A100's 108 SMs, 6,600 for an H100
+     * SXM's 132, at 5 ms and 100 µs.
+     */
+    @WithDefault("100")
+    int blockMicros();
 
-    /** KLC stretch (ΔT) that declares an emergency. */
+    /**
+     * Parts in which a best-effort container's tokens are released over a period, so that its kernels do not
+     * all queue at the period's start ahead of an SLO neighbour's (1 releases them at once).
+     */
+    @WithDefault("5")
+    int refillSteps();
+
+    /**
+     * The ratio of an SLO instance's kernel launch cycle to the smallest it has shown above which it is in
+     * EMERGENCY (η_violation, paper §3.4.1; 1.6 as in Dilu's RCKM). A pod overrides it with
+     * {@code dilu.io/klc-threshold}; {@code dilu.io/llm: "true"} gives 1.3.
+     */
     @WithDefault("1.6")
     double etaViolation();
 }

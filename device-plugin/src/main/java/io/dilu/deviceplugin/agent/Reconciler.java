@@ -34,7 +34,8 @@ public final class Reconciler {
      *
      * @param corrected the allocation had been matched to another container at Allocate
      */
-    public record Bind(String allocation, ContainerRef owner, int smLimit, Priority priority, boolean corrected)
+    public record Bind(String allocation, ContainerRef owner, int smLimit, Priority priority, double klcThreshold,
+            boolean corrected)
             implements Change {}
 
     /** The kubelet no longer lists the share, since {@code since}. */
@@ -96,9 +97,10 @@ public final class Reconciler {
             PodView pod = pods.get(owner.podKey());
             int limit = pod == null ? a.smLimit() : PodQuotaAnnotations.smLimit(pod.annotations(), a.smRequest());
             Priority priority = pod == null ? a.priority() : PodQuotaAnnotations.priority(pod.annotations(), Priority.BEST_EFFORT);
-            if (!a.owner().equals(Optional.of(owner)) || limit != a.smLimit() || priority != a.priority()) {
+            double threshold = pod == null ? a.klcThreshold() : PodQuotaAnnotations.klcThreshold(pod.annotations());
+            if (!a.owner().equals(Optional.of(owner)) || !a.sameQuotas(limit, priority, threshold)) {
                 boolean corrected = a.owner().isPresent() && !a.owner().get().equals(owner);
-                changes.add(new Bind(a.id(), owner, limit, priority, corrected));
+                changes.add(new Bind(a.id(), owner, limit, priority, threshold, corrected));
             }
         }
         for (PodView pod : pods.values()) {

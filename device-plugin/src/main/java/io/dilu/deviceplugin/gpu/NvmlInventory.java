@@ -10,6 +10,7 @@ import io.dilu.core.placement.GpuDevice;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalDouble;
 import org.jboss.logging.Logger;
@@ -99,6 +100,7 @@ public final class NvmlInventory implements GpuInventory {
             LOG.warnf("nvmlDeviceGetCount_v2 failed with NVML error %d", rc);
             return Optional.empty();
         }
+        Map<String, Integer> cudaSms = CudaDevices.smCounts();
         List<GpuDevice> gpus = new ArrayList<>();
         List<Pointer> handles = new ArrayList<>();
         for (int i = 0; i < count.getValue(); i++) {
@@ -114,11 +116,17 @@ public final class NvmlInventory implements GpuInventory {
                 LOG.warnf("GPU %d does not answer NVML; left out", i);
                 continue;
             }
-            int sms = nvml.nvmlDeviceGetAttributes_v2(handle.getValue(), attributes) == NVML_SUCCESS
-                    ? attributes.multiprocessorCount : 0;
+            // CUDA's multiprocessor count is right for every GPU; NVML's attributes are documented for MIG
+            // devices only, so they are the fallback. A GPU whose SM count is unknown is not offered: its
+            // MaxTokens would be a guess.
+            int sms = cudaSms.getOrDefault(text(uuid), 0);
+            if (sms <= 0 && nvml.nvmlDeviceGetAttributes_v2(handle.getValue(), attributes) == NVML_SUCCESS) {
+                sms = attributes.multiprocessorCount;
+            }
             if (sms <= 0) {
-                LOG.warnf("GPU %d does not report its SM count; assuming 108", i);
-                sms = 108;
+                LOG.errorf("GPU %d (%s) is left out: neither the CUDA driver nor NVML reports its SM count", i,
+                        text(uuid));
+                continue;
             }
             gpus.add(new GpuDevice(text(uuid), i, text(name), memory.total / (1024 * 1024), sms));
             handles.add(handle.getValue());

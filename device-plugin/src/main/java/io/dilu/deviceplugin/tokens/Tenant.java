@@ -11,5 +11,13 @@ import io.dilu.deviceplugin.control.ControlBlock;
  * @param request guaranteed SM share, fraction of the GPU
  * @param limit most SM share, fraction of the GPU
  * @param sloSensitive {@code dilu.io/priority: slo}
+ * @param klcThreshold its KLC threshold ({@code dilu.io/klc-threshold}), NaN for the node's default
  */
-public record Tenant(String id, ControlBlock block, int device, double request, double limit, boolean sloSensitive) {}
+public record Tenant(String id, ControlBlock block, int device, double request, double limit, boolean sloSensitive,
+        double klcThreshold) {
+
+    /** A tenant judged by the node's default KLC threshold. */
+    public Tenant(String id, ControlBlock block, int device, double request, double limit, boolean sloSensitive) {
+        this(id, block, device, request, limit, sloSensitive, Double.NaN);
+    }
+}

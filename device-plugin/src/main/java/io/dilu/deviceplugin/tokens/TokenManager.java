@@ -5,13 +5,15 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import org.jboss.logging.Logger;
 
 /**
  * Runs one {@link GpuTokenLoop} per GPU, each on a platform thread of its own that wakes on absolute
- * deadlines every period (so lateness never accumulates), and records how late each tick was.
+ * deadlines every period (so lateness never accumulates), and between them to release best-effort tokens in
+ * parts, and records how late each period's tick was.
  */
 public final class TokenManager implements AutoCloseable {
 
@@ -25,14 +27,26 @@ public final class TokenManager implements AutoCloseable {
     private final int[] ticks;
     private volatile boolean running = true;
 
-    public TokenManager(int gpus, TokenParameters params, InstantSource clock, int latenessSamples) {
-        this.periodNanos = params.period().toNanos();
-        this.clock = clock;
-        this.lateness = new long[gpus][latenessSamples];
-        this.ticks = new int[gpus];
-        for (int g = 0; g < gpus; g++) {
-            loops.add(new GpuTokenLoop(params));
+    /**
+     * One loop per GPU, each with its own parameters (MaxTokens follows the GPU's SM count), all with one
+     * period; best-effort tokens are released in {@code refillSteps} parts over it.
+     */
+    public TokenManager(List<TokenParameters> perGpu, int refillSteps, InstantSource clock, int latenessSamples) {
+        if (perGpu.isEmpty() || perGpu.stream().map(TokenParameters::period).distinct().count() != 1) {
+            throw new IllegalArgumentException("every GPU needs parameters, all with the same period");
         }
+        this.periodNanos = perGpu.getFirst().period().toNanos();
+        this.clock = clock;
+        this.lateness = new long[perGpu.size()][latenessSamples];
+        this.ticks = new int[perGpu.size()];
+        for (TokenParameters params : perGpu) {
+            loops.add(new GpuTokenLoop(params, refillSteps));
+        }
+    }
+
+    /** {@code gpus} GPUs with the same parameters. */
+    public TokenManager(int gpus, TokenParameters params, int refillSteps, InstantSource clock, int latenessSamples) {
+        this(Collections.nCopies(gpus, params), refillSteps, clock, latenessSamples);
     }
 
     public GpuTokenLoop gpu(int index) {
@@ -68,6 +82,13 @@ public final class TokenManager implements AutoCloseable {
             try {
                 Instant now = clock.instant();
                 loop.tick(now, start);
+                for (int step = 1; step < loop.steps() && running; step++) {
+                    long at = next + step * periodNanos / loop.steps();
+                    while ((wait = at - System.nanoTime()) > 0) {
+                        LockSupport.parkNanos(wait);
+                    }
+                    loop.release(step);
+                }
             } catch (RuntimeException e) {
                 LOG.errorf(e, "token period of GPU %d failed; the next period retries", gpu);
             }

@@ -100,7 +100,7 @@ class NodeAgentTest {
                     .containsPattern("dilu_gpu_sm_request_percent\\{gpu=\"GPU-emu-local-1\"[^}]*} 30\\.0");
 
             // A restarted agent finds the allocation again from the control root alone.
-            try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, InstantSource.system(), 16)) {
+            try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, 1, InstantSource.system(), 16)) {
                 Allocations recovered = new Allocations(Allocations.Paths.of(config), agent.gpus(), fresh, InstantSource.system(), List::of);
                 assertThat(recovered.recover()).isEqualTo(1);
                 assertThat(recovered.all()).containsKey(id);

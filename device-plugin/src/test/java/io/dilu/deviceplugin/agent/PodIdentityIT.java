@@ -101,7 +101,7 @@ class PodIdentityIT {
         pod("train", Map.of(DiluNames.ASSIGNED_GPUS, gpu0.uuid()), 40);
         pod("plain", Map.of(), 10);
 
-        try (TokenManager tokens = new TokenManager(2, TokenParameters.DEFAULTS, clock, 16);
+        try (TokenManager tokens = new TokenManager(2, TokenParameters.DEFAULTS, 1, clock, 16);
                 FakePodResources kubelet = new FakePodResources(socket);
                 PodResourcesClient podResources = new PodResourcesClient(socket, Duration.ofSeconds(2))) {
             PodIdentity[] identity = new PodIdentity[1];
@@ -156,7 +156,7 @@ class PodIdentityIT {
             assertThat(counter(metrics, "allocate-guess")).isEqualTo(2);
 
             // A restarted agent knows every owner and quota from the control root alone.
-            try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, clock, 16)) {
+            try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, 1, clock, 16)) {
                 Allocations restarted = new Allocations(paths, gpus, fresh, clock, List::of);
                 assertThat(restarted.recover()).isEqualTo(5);
                 assertThat(restarted.all()).isEqualTo(allocations.all());

@@ -25,7 +25,7 @@ class ReconcilerTest {
 
     static Allocation allocation(String id, String gpu, Set<String> ids, int createdSecond) {
         return new Allocation(id, gpu, ids, T0.plusSeconds(createdSecond), Optional.empty(), 2 * ids.size(),
-                Priority.BEST_EFFORT, Optional.empty());
+                Priority.BEST_EFFORT, Double.NaN, Optional.empty());
     }
 
     static PodView pod(String name, Map<String, String> annotations, int... sm) {
@@ -44,27 +44,37 @@ class ReconcilerTest {
         PodView p = pod("infer", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a", DiluNames.SM_LIMIT, "60", DiluNames.PRIORITY, "slo"), 30);
         ContainerRef c0 = new ContainerRef("ns", "infer", "c0");
         List<Reconciler.Change> plan = Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), byKey(p), T0, GRACE);
-        assertThat(plan).containsExactly(new Reconciler.Bind("a", c0, 60, Priority.SLO, false));
+        assertThat(plan).containsExactly(new Reconciler.Bind("a", c0, 60, Priority.SLO, Double.NaN, false));
 
-        Allocation bound = a.withOwner(c0, 60, Priority.SLO);
+        Allocation bound = a.withOwner(c0, 60, Priority.SLO, Double.NaN);
         assertThat(Reconciler.plan(List.of(bound), Map.of(c0, a.deviceIds()), byKey(p), T0, GRACE))
                 .as("nothing to do once in line").isEmpty();
     }
 
     @Test
+    void anLlmPodsThresholdReachesItsShare() {
+        ContainerRef c0 = new ContainerRef("ns", "llm", "c0");
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(c0, 60, Priority.SLO, Double.NaN);
+        PodView p = pod("llm", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a", DiluNames.SM_LIMIT, "60", DiluNames.PRIORITY, "slo",
+                DiluNames.LLM, "true"), 30);
+        assertThat(Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), byKey(p), T0, GRACE))
+                .containsExactly(new Reconciler.Bind("a", c0, 60, Priority.SLO, 1.3, false));
+    }
+
+    @Test
     void aWrongGuessAtAllocateIsCorrectedAndCounted() {
         ContainerRef guessed = new ContainerRef("ns", "other", "c0");
-        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(guessed, 60, Priority.SLO);
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(guessed, 60, Priority.SLO, Double.NaN);
         ContainerRef real = new ContainerRef("ns", "train", "c0");
         PodView p = pod("train", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a"), 30);
         assertThat(Reconciler.plan(List.of(a), Map.of(real, a.deviceIds()), byKey(p), T0, GRACE))
-                .containsExactly(new Reconciler.Bind("a", real, 60, Priority.BEST_EFFORT, true));
+                .containsExactly(new Reconciler.Bind("a", real, 60, Priority.BEST_EFFORT, Double.NaN, true));
     }
 
     @Test
     void anUnknownPodKeepsItsQuotaUntilTheApiServerIsBack() {
         ContainerRef c0 = new ContainerRef("ns", "infer", "c0");
-        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(c0, 45, Priority.SLO);
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(c0, 45, Priority.SLO, Double.NaN);
         assertThat(Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), Map.of(), T0, GRACE)).isEmpty();
     }
 
@@ -79,7 +89,7 @@ class ReconcilerTest {
         // Listed again before that (a kubelet that restarted and re-read its checkpoint): kept.
         ContainerRef c0 = new ContainerRef("ns", "p", "c0");
         assertThat(Reconciler.plan(List.of(missing), Map.of(c0, a.deviceIds()), Map.of(), T0.plusSeconds(29), GRACE))
-                .containsExactly(new Reconciler.Present("a"), new Reconciler.Bind("a", c0, 60, Priority.BEST_EFFORT, false));
+                .containsExactly(new Reconciler.Present("a"), new Reconciler.Bind("a", c0, 60, Priority.BEST_EFFORT, Double.NaN, false));
     }
 
     @Test
@@ -90,7 +100,7 @@ class ReconcilerTest {
         ContainerRef c0 = new ContainerRef("ns", "next", "c0");
         assertThat(Reconciler.plan(List.of(old, fresh), Map.of(c0, same), Map.of(), T0.plusSeconds(61), GRACE))
                 .containsExactlyInAnyOrder(new Reconciler.Missing("old", T0.plusSeconds(61)),
-                        new Reconciler.Bind("fresh", c0, 40, Priority.BEST_EFFORT, false));
+                        new Reconciler.Bind("fresh", c0, 40, Priority.BEST_EFFORT, Double.NaN, false));
     }
 
     @Test

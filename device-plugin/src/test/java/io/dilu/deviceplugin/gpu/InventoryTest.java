@@ -17,16 +17,20 @@ class InventoryTest {
         assertThat(inv.gpus().get(3)).isEqualTo(new GpuDevice("GPU-emu-node-a-3", 3, "A100-40GB", 40_960, 108));
         assertThat(inv.healthy("GPU-emu-node-a-0")).isTrue();
         assertThat(inv.healthy("GPU-other")).isFalse();
-        assertThat(EmulatedInventory.parse("n", "2x H100-80GB").gpus()).allMatch(g -> g.smCount() == 108 && g.memoryMib() == 81_920);
+        assertThat(EmulatedInventory.parse("n", "2x H100-80GB").gpus())
+                .as("an H100 SXM has 132 SMs").allMatch(g -> g.smCount() == 132 && g.memoryMib() == 81_920);
+        assertThat(EmulatedInventory.parse("n", "1x H100-PCIE-80GB").gpus().getFirst().smCount()).isEqualTo(114);
     }
 
     @Test
     void refusesABadSpecNamingTheFieldAndTheForm() {
         assertThatThrownBy(() -> EmulatedInventory.parse("n", "four A100s"))
-                .hasMessageContaining("dilu.gpus.emulated='four A100s' is not allowed")
+                .hasMessageContaining("dilu.agent.emulated-gpus='four A100s' is not allowed")
                 .hasMessageContaining("4x A100-40GB, 108 SMs");
         assertThatThrownBy(() -> EmulatedInventory.parse("n", "0x A100-40GB")).hasMessageContaining("count=0").hasMessageContaining("1..64");
         assertThatThrownBy(() -> EmulatedInventory.parse("n", "1x A100-40GB, 0 SMs")).hasMessageContaining("SMs=0");
+        assertThatThrownBy(() -> EmulatedInventory.parse("n", "1x Mystery-16GB"))
+                .as("no silent default SM count").hasMessageContaining("the SM count of Mystery-16GB is not known");
     }
 
     @Test

@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.api.model.VolumeBuilder;
 import io.fabric8.kubernetes.api.model.VolumeMountBuilder;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.math.BigDecimal;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -62,6 +63,11 @@ public final class PodMutator {
             p.smLimit().ifPresent(l -> annotations.putIfAbsent(DiluNames.SM_LIMIT, Integer.toString(l)));
             p.batchSize().ifPresent(b -> annotations.putIfAbsent(DiluNames.BATCH_SIZE, Integer.toString(b)));
             p.priority().ifPresent(pr -> annotations.putIfAbsent(DiluNames.PRIORITY, pr));
+            if (p.llm()) {
+                annotations.putIfAbsent(DiluNames.LLM, "true");
+            }
+            p.klcThreshold().ifPresent(t -> annotations.putIfAbsent(DiluNames.KLC_THRESHOLD, BigDecimal.valueOf(t)
+                    .stripTrailingZeros().toPlainString()));
         });
         SERVING_LABELS.stream().map(labels::get).filter(v -> v != null && !v.isBlank()).findFirst()
                 .ifPresent(fn -> annotations.putIfAbsent(DiluNames.FUNCTION, fn));

@@ -104,7 +104,9 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
         }
         return Optional.of(new ProfileSpec(String.valueOf(spec.get("function")), number(spec.get("smRequest")).orElse(0),
                 number(spec.get("smLimit")), number(spec.get("memoryMiB")).orElse(0),
-                number(spec.get("batchSize")), Optional.ofNullable(spec.get("priority")).map(String::valueOf)));
+                number(spec.get("batchSize")), Optional.ofNullable(spec.get("priority")).map(String::valueOf),
+                "llm-inference".equals(spec.get("type")),
+                spec.get("klcThreshold") instanceof Number n ? Optional.of(n.doubleValue()) : Optional.empty()));
     }
 
     private static Optional<Integer> number(Object v) {

@@ -71,4 +71,16 @@ class PodMutatorTest {
         assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, "45").containsEntry(DiluNames.BATCH_SIZE, "8")
                 .containsEntry(DiluNames.PRIORITY, "slo").containsEntry(DiluNames.FUNCTION, "bert");
     }
+
+    @Test
+    void anLlmProfileMarksItsPodsAndCarriesItsThreshold() {
+        Pod pod = new PodBuilder().withNewMetadata().withName("llama-1").withAnnotations(Map.of(PodMutator.PROFILE, "llama"))
+                .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("llama").endContainer().endSpec().build();
+        ProfileSpec llama = new ProfileSpec("llama", 40, Optional.of(80), 30_000, Optional.of(1), Optional.of("slo"), true,
+                Optional.of(1.25));
+        Pod m = PodMutator.mutate(pod, Optional.of(llama), Pods.HOOK);
+        assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.LLM, "true")
+                .containsEntry(DiluNames.KLC_THRESHOLD, "1.25");
+        assertThat(io.dilu.core.contract.PodQuotaAnnotations.klcThreshold(m.getMetadata().getAnnotations())).isEqualTo(1.25);
+    }
 }

@@ -40,6 +40,10 @@ class PodValidatorTest {
                 .containsExactly("dilu.io/batch-size=0 is not allowed: must be an integer of at least 1");
         assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.PRIORITY, "high")).endMetadata().build()))
                 .containsExactly("dilu.io/priority=high is not allowed: must be one of slo, best-effort");
+        assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.KLC_THRESHOLD, "0.8")).endMetadata().build()))
+                .containsExactly("dilu.io/klc-threshold=0.8 is not allowed: must be a ratio in (1, 10], e.g. 1.6");
+        assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.LLM, "yes")).endMetadata().build()))
+                .containsExactly("dilu.io/llm=yes is not allowed: must be true or false");
     }
 
     @Test

@@ -29,11 +29,11 @@ public final class AgentBench {
         int seconds = args.length > 0 ? Integer.parseInt(args[0]) : 10;
         int gpus = 8;
         int perGpu = 16;
-        TokenParameters params = TokenParameters.DEFAULTS;
+        TokenParameters params = ColocationBench.shippedParameters();
         Path root = Files.createTempDirectory(Path.of(Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm" : "/tmp"),
                 "dilu-agent-bench-");
         List<ControlBlock> blocks = new ArrayList<>();
-        try (TokenManager manager = new TokenManager(gpus, params, InstantSource.system(), 1 << 16)) {
+        try (TokenManager manager = new TokenManager(gpus, params, ColocationBench.shippedRefillSteps(), InstantSource.system(), 1 << 16)) {
             for (int g = 0; g < gpus; g++) {
                 for (int c = 0; c < perGpu; c++) {
                     ControlBlock block = ControlBlock.create(root.resolve("gpu" + g + "-c" + c), 1);

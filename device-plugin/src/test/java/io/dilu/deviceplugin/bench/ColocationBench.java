@@ -1,0 +1,333 @@
+package io.dilu.deviceplugin.bench;
+
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.tokens.ControllerState;
+import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.agent.NodeAgent;
+import io.dilu.deviceplugin.agent.NodeAgentConfig;
+import io.dilu.deviceplugin.control.ControlBlock;
+import io.dilu.deviceplugin.tokens.Tenant;
+import io.dilu.deviceplugin.tokens.TokenManager;
+import io.smallrye.config.SmallRyeConfig;
+import io.smallrye.config.SmallRyeConfigBuilder;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Vertical scaling on the emulated GPU, at the node agent's shipped defaults: three co-locations, each run
+ * five ways — every workload on a GPU of its own (Exclusive), sharing one GPU without control, under MPS
+ * limits at each workload's request (MPS-r) and at its limit (MPS-l), and with Dilu's token manager. The
+ * emulated GPU dispatches thread blocks in launch order (its default model, like MPS); MPS limits are the
+ * emulator's model of CUDA_MPS_ACTIVE_THREAD_PERCENTAGE. Every figure is from the emulated GPU.
+ *
+ * <p>Usage: {@code ColocationBench NATIVE_BUILD_DIR [SECONDS] [SCENARIO...]}.
+ */
+public final class ColocationBench {
+
+    /** How the GPU is shared in one run. */
+    public enum Mode {
+        EXCLUSIVE("exclusive"), NO_CONTROL("no control"), MPS_R("MPS-r"), MPS_L("MPS-l"), DILU("dilu");
+
+        final String label;
+
+        Mode(String label) {
+            this.label = label;
+        }
+    }
+
+    /** A workload of a scenario, with its quotas in fractions of the GPU. */
+    public sealed interface Workload {
+        String name();
+
+        double request();
+
+        double limit();
+
+        boolean slo();
+    }
+
+    /**
+     * An SLO inference server: Gamma-distributed inter-arrival times (the paper's Gamma workloads, after
+     * FastServe) of the given mean rate and coefficient of variation; each batch runs {@code kernels} kernels.
+     */
+    public record Inference(String name, double request, double limit, double rps, double cv, int batch,
+            double maxWaitMs, int kernels, int blocks, double blockUs) implements Workload {
+        @Override
+        public boolean slo() {
+            return true;
+        }
+    }
+
+    /** A best-effort training loop: {@code kernels} kernels, a synchronisation, then {@code gapMs} of communication. */
+    public record Training(String name, double request, double limit, int kernels, int blocks, double blockUs,
+            double gapMs) implements Workload {
+        @Override
+        public boolean slo() {
+            return false;
+        }
+    }
+
+    public record Scenario(String name, List<Workload> workloads) {}
+
+    /** What one run measured: per workload, p50/p95 latency (inference) or blocks per second (training). */
+    public record Outcome(Map<String, double[]> latencyMs, Map<String, Double> trainingRate, long emergencyPeriods) {
+
+        double p95(String name) {
+            return latencyMs.get(name)[1];
+        }
+    }
+
+    /** SLO inference (30%/60%) under Gamma bursts beside a best-effort training job (40%/80%). */
+    public static final Scenario TRAIN_INF = new Scenario("train-inf", List.of(
+            new Inference("inference", 0.40, 0.80, 100, 4, 8, 4, 20, 108, 100),
+            new Training("training", 0.40, 0.70, 8, 432, 100, 3)));
+
+    /** Two inference functions, one steady (Poisson) and one bursty (Gamma, CV 4). */
+    public static final Scenario INF_INF = new Scenario("inf-inf", List.of(
+            new Inference("steady", 0.30, 0.60, 100, 1, 8, 4, 20, 108, 100),
+            new Inference("bursty", 0.30, 0.60, 100, 4, 8, 4, 10, 216, 100)));
+
+    /** Two training jobs of different kernel shapes and communication gaps. */
+    public static final Scenario TRAIN_TRAIN = new Scenario("train-train", List.of(
+            new Training("train-a", 0.40, 0.70, 8, 432, 100, 3),
+            new Training("train-b", 0.40, 0.70, 4, 864, 100, 5)));
+
+    public static final List<Scenario> SCENARIOS = List.of(TRAIN_INF, INF_INF, TRAIN_TRAIN);
+
+    private static final GpuDevice EMULATED_GPU = new GpuDevice("GPU-emu-bench-0", 0, "A100-40GB", 40_960, 108);
+
+    private final Path nativeDir;
+    private final Path work;
+    private final int seconds;
+
+    public ColocationBench(Path nativeDir, int seconds) throws IOException {
+        this.nativeDir = nativeDir;
+        this.work = Files.createTempDirectory("dilu-colocation-");
+        this.seconds = seconds;
+    }
+
+    /** The node agent's configuration with nothing set: what it ships. */
+    static NodeAgentConfig shipped() {
+        // Durations are written the Quarkus way ("5ms"), so read them with Quarkus's converter, as the agent does.
+        SmallRyeConfig config = new SmallRyeConfigBuilder().withMapping(NodeAgentConfig.class)
+                .withConverter(java.time.Duration.class, 200, new io.quarkus.runtime.configuration.DurationConverter())
+                .build();
+        return config.getConfigMapping(NodeAgentConfig.class);
+    }
+
+    /** Algorithm 2's parameters exactly as the node agent ships them, for the emulated A100's 108 SMs. */
+    public static TokenParameters shippedParameters() {
+        return NodeAgent.tokenParameters(shipped(), List.of(EMULATED_GPU)).getFirst();
+    }
+
+    /** The parts in which the agent releases best-effort tokens over a period, as shipped. */
+    public static int shippedRefillSteps() {
+        return shipped().refillSteps();
+    }
+
+    /** Runs a scenario every way. */
+    public Map<Mode, Outcome> run(Scenario scenario) throws Exception {
+        Map<Mode, Outcome> outcomes = new EnumMap<>(Mode.class);
+        for (Mode mode : Mode.values()) {
+            outcomes.put(mode, run(scenario, mode));
+        }
+        return outcomes;
+    }
+
+    private Outcome run(Scenario scenario, Mode mode) throws Exception {
+        Path dir = Files.createDirectories(work.resolve(scenario.name()).resolve(mode.name().toLowerCase(Locale.ROOT)));
+        List<Workload> workloads = scenario.workloads();
+        Map<String, ControlBlock> blocks = new LinkedHashMap<>();
+        for (Workload w : workloads) {
+            ControlBlock block = ControlBlock.create(dir.resolve("control-" + w.name()), 1);
+            block.heartbeat(System.nanoTime());
+            blocks.put(w.name(), block);
+        }
+        TokenManager manager = null;
+        if (mode == Mode.DILU) {
+            manager = new TokenManager(1, shippedParameters(), shippedRefillSteps(), InstantSource.system(), 4096);
+            for (Workload w : workloads) {
+                manager.gpu(0).add(new Tenant(w.name(), blocks.get(w.name()), 0, w.request(), w.limit(), w.slo()));
+            }
+            manager.start();
+        }
+        List<Process> processes = new ArrayList<>();
+        try {
+            for (int i = 0; i < workloads.size(); i++) {
+                Workload w = workloads.get(i);
+                Path gpu = Files.createDirectories(dir.resolve(mode == Mode.EXCLUSIVE ? "gpu-" + i : "gpu"));
+                ProcessBuilder pb = new ProcessBuilder(command(w, dir, i))
+                        .redirectOutput(dir.resolve(w.name() + ".out").toFile())
+                        .redirectError(ProcessBuilder.Redirect.appendTo(dir.resolve("stderr.log").toFile()));
+                Map<String, String> env = pb.environment();
+                env.put("DILU_EMU_DIR", gpu.toString());
+                switch (mode) {
+                    case MPS_R -> env.put("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent(w.request()));
+                    case MPS_L -> env.put("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent(w.limit()));
+                    case DILU -> {
+                        env.put("LD_PRELOAD", nativeDir.resolve("hook/libdilu-hook.so").toString());
+                        env.put("DILU_CONTROL_DIR", blocks.get(w.name()).directory().toString());
+                    }
+                    default -> { }
+                }
+                processes.add(pb.start());
+            }
+            for (Process p : processes) {
+                if (!p.waitFor(seconds + 120L, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException(scenario.name() + "/" + mode.label + ": a workload did not finish");
+                }
+                if (p.exitValue() != 0) {
+                    throw new IllegalStateException(scenario.name() + "/" + mode.label + ": a workload failed, see "
+                            + dir.resolve("stderr.log"));
+                }
+            }
+        } finally {
+            processes.forEach(Process::destroyForcibly);
+            if (manager != null) {
+                manager.close();
+            }
+        }
+        Map<String, double[]> latency = new LinkedHashMap<>();
+        Map<String, Double> rate = new LinkedHashMap<>();
+        for (Workload w : workloads) {
+            String out = Files.readString(dir.resolve(w.name() + ".out"), StandardCharsets.UTF_8);
+            if (w instanceof Inference) {
+                latency.put(w.name(), new double[] {number(out, "p50_ms"), number(out, "p95_ms")});
+            } else {
+                rate.put(w.name(), number(out, "blocks_per_second"));
+            }
+        }
+        long emergencies = manager == null ? 0 : manager.gpu(0).periods(ControllerState.EMERGENCY);
+        return new Outcome(latency, rate, emergencies);
+    }
+
+    private static String percent(double share) {
+        return Long.toString(Math.round(share * 100));
+    }
+
+    private List<String> command(Workload w, Path dir, int index) throws IOException {
+        return switch (w) {
+            case Inference inf -> List.of(nativeDir.resolve("bin/emu-infer").toString(),
+                    "--arrivals", arrivals(inf, dir, index).toString(), "--batch", Integer.toString(inf.batch()),
+                    "--max-wait-ms", Double.toString(inf.maxWaitMs()), "--kernels", Integer.toString(inf.kernels()), "--blocks",
+                    Integer.toString(inf.blocks()), "--block-us", Double.toString(inf.blockUs()));
+            case Training t -> List.of(nativeDir.resolve("bin/emu-train").toString(), "--seconds",
+                    Integer.toString(seconds), "--kernels", Integer.toString(t.kernels()), "--blocks",
+                    Integer.toString(t.blocks()), "--block-us", Double.toString(t.blockUs()), "--gap-ms",
+                    Double.toString(t.gapMs()));
+        };
+    }
+
+    /** Gamma inter-arrival times, seeded by the workload's position, so every mode serves the same requests. */
+    private Path arrivals(Inference inf, Path dir, int index) throws IOException {
+        SplittableRandom random = new SplittableRandom(42 + index);
+        double shape = 1 / (inf.cv() * inf.cv());
+        double scale = 1 / (inf.rps() * shape);
+        StringBuilder lines = new StringBuilder();
+        for (double t = GammaSampler.next(random, shape) * scale; t < seconds; t += GammaSampler.next(random, shape) * scale) {
+            lines.append(String.format(Locale.ROOT, "%.6f%n", t));
+        }
+        return Files.writeString(dir.resolve(inf.name() + "-arrivals.txt"), lines);
+    }
+
+    private static double number(String text, String key) {
+        Matcher m = Pattern.compile(key + "=([0-9.]+)").matcher(text);
+        if (!m.find()) {
+            throw new IllegalStateException("no " + key + " in: " + text);
+        }
+        return Double.parseDouble(m.group(1));
+    }
+
+    // ---- the figures ----
+
+    static double trainingVsExclusive(Map<Mode, Outcome> o, Mode mode) {
+        double sum = 0, exclusive = 0;
+        for (String name : o.get(Mode.EXCLUSIVE).trainingRate().keySet()) {
+            sum += o.get(mode).trainingRate().get(name);
+            exclusive += o.get(Mode.EXCLUSIVE).trainingRate().get(name);
+        }
+        return sum / exclusive;
+    }
+
+    /** The worse of the inference functions' p95 latencies, each relative to its own on an exclusive GPU. */
+    static double worstP95VsExclusive(Map<Mode, Outcome> o, Mode mode) {
+        double worst = 0;
+        for (String name : o.get(Mode.EXCLUSIVE).latencyMs().keySet()) {
+            worst = Math.max(worst, o.get(mode).p95(name) / o.get(Mode.EXCLUSIVE).p95(name));
+        }
+        return worst;
+    }
+
+    static String benchLine(Scenario s, Map<Mode, Outcome> o, double threshold) {
+        String head = String.format(Locale.ROOT, "BENCH colocation scenario=%s gpu=emulated threshold=%.2f", s.name(), threshold);
+        return switch (s.name()) {
+            case "train-inf" -> head + String.format(Locale.ROOT,
+                    " inference_p95_vs_exclusive=%.3f nocontrol_p95_vs_exclusive=%.3f mps_l_p95_vs_exclusive=%.3f"
+                            + " mps_r_p95_vs_exclusive=%.3f training_vs_exclusive=%.3f mps_r_training_vs_exclusive=%.3f"
+                            + " mps_l_training_vs_exclusive=%.3f emergency_periods=%d",
+                    worstP95VsExclusive(o, Mode.DILU), worstP95VsExclusive(o, Mode.NO_CONTROL),
+                    worstP95VsExclusive(o, Mode.MPS_L), worstP95VsExclusive(o, Mode.MPS_R),
+                    trainingVsExclusive(o, Mode.DILU), trainingVsExclusive(o, Mode.MPS_R),
+                    trainingVsExclusive(o, Mode.MPS_L), o.get(Mode.DILU).emergencyPeriods());
+            case "inf-inf" -> head + String.format(Locale.ROOT,
+                    " dilu_worst_p95_vs_exclusive=%.3f nocontrol_worst_p95_vs_exclusive=%.3f"
+                            + " mps_l_worst_p95_vs_exclusive=%.3f mps_r_worst_p95_vs_exclusive=%.3f"
+                            + " best_static_worst_p95_vs_exclusive=%.3f emergency_periods=%d",
+                    worstP95VsExclusive(o, Mode.DILU), worstP95VsExclusive(o, Mode.NO_CONTROL),
+                    worstP95VsExclusive(o, Mode.MPS_L), worstP95VsExclusive(o, Mode.MPS_R),
+                    Math.min(worstP95VsExclusive(o, Mode.MPS_L), worstP95VsExclusive(o, Mode.MPS_R)),
+                    o.get(Mode.DILU).emergencyPeriods());
+            default -> head + String.format(Locale.ROOT,
+                    " dilu_training_vs_exclusive=%.3f nocontrol_training_vs_exclusive=%.3f mps_l_training_vs_exclusive=%.3f"
+                            + " mps_r_training_vs_exclusive=%.3f best_static_training_vs_exclusive=%.3f",
+                    trainingVsExclusive(o, Mode.DILU), trainingVsExclusive(o, Mode.NO_CONTROL),
+                    trainingVsExclusive(o, Mode.MPS_L), trainingVsExclusive(o, Mode.MPS_R),
+                    Math.max(trainingVsExclusive(o, Mode.MPS_L), trainingVsExclusive(o, Mode.MPS_R)));
+        };
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) {
+            System.err.println("usage: ColocationBench NATIVE_BUILD_DIR [SECONDS] [train-inf|inf-inf|train-train ...]");
+            System.exit(2);
+        }
+        int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 30;
+        List<String> wanted = args.length > 2 ? List.of(args).subList(2, args.length) : List.of();
+        TokenParameters params = shippedParameters();
+        ColocationBench bench = new ColocationBench(Path.of(args[0]), seconds);
+        System.out.printf(Locale.ROOT, "EMULATED GPU (108 SMs, blocks dispatched in launch order), %d s per run;"
+                + " node agent defaults: MaxTokens %d, KLC threshold %.2f, η_increase %.2f%n", seconds,
+                params.maxTokens(), params.etaViolation(), params.etaIncrease());
+        List<String> lines = new ArrayList<>();
+        for (Scenario s : SCENARIOS) {
+            if (!wanted.isEmpty() && !wanted.contains(s.name())) {
+                continue;
+            }
+            Map<Mode, Outcome> o = bench.run(s);
+            System.out.println(s.name() + ":");
+            for (Mode mode : Mode.values()) {
+                StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "  %-11s", mode.label));
+                o.get(mode).latencyMs().forEach((name, l) -> row.append(
+                        String.format(Locale.ROOT, "  %s p50 %6.2f p95 %6.2f ms", name, l[0], l[1])));
+                o.get(mode).trainingRate().forEach((name, r) -> row.append(
+                        String.format(Locale.ROOT, "  %s %8.0f blocks/s", name, r)));
+                System.out.println(row);
+            }
+            lines.add(benchLine(s, o, params.etaViolation()));
+        }
+        lines.forEach(System.out::println);
+    }
+}
