@@ -63,8 +63,11 @@ class VerticalScalingIT {
                 if (plan != null && plan.state() == ControllerState.EMERGENCY) {
                     trainingTokensInEmergency.add(plan.tokensOf("training"));
                 }
-                assertThat(train.blocksLaunched(0)).as("training never runs ahead of its grant by more than a kernel")
-                        .isLessThanOrEqualTo(train.tokensGranted(0) + 432);
+                // A grant shrinks when the controller shrinks it; what the hook admitted under the previous
+                // period's grant stays admitted and is paid back, so the lead is at most one period at the
+                // limit and the kernel that waits.
+                assertThat(train.blocksLaunched(0)).as("training never runs ahead of its grant by more than a period")
+                        .isLessThanOrEqualTo(train.tokensGranted(0) + (long) (0.80 * params.maxTokens()) + 432);
                 Thread.sleep(2);
             }
             assertThat(inference.waitFor(60, TimeUnit.SECONDS) && training.waitFor(60, TimeUnit.SECONDS)).isTrue();
