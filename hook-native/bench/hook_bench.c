@@ -4,16 +4,20 @@
  * shared budget. The emulator completes zero-length kernels at launch, so its own cost is small and stable.
  *
  * The hook is loaded with dlopen rather than LD_PRELOAD so this program can hold both the raw driver
- * function and the hook's wrapper. Prints "BENCH hook ns_per_launch_added=A ns_per_launch_added_8threads=B".
+ * function and the hook's wrapper. The hook reads its control block only at its fixed path, so the program
+ * creates one and runs the measurement again inside dilu-contain, which mounts it there (as hook_test does).
+ * Prints "BENCH hook ns_per_launch_added=A ns_per_launch_added_8threads=B".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,8 +76,9 @@ static void *sym(void *h, const char *name) {
     return f;
 }
 
+static char dir[] = "/tmp/dilu-hook-bench-XXXXXX";
+
 static void control_block(void) {
-    static char dir[] = "/tmp/dilu-hook-bench-XXXXXX";
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");
         exit(3);
@@ -103,11 +108,53 @@ static void control_block(void) {
             g->device[0].throttled = 1;
             g->heartbeat_ns = clock_ns(CLOCK_MONOTONIC) + 3600ull * 1000000000ull;
         }
+        if (munmap(m, sizes[i]) != 0) {
+            perror("munmap");
+            exit(3);
+        }
     }
-    if (setenv("DILU_CONTROL_DIR", dir, 1) != 0) {
-        perror("setenv");
-        exit(3);
+}
+
+/* Runs this program again inside dilu-contain with the block mounted; returns its exit status. */
+static int run_contained(char **argv) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        perror("readlink /proc/self/exe");
+        return 3;
     }
+    self[n] = '\0';
+    control_block();
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return 3;
+    }
+    if (pid == 0) {
+        char *args[] = {CONTAIN, "--control", dir, "--", self, "--contained", argv[1], argv[2], NULL};
+        execv(CONTAIN, args);
+        perror(CONTAIN);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            perror("waitpid");
+            return 3;
+        }
+    }
+    const char *files[2] = {DILU_GRANT_FILE, DILU_REPORT_FILE};
+    for (int i = 0; i < 2; i++) {
+        char path[256];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        if (unlink(path) != 0) {
+            perror(path);
+        }
+    }
+    if (rmdir(dir) != 0) {
+        perror(dir);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 static launch_fn raw_launch, hooked_launch;
@@ -140,11 +187,14 @@ static double eight_threads(int hooked) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
+    if (argc == 3) {
+        return run_contained(argv);
+    }
+    if (argc != 4 || strcmp(argv[1], "--contained") != 0) {
         fprintf(stderr, "usage: dilu-hook-bench EMULATED_LIBCUDA HOOK_LIBRARY\n");
         return 2;
     }
-    control_block();
+    argv++; /* past --contained: argv[1] and argv[2] are the libraries again */
     void *driver = load(argv[1], RTLD_NOW | RTLD_GLOBAL);
     void *hook = load(argv[2], RTLD_NOW | RTLD_LOCAL);
     raw_launch = (launch_fn)sym(driver, "cuLaunchKernel");

@@ -2,8 +2,12 @@
  * The control block shared between the hook (inside a GPU container) and the node agent.
  *
  * Two files per container, so that a tenant cannot raise its own share:
- *   - the grant page, written only by the agent and mapped read-only into the container;
- *   - the report page, written by the hook (by every process of the container) and read by the agent.
+ *   - the grant page, written only by the agent and mounted read-only into the container (the hook refuses a
+ *     grant page that is not a read-only mount of its own);
+ *   - the report page, written by the hook (by every process of the container) and read by the agent, which
+ *     treats everything in it as hostile.
+ * Both are found at DILU_CONTROL_PATH inside the container, a path compiled into the hook, not one a tenant can
+ * point elsewhere.
  * Both start with the same header (magic, version, size, kind) so either side refuses a block it does not
  * understand instead of misreading it. A layout change bumps DILU_CONTROL_VERSION. Every field is
  * fixed-width and naturally aligned; the Java agent reads them by the offsets checked in
@@ -15,7 +19,7 @@
 #include <stdint.h>
 
 #define DILU_CONTROL_MAGIC 0x44494c55u /* "DILU" */
-#define DILU_CONTROL_VERSION 2u
+#define DILU_CONTROL_VERSION 3u
 #define DILU_MAX_DEVICES 8
 #define DILU_KLC_RING 64
 #define DILU_MAX_PROCESSES 32
@@ -23,7 +27,10 @@
 #define DILU_KIND_GRANT 1u
 #define DILU_KIND_REPORT 2u
 
-/* File names inside the directory named by DILU_CONTROL_DIR. */
+/* Where a container sees its control block: the device plugin mounts the two pages there. */
+#ifndef DILU_CONTROL_PATH
+#define DILU_CONTROL_PATH "/var/run/dilu/control"
+#endif
 #define DILU_GRANT_FILE "grant"
 #define DILU_REPORT_FILE "report"
 
@@ -37,16 +44,17 @@ typedef struct dilu_header {
 /* Written by the agent. Grants are cumulative so the hook never loses a refill it did not see. */
 typedef struct dilu_grant_device {
     uint64_t tokens_granted;     /* cumulative thread blocks the container may have launched */
-    uint64_t memory_limit_bytes; /* device memory share of the whole container; 0 = no limit */
+    uint64_t memory_limit_bytes; /* device memory share of the whole container; allocations beyond it fail */
     uint32_t state;              /* controller state (0 NONE, 1 EMERGENCY, 2 RECOVERY, 3 CONTENTION) */
     uint32_t throttled;          /* 0: launches are not throttled on this device */
+    uint64_t tokens_per_period;  /* the latest period's refill: the rate the hook keeps while the agent is late */
 } dilu_grant_device;
 
 typedef struct dilu_grant_page {
     dilu_header header;
-    uint64_t heartbeat_ns; /* CLOCK_MONOTONIC of the agent's latest refill; stale → agent gone */
+    uint64_t heartbeat_ns; /* CLOCK_MONOTONIC of the agent's latest refill */
     uint32_t devices;
-    uint32_t reserved;
+    uint32_t period_us; /* the agent's token period */
     dilu_grant_device device[DILU_MAX_DEVICES];
 } dilu_grant_page;
 

@@ -35,5 +35,10 @@ CUresult diluEmuDeviceStats(CUdevice dev, dilu_emu_stats *out);
 CUresult diluEmuProcessStats(CUdevice dev, dilu_emu_stats *out);
 /* When a completed event happened in emulated time (CLOCK_MONOTONIC nanoseconds). */
 CUresult diluEmuEventTime(CUevent event, uint64_t *ns);
+/* Adds a memory allocation or free node (p->type CU_GRAPH_NODE_TYPE_MEM_ALLOC or _MEM_FREE) as cuGraphAddNode
+ * would, under a name no interposer wraps: it stands for every way a driver may put a memory node into a graph
+ * that an interposer cannot see (a newer entry point, a capture that began between its check and the driver's
+ * call), so that tests can check what the hook does with graphs holding one. */
+CUresult diluEmuGraphAddMemoryNode(CUgraphNode *node, CUgraph g, CUgraphNodeParams *p);
 
 #endif

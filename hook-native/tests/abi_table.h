@@ -8,9 +8,11 @@ typedef struct abi_table {
     size_t launch_attribute_size, launch_attribute_value;
     size_t kernel_node_size, kernel_node_params, kernel_node_ctx;
     size_t uuid_size, deviceptr_size;
-    long errors[10];
+    long errors[11];
     long multiprocessor_count, per_thread_flag, symbol_not_found, cooperative_attribute;
 } abi_table;
 
 void abi_real(abi_table *t);
+/* The values of abi_values.h as cuda.h has them; returns how many (at most max). */
+size_t abi_real_values(size_t *out, size_t max);
 #endif

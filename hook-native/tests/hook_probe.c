@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../workloads/workload.h"
+#include "probe.h"
 
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                               CUstream, void **, void **);
@@ -16,6 +16,48 @@ static CUfunction setup(double block_us) {
     CHECK(cuInit(0));
     CHECK(cuCtxCreate_v2(&ctx, 0, 0));
     return load_kernel(block_us);
+}
+
+CUfunction probe_setup(double block_us) {
+    return setup(block_us);
+}
+
+void *probe_driver(void) {
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (driver == NULL) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        exit(3);
+    }
+    return driver;
+}
+
+typedef int (*next_report_fn)(char *, size_t);
+
+/*
+ * A library preloaded after the hook (LD_PRELOAD="hook:next_lib") resolves malloc and free with
+ * dlsym(RTLD_NEXT, ...) or dlvsym: it reports what it got, then this runs CUDA work to completion.
+ */
+static int next_mode(void) {
+    next_report_fn report = (next_report_fn)dlsym(RTLD_DEFAULT, "dilu_next_report");
+    if (report == NULL) {
+        fprintf(stderr, "the next_lib library is not loaded\n");
+        return 3;
+    }
+    char line[512];
+    int ok = report(line, sizeof(line));
+    CUfunction f = setup(0);
+    CUdeviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1 << 20));
+    for (int i = 0; i < 10; i++) {
+        CHECK(cuLaunchKernel(f, 10, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    }
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(p));
+    char *text = strdup("through the preloaded malloc"); /* the program's own allocations still work */
+    int copied = text != NULL && strcmp(text, "through the preloaded malloc") == 0;
+    free(text);
+    printf("%s next=%s copied=%d\n", line, ok ? "ok" : "WRONG", copied);
+    return ok && copied ? 0 : 1;
 }
 
 /* Launches 100 blocks through each of 7 paths a framework might use; the hook must see all of them. */
@@ -128,11 +170,40 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "graph") == 0) {
         return graph_mode();
     }
+    if (argc >= 2 && strcmp(argv[1], "graph_paths") == 0) {
+        return probe_graph_paths();
+    }
+    if (argc >= 2 && strcmp(argv[1], "graph_update") == 0) {
+        return probe_graph_update();
+    }
+    if (argc >= 2 && strcmp(argv[1], "graph_capture") == 0) {
+        return probe_graph_capture();
+    }
+    if (argc >= 2 && strcmp(argv[1], "graph_race") == 0) {
+        return probe_graph_race();
+    }
+    if (argc >= 2 && strcmp(argv[1], "graph_memory") == 0) {
+        return probe_graph_memory();
+    }
+    if (argc >= 2 && strcmp(argv[1], "arrays") == 0) {
+        return probe_arrays();
+    }
+    if (argc >= 2 && strcmp(argv[1], "vmm") == 0) {
+        return probe_vmm();
+    }
+    if (argc >= 5 && strcmp(argv[1], "hold") == 0) {
+        return probe_hold(argv[2], argv[3], argv[4]);
+    }
+    if (argc >= 2 && strcmp(argv[1], "next") == 0) {
+        return next_mode();
+    }
     if (argc >= 2 && strcmp(argv[1], "init") == 0) {
         CUresult rc = cuInit(0);
         printf("init=%d\n", (int)rc);
         return 0;
     }
-    fprintf(stderr, "usage: hook-probe bypass|wait|alloc MIB HOLD_MS|rate SECONDS BLOCK_US|graph|init\n");
+    fprintf(stderr, "usage: hook-probe bypass|wait|alloc MIB HOLD_MS|rate SECONDS BLOCK_US|graph|graph_paths|"
+                    "graph_update|graph_capture|graph_race|graph_memory|arrays|vmm|hold array|vmm|alloc MIB HOLD_MS|"
+                    "next|init\n");
     return 2;
 }

@@ -1,4 +1,4 @@
-/* The emulated driver API: devices, contexts, modules, memory, launches, events and graphs. */
+/* The emulated driver API: devices, contexts, streams, events, modules and launches (graphs: graph.c). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +56,12 @@ EXPORT CUresult cuGetErrorString(CUresult error, const char **p) {
     case CUDA_ERROR_INVALID_DEVICE: *p = "invalid device ordinal"; break;
     case CUDA_ERROR_INVALID_HANDLE: *p = "invalid resource handle"; break;
     case CUDA_ERROR_NOT_FOUND: *p = "named symbol not found"; break;
+    case CUDA_ERROR_NOT_PERMITTED: *p = "operation not permitted"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *p = "operation not supported"; break;
+    case CUDA_ERROR_ILLEGAL_STATE: *p = "the operation cannot be performed in the present state"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: *p = "operation not permitted when stream is capturing"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: *p = "operation failed due to a previous error during capture"; break;
+    case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: *p = "the graph update was not performed"; break;
     default: *p = "unknown error"; return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -187,6 +193,7 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
+    emu_capture_abandon(s);
     emu_stream_destroy(s);
     return CUDA_SUCCESS;
 }
@@ -347,7 +354,10 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
         return CUDA_ERROR_INVALID_VALUE;
     }
     CUresult rc = ready();
-    return rc != CUDA_SUCCESS ? rc : emu_enqueue_kernel(s, emu_grid_blocks(gx, gy, gz), f->block_ns);
+    if (rc != CUDA_SUCCESS || emu_capture_kernel(s, f, gx, gy, gz, &rc)) {
+        return rc; /* not ready, or recorded into the graph of a capturing stream */
+    }
+    return emu_enqueue_kernel(s, emu_grid_blocks(gx, gy, gz), f->block_ns);
 }
 
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
@@ -383,94 +393,4 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, un
                                                unsigned int bx, unsigned int by, unsigned int bz,
                                                unsigned int shm, CUstream s, void **params) {
     return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params);
-}
-
-/* ---- graphs: kernel nodes run in the order they were added ---- */
-
-EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags) {
-    (void)flags;
-    if (g == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    *g = calloc(1, sizeof(**g));
-    return *g == NULL ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
-                                        const CUDA_KERNEL_NODE_PARAMS_v2 *p) {
-    (void)deps, (void)ndeps;
-    if (g == NULL || p == NULL || p->func == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (g->count == g->capacity) {
-        int capacity = g->capacity == 0 ? 8 : g->capacity * 2;
-        emu_graph_node *grown = realloc(g->nodes, sizeof(*grown) * (size_t)capacity);
-        if (grown == NULL) {
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        g->nodes = grown;
-        g->capacity = capacity;
-    }
-    g->nodes[g->count].func = p->func;
-    g->nodes[g->count].blocks = emu_grid_blocks(p->gridDimX, p->gridDimY, p->gridDimZ);
-    if (node != NULL) {
-        *node = (CUgraphNode)(uintptr_t)(g->count + 1);
-    }
-    g->count++;
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsigned long long flags) {
-    (void)flags;
-    if (exec == NULL || g == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    struct CUgraphExec_st *e = calloc(1, sizeof(*e));
-    if (e == NULL) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    e->nodes = calloc((size_t)(g->count > 0 ? g->count : 1), sizeof(*e->nodes));
-    if (e->nodes == NULL) {
-        free(e);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    memcpy(e->nodes, g->nodes, sizeof(*e->nodes) * (size_t)g->count);
-    e->count = g->count;
-    *exec = e;
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
-    if (e == NULL) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    for (int i = 0; i < e->count; i++) {
-        CUresult rc = emu_enqueue_kernel(s, e->nodes[i].blocks, e->nodes[i].func->block_ns);
-        if (rc != CUDA_SUCCESS) {
-            return rc;
-        }
-    }
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
-    return cuGraphLaunch(e, s);
-}
-
-EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
-    if (e == NULL) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    free(e->nodes);
-    free(e);
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuGraphDestroy(CUgraph g) {
-    if (g == NULL) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    free(g->nodes);
-    free(g);
-    return CUDA_SUCCESS;
 }

@@ -102,6 +102,10 @@ struct CUstream_st {
     uint64_t tail_ns;  /* fifo, while unplaced is 0: when everything queued will have completed */
     pthread_t worker;
     struct CUstream_st *next_stream; /* all streams of the process, for context sync */
+    /* Stream capture (graph.c), guarded by `lock`: while capturing, kernels become nodes of capture_graph. */
+    CUstreamCaptureStatus capture;
+    struct CUgraph_st *capture_graph;
+    int capture_owned; /* the capture created the graph (cuStreamBeginCapture), not cuStreamBeginCaptureToGraph */
 };
 
 struct CUevent_st {
@@ -113,22 +117,6 @@ struct CUevent_st {
 
 struct CUctx_st {
     int device;
-};
-
-typedef struct emu_graph_node {
-    CUfunction func;
-    uint64_t blocks;
-} emu_graph_node;
-
-struct CUgraph_st {
-    int count;
-    int capacity;
-    emu_graph_node *nodes;
-};
-
-struct CUgraphExec_st {
-    int count;
-    emu_graph_node *nodes;
 };
 
 /* shared.c */
@@ -170,5 +158,14 @@ void emu_stream_destroy(CUstream s);
 /* driver.c */
 int emu_current_device(void);
 uint64_t emu_grid_blocks(unsigned int x, unsigned int y, unsigned int z);
+
+/* graph.c: a kernel launched onto a capturing stream becomes a node of its graph instead of running */
+extern _Atomic int emu_capturing_streams; /* streams capturing now in this process: launches check only if > 0 */
+int emu_capture_kernel(CUstream s, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, CUresult *rc);
+/* cuMemAllocAsync / cuMemFreeAsync on a capturing stream: 1 with the result in *rc if s captures (a memory
+ * node recorded, or refused), 0 if it does not and the call is to run now. */
+int emu_capture_alloc(CUstream s, size_t bytes, CUdeviceptr *dptr, CUresult *rc);
+int emu_capture_free(CUstream s, CUdeviceptr p, CUresult *rc);
+void emu_capture_abandon(CUstream s); /* a stream destroyed while capturing: its capture ends */
 
 #endif

@@ -1,4 +1,6 @@
-/* Device memory: accounted in the shared state across processes; pointers are unique but not backed. */
+/* Device memory: accounted in the shared state across processes; pointers are unique but not backed.
+ * Arrays: array.c; virtual memory management (cuMemCreate, cuMemMap, ...): vmm.c. Stream-ordered allocations
+ * and frees on a capturing stream become graph memory nodes (graph.c), as in CUDA. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <time.h>
@@ -99,9 +101,18 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int 
     return allocate(dptr, bytes);
 }
 
+/* On a capturing stream: an allocation node of the capture's graph (the allocation belongs to the graph, and
+ * takes no memory until it runs); otherwise an allocation now. */
+static CUresult allocate_async(CUdeviceptr *dptr, size_t bytes, CUstream s) {
+    CUresult rc = CUDA_SUCCESS;
+    if (dptr == NULL || bytes == 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return emu_capture_alloc(s, bytes, dptr, &rc) ? rc : allocate(dptr, bytes);
+}
+
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    (void)s;
-    return allocate(dptr, bytes);
+    return allocate_async(dptr, bytes, s);
 }
 
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s) {
@@ -109,8 +120,8 @@ EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s
 }
 
 EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s) {
-    (void)pool, (void)s;
-    return allocate(dptr, bytes);
+    (void)pool; /* the emulator has one pool per device: the default one */
+    return allocate_async(dptr, bytes, s);
 }
 
 EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s) {
@@ -121,28 +132,14 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
     return release(p);
 }
 
+/* On a capturing stream: a free node, which CUDA accepts only for a graph allocation (graph.c checks). */
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-    (void)s;
-    return release(p);
+    CUresult rc = CUDA_SUCCESS;
+    return emu_capture_free(s, p, &rc) ? rc : release(p);
 }
 
 EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
     return cuMemFreeAsync(p, s);
-}
-
-EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
-                            unsigned long long flags) {
-    (void)prop, (void)flags;
-    CUdeviceptr p = 0;
-    CUresult rc = allocate(&p, size);
-    if (rc == CUDA_SUCCESS) {
-        *handle = (CUmemGenericAllocationHandle)p;
-    }
-    return handle == NULL ? CUDA_ERROR_INVALID_VALUE : rc;
-}
-
-EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-    return release((CUdeviceptr)handle);
 }
 
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {

@@ -145,7 +145,9 @@ uint64_t emu_run_progressive(int device, uint64_t blocks, uint64_t block_ns) {
         uint64_t credited = end > now ? end - now : 0;
         double done = share * (double)credited < remaining ? share * (double)credited : remaining;
         remaining -= done;
-        COUNT(device, kernel_ns, after - now);
+        /* Time at the share given, not the host's oversleep past the kernel's end: a loaded machine must not
+         * make the average share look smaller than it was. */
+        COUNT(device, kernel_ns, share > 0 ? (uint64_t)(done / share + 0.5) : after - now);
         COUNT(device, share_sm_ns, (uint64_t)(done + 0.5));
         if (share > 0) {
             COUNT(device, held_ns, credited);

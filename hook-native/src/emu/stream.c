@@ -198,6 +198,12 @@ CUresult emu_stream_sync(CUstream stream) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
     pthread_mutex_lock(&s->lock);
+    if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+        /* As in CUDA: synchronising a capturing stream is not allowed, and invalidates the capture. */
+        s->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        pthread_mutex_unlock(&s->lock);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     while (s->head != NULL || s->busy) {
         pthread_cond_wait(&s->changed, &s->lock);
     }

@@ -1,13 +1,16 @@
 /*
- * Mapping the container's control block: the grant page read-only, the report page read-write.
+ * Mapping the container's control block: the grant page read-only, the report page read-write, both at the
+ * path compiled into the hook (DILU_CONTROL_PATH), where the device plugin mounts them.
  *
- * Fallback: no DILU_CONTROL_DIR, or a missing, truncated or foreign block → one warning, and the process
- * runs as if the hook were not there. DILU_HOOK_FAIL_CLOSED=1 refuses CUDA instead (cuInit fails). The
- * agent going quiet (no heartbeat for 1 s) unthrottles launches but keeps the memory share, so a crashed
- * agent never freezes its tenants and never lets them take more memory.
+ * The hook is only ever loaded where a GPU share was allocated (the node's /etc/ld.so.preload and the
+ * webhook's LD_PRELOAD exist only in GPU containers), so it fails closed: a missing, truncated or foreign
+ * block, a grant page that is not a read-only mount of its own (a tenant could otherwise ship one in its
+ * image), or more CUDA processes than the report page has slots → one error, and CUDA is refused
+ * (CUDA_ERROR_NOT_PERMITTED) in that process.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -97,34 +100,97 @@ static dilu_report_process *take_slot(dilu_report_page *r) {
     return mine;
 }
 
-static void attach(void) {
-    const char *dir = getenv("DILU_CONTROL_DIR");
-    const char *strict = getenv("DILU_HOOK_FAIL_CLOSED");
-    char why[4200] = "DILU_CONTROL_DIR is not set";
-    if (dir != NULL && *dir != '\0') {
-        control.grant = map_page(dir, DILU_GRANT_FILE, 0, sizeof(dilu_grant_page), DILU_KIND_GRANT, why, sizeof(why));
-        if (control.grant != NULL) {
-            control.report = map_page(dir, DILU_REPORT_FILE, 1, sizeof(dilu_report_page), DILU_KIND_REPORT, why,
-                                      sizeof(why));
+/* Undoes the octal escapes of /proc/self/mountinfo (a space is \040) in place. */
+static void unescape(char *s) {
+    char *out = s;
+    for (char *in = s; *in != '\0'; in++) {
+        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' && in[3] >= '0' &&
+            in[3] <= '7') {
+            *out++ = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
+            in += 3;
+        } else {
+            *out++ = *in;
         }
+    }
+    *out = '\0';
+}
+
+/*
+ * 1 if `path` is the mount point of a read-only mount, the last one there (later mounts hide earlier ones);
+ * 0 with the reason otherwise. A grant page that is a file of the container's own filesystem, even a
+ * read-only one, was not put there by the node.
+ */
+static int read_only_mount(const char *given, char *why, size_t why_len) {
+    char path[PATH_MAX];
+    /* mountinfo names the resolved path (/var/run is often a link to /run) */
+    if (realpath(given, path) == NULL) {
+        snprintf(why, why_len, errno == ENOENT ? "there is no control block at %s" : "cannot resolve %s: %s", given,
+                 strerror(errno));
+        return 0;
+    }
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (f == NULL) {
+        snprintf(why, why_len, "cannot read /proc/self/mountinfo: %s", strerror(errno));
+        return 0;
+    }
+    char line[8192];
+    int found = 0, ro = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        /* id parent major:minor root mountpoint options ... */
+        char *save = NULL, *field = strtok_r(line, " ", &save);
+        for (int i = 0; i < 4 && field != NULL; i++) {
+            field = strtok_r(NULL, " ", &save);
+        }
+        char *options = field != NULL ? strtok_r(NULL, " ", &save) : NULL;
+        if (field == NULL || options == NULL) {
+            continue;
+        }
+        unescape(field);
+        if (strcmp(field, path) != 0) {
+            continue;
+        }
+        found = 1;
+        ro = 0;
+        char *opt_save = NULL;
+        for (char *o = strtok_r(options, ",", &opt_save); o != NULL; o = strtok_r(NULL, ",", &opt_save)) {
+            ro |= strcmp(o, "ro") == 0;
+        }
+    }
+    if (fclose(f) != 0) {
+        hook_log(LOG_WARN, "closing /proc/self/mountinfo: %s", strerror(errno));
+    }
+    if (!found || !ro) {
+        snprintf(why, why_len, "%s is not %s", path, found ? "mounted read-only" : "a mount of its own");
+        return 0;
+    }
+    return 1;
+}
+
+static void attach(void) {
+    char why[4200] = "";
+    const char *dir = DILU_CONTROL_PATH;
+    char grant_path[512];
+    snprintf(grant_path, sizeof(grant_path), "%s/%s", dir, DILU_GRANT_FILE);
+    if (read_only_mount(grant_path, why, sizeof(why))) {
+        control.grant = map_page(dir, DILU_GRANT_FILE, 0, sizeof(dilu_grant_page), DILU_KIND_GRANT, why, sizeof(why));
+    }
+    if (control.grant != NULL) {
+        control.report = map_page(dir, DILU_REPORT_FILE, 1, sizeof(dilu_report_page), DILU_KIND_REPORT, why,
+                                  sizeof(why));
     }
     if (control.report != NULL) {
         control.self = take_slot(control.report);
         if (control.self == NULL) {
-            snprintf(why, sizeof(why), "more than %d processes in the container", DILU_MAX_PROCESSES);
+            snprintf(why, sizeof(why), "all %d process slots of the container's report page are taken",
+                     DILU_MAX_PROCESSES);
         }
     }
     if (control.grant != NULL && control.report != NULL && control.self != NULL) {
-        atomic_store(&control.throttle, 1);
         hook_log(LOG_INFO, "attached to the control block in %s", dir);
         return;
     }
-    if (strict != NULL && strcmp(strict, "1") == 0) {
-        control.refuse = 1;
-        hook_log(LOG_ERROR, "no usable control block (%s); DILU_HOOK_FAIL_CLOSED=1: CUDA is refused", why);
-    } else {
-        hook_log(LOG_WARN, "no usable control block (%s): GPU launches run unthrottled and memory unlimited", why);
-    }
+    control.refuse = 1;
+    hook_log(LOG_ERROR, "no usable control block (%s): CUDA is refused in this process", why);
 }
 
 hook_control *hook_control_get(void) {

@@ -44,6 +44,10 @@ void hook_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* real.c: glibc's own dlsym/dlvsym, and the real driver's entry points */
 void *hook_real_dlsym(void *handle, const char *name);
 void *hook_real_dlvsym(void *handle, const char *name, const char *version);
+/* dlsym(RTLD_NEXT, name) / dlvsym(RTLD_NEXT, name, version) as glibc answers it for code at `caller`: the
+ * first object after the caller's, in load order, that defines the symbol (version NULL: its default
+ * version). Allocation-free and uninstrumented, like everything dlsym reaches. */
+void *hook_next_symbol(const void *caller, const char *name, const char *version);
 void *hook_real(const char *name); /* NULL if the driver or the symbol is missing */
 /* The real driver function, looked up once per call site and cached. */
 #define REAL(type, name)                                                    \
@@ -59,11 +63,10 @@ void *hook_real(const char *name); /* NULL if the driver or the symbol is missin
 
 /* control.c: the container's control block */
 typedef struct hook_control {
-    const dilu_grant_page *grant; /* read-only; NULL when missing or invalid */
-    dilu_report_page *report;     /* NULL when missing or invalid */
-    _Atomic int throttle;         /* 0: run unthrottled (no block, or the agent is gone) */
-    dilu_report_process *self;    /* this process's slot, for memory; NULL when not attached */
-    int refuse;                   /* DILU_HOOK_FAIL_CLOSED and no usable block: CUDA is refused */
+    const dilu_grant_page *grant; /* read-only; valid unless refuse */
+    dilu_report_page *report;     /* valid unless refuse */
+    dilu_report_process *self;    /* this process's slot, for memory; valid unless refuse */
+    int refuse;                   /* no usable block: CUDA is refused (CUDA_ERROR_NOT_PERMITTED) */
 } hook_control;
 
 hook_control *hook_control_get(void);
@@ -72,11 +75,44 @@ uint64_t hook_now_ns(void);
 /* launch.c */
 CUresult hook_admit(uint64_t blocks); /* spends tokens, waits for them if none are left */
 
+/* Thread blocks of a grid, in 64 bits: x < 2^31 and y, z < 2^16 in CUDA, but nothing stops a caller passing
+ * more, so saturate, never wrap (hook_admit refuses anything that large). */
+static inline uint64_t hook_grid_blocks(unsigned int x, unsigned int y, unsigned int z) {
+    uint64_t xy = (uint64_t)x * (uint64_t)y;
+    if (z != 0 && xy > UINT64_MAX / z) {
+        return UINT64_MAX;
+    }
+    return xy * z;
+}
+
+/* graph.c: a graph is charged the blocks of its kernels when it is launched; a launch onto a stream that is
+ * capturing only records into the capture's graph and is not charged. */
+extern _Atomic uint32_t hook_capturing_streams; /* captures begun and not ended in this process */
+/* Whether s (the per-thread default stream's flavour if per_thread) is capturing. If so, returns 1 holding
+ * the graph lock, so that the capture cannot end before the launch is recorded: call hook_capture_leave()
+ * after the driver call. Called only while hook_capturing_streams is not 0: off the launch fast path. */
+int hook_capture_enter(CUstream s, int per_thread);
+void hook_capture_leave(void);
+/* Whether s is capturing, without the lock: for the calls refused on a capturing stream (memory.c). Asks the
+ * driver only while hook_capturing_streams is not 0. */
+int hook_stream_capturing(CUstream s, int per_thread);
+
 /* klc.c */
 void hook_klc_launch(void);
 void hook_klc_sync(void);
 
+/* memory.c: the container's memory share, booked in the report page */
+typedef enum { HOOK_HELD_POINTER, HOOK_HELD_ARRAY, HOOK_HELD_MIPMAP } hook_held_kind;
+CUresult hook_memory_book(uint64_t bytes); /* CUDA_SUCCESS (booked), OUT_OF_MEMORY, or NOT_PERMITTED */
+void hook_memory_unbook(uint64_t bytes);
+void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes); /* released by forget */
+uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key);              /* the bytes; 0 if unknown */
+
 /* interpose.c */
-void *hook_wrapper_for(const char *name, cuuint64_t flags); /* our function for a driver symbol, or NULL */
+/* Our function for what cuGetProcAddress answers for `name` at `version` with `flags`; NULL if we do not
+ * wrap it; HOOK_NO_FLAVOUR if we wrap it but not at that (older) version: the caller must not get the
+ * driver's function either. */
+#define HOOK_NO_FLAVOUR ((void *)-1)
+void *hook_wrapper_for(const char *name, int version, cuuint64_t flags);
 
 #endif

@@ -10,54 +10,104 @@
 #include "hook.h"
 
 typedef struct wrapped {
-    const char *base;     /* the name cuGetProcAddress is asked for */
+    const char *base; /* the name cuGetProcAddress is asked for */
+    int since;        /* the first CUDA version (1000 × major + 10 × minor) cuGetProcAddress answers with this */
     const char *exported; /* the driver's exported symbol of the default flavour */
     void *legacy;
     const char *exported_ptsz; /* NULL when the function has no per-thread-stream flavour */
     void *per_thread;
 } wrapped;
 
-#define W(base, fn) {base, #fn, (void *)fn, NULL, NULL}
-#define WP(base, fn, fn_ptsz) {base, #fn, (void *)fn, #fn_ptsz, (void *)fn_ptsz}
+#define W(base, fn) {base, 0, #fn, (void *)fn, NULL, NULL}
+#define WP(base, fn, fn_ptsz) {base, 0, #fn, (void *)fn, #fn_ptsz, (void *)fn_ptsz}
+/* A function whose signature changed keeps its name in cuGetProcAddress: which flavour answers depends on
+ * the version asked for (cudaTypedefs.h: PFN_<name>_v<version>). Every flavour is here, so none is reached
+ * unwrapped, whether by cuGetProcAddress or by its exported name through dlsym. */
+#define V(base, since, fn) {base, since, #fn, (void *)fn, NULL, NULL}
+#define VP(base, since, fn, fn_ptsz) {base, since, #fn, (void *)fn, #fn_ptsz, (void *)fn_ptsz}
 
 static const wrapped table[] = {
     W("cuInit", cuInit),
     WP("cuLaunchKernel", cuLaunchKernel, cuLaunchKernel_ptsz),
     WP("cuLaunchKernelEx", cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
     WP("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz),
+    /* graphs (graph.c) */
     WP("cuGraphLaunch", cuGraphLaunch, cuGraphLaunch_ptsz),
-    W("cuGraphAddKernelNode", cuGraphAddKernelNode_v2),
+    V("cuGraphInstantiate", 10000, cuGraphInstantiate),
+    V("cuGraphInstantiate", 11000, cuGraphInstantiate_v2),
+    V("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),
     W("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags),
+    WP("cuGraphInstantiateWithParams", cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz),
+    V("cuGraphExecUpdate", 10020, cuGraphExecUpdate),
+    V("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2),
+    V("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams),
+    V("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2),
+    W("cuGraphExecChildGraphNodeSetParams", cuGraphExecChildGraphNodeSetParams),
+    W("cuGraphExecNodeSetParams", cuGraphExecNodeSetParams),
     W("cuGraphExecDestroy", cuGraphExecDestroy),
+    V("cuGraphAddKernelNode", 10000, cuGraphAddKernelNode),
+    V("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2),
+    V("cuGraphKernelNodeSetParams", 10000, cuGraphKernelNodeSetParams),
+    V("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2),
+    W("cuGraphAddChildGraphNode", cuGraphAddChildGraphNode),
+    V("cuGraphAddNode", 12020, cuGraphAddNode),
+    V("cuGraphAddNode", 12030, cuGraphAddNode_v2),
+    W("cuGraphNodeSetParams", cuGraphNodeSetParams),
+    W("cuGraphAddMemAllocNode", cuGraphAddMemAllocNode),
+    W("cuGraphAddMemFreeNode", cuGraphAddMemFreeNode),
+    W("cuGraphDestroyNode", cuGraphDestroyNode),
     W("cuGraphDestroy", cuGraphDestroy),
-    W("cuMemAlloc", cuMemAlloc_v2),
-    W("cuMemAllocPitch", cuMemAllocPitch_v2),
+    VP("cuStreamBeginCapture", 10000, cuStreamBeginCapture, cuStreamBeginCapture_ptsz),
+    VP("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz),
+    WP("cuStreamBeginCaptureToGraph", cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz),
+    WP("cuStreamEndCapture", cuStreamEndCapture, cuStreamEndCapture_ptsz),
+    /* memory (memory.c, array.c, vmm.c): the _v2 functions are CUDA 3.2's 64-bit ones; older versions asked
+     * for get nothing, rather than a 32-bit flavour that would run unbooked */
+    V("cuMemAlloc", 3020, cuMemAlloc_v2),
+    V("cuMemAllocPitch", 3020, cuMemAllocPitch_v2),
     W("cuMemAllocManaged", cuMemAllocManaged),
     WP("cuMemAllocAsync", cuMemAllocAsync, cuMemAllocAsync_ptsz),
     WP("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz),
-    W("cuMemCreate", cuMemCreate),
-    W("cuMemFree", cuMemFree_v2),
+    V("cuMemFree", 3020, cuMemFree_v2),
     WP("cuMemFreeAsync", cuMemFreeAsync, cuMemFreeAsync_ptsz),
+    W("cuMemCreate", cuMemCreate),
     W("cuMemRelease", cuMemRelease),
-    W("cuMemGetInfo", cuMemGetInfo_v2),
-    W("cuDeviceTotalMem", cuDeviceTotalMem_v2),
+    W("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle),
+    W("cuMemMap", cuMemMap),
+    W("cuMemUnmap", cuMemUnmap),
+    V("cuArrayCreate", 2000, cuArrayCreate),
+    V("cuArrayCreate", 3020, cuArrayCreate_v2),
+    V("cuArray3DCreate", 2000, cuArray3DCreate),
+    V("cuArray3DCreate", 3020, cuArray3DCreate_v2),
+    W("cuArrayDestroy", cuArrayDestroy),
+    W("cuMipmappedArrayCreate", cuMipmappedArrayCreate),
+    W("cuMipmappedArrayDestroy", cuMipmappedArrayDestroy),
+    V("cuMemGetInfo", 3020, cuMemGetInfo_v2),
+    V("cuDeviceTotalMem", 3020, cuDeviceTotalMem_v2),
+    /* host synchronisation (klc.c) */
     W("cuCtxSynchronize", cuCtxSynchronize),
     WP("cuStreamSynchronize", cuStreamSynchronize, cuStreamSynchronize_ptsz),
     W("cuEventSynchronize", cuEventSynchronize),
-    W("cuMemcpyDtoH", cuMemcpyDtoH_v2),
+    V("cuMemcpyDtoH", 3020, cuMemcpyDtoH_v2),
     W("cuGetProcAddress", cuGetProcAddress_v2),
 };
 
 #define ENTRIES (sizeof(table) / sizeof(table[0]))
 
-void *hook_wrapper_for(const char *name, cuuint64_t flags) {
+void *hook_wrapper_for(const char *name, int version, cuuint64_t flags) {
+    const wrapped *best = NULL;
+    int named = 0;
     for (size_t i = 0; i < ENTRIES; i++) {
         if (strcmp(table[i].base, name) == 0) {
-            int per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-            return per_thread && table[i].per_thread != NULL ? table[i].per_thread : table[i].legacy;
+            named = 1;
+            best = table[i].since <= version && (best == NULL || table[i].since > best->since) ? &table[i] : best;
         }
     }
-    return NULL;
+    if (best == NULL) {
+        return named ? HOOK_NO_FLAVOUR : NULL;
+    }
+    int per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    return per_thread && best->per_thread != NULL ? best->per_thread : best->legacy;
 }
 
 /* Our function for an exported driver symbol name (as dlsym sees them), or NULL. */
@@ -79,14 +129,22 @@ HOOK_NO_SANITIZE static void *wrapper_for_symbol(const char *name) {
     return NULL;
 }
 
+/*
+ * RTLD_NEXT means "after the caller's object", and glibc finds the caller from its return address, which
+ * for a call forwarded from here is in the hook: a library loaded after the hook asking for the next
+ * malloc would get its own malloc back and recurse forever. So RTLD_NEXT is answered here, for the real
+ * caller (the return address of this call).
+ */
 HOOK_EXPORT HOOK_NO_SANITIZE void *dlsym(void *handle, const char *name) {
-    void *found = hook_real_dlsym(handle, name);
+    void *found = handle == RTLD_NEXT ? hook_next_symbol(__builtin_return_address(0), name, NULL)
+                                      : hook_real_dlsym(handle, name);
     void *ours = found != NULL ? wrapper_for_symbol(name) : NULL;
     return ours != NULL ? ours : found;
 }
 
 HOOK_EXPORT HOOK_NO_SANITIZE void *dlvsym(void *handle, const char *name, const char *version) {
-    void *found = hook_real_dlvsym(handle, name, version);
+    void *found = handle == RTLD_NEXT ? hook_next_symbol(__builtin_return_address(0), name, version)
+                                      : hook_real_dlvsym(handle, name, version);
     void *ours = found != NULL ? wrapper_for_symbol(name) : NULL;
     return ours != NULL ? ours : found;
 }
@@ -95,35 +153,46 @@ typedef CUresult (*proc_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverP
 typedef CUresult (*proc_v1_fn)(const char *, void **, int, cuuint64_t);
 typedef CUresult (*init_fn)(unsigned int);
 
+/*
+ * Swaps our wrapper into what the driver answered. A function we wrap asked for at a version older than
+ * any flavour we have is refused: its older flavour (a 32-bit allocation, say) would run unaccounted.
+ */
+static CUresult swap_in(CUresult rc, const char *symbol, void **pfn, int version, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult *status) {
+    if (rc != CUDA_SUCCESS || pfn == NULL || *pfn == NULL || symbol == NULL) {
+        return rc;
+    }
+    void *ours = hook_wrapper_for(symbol, version, flags);
+    if (ours == HOOK_NO_FLAVOUR) {
+        *pfn = NULL;
+        if (status != NULL) {
+            *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        }
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    if (ours != NULL) {
+        *pfn = ours;
+    }
+    return rc;
+}
+
 /* Asks the driver first, so versions and flags mean what the driver says; then swaps in our wrapper. */
 HOOK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                          CUdriverProcAddressQueryResult *status) {
     proc_v2_fn real = REAL(proc_v2_fn, cuGetProcAddress_v2);
     CUresult rc = real == NULL ? CUDA_ERROR_NOT_INITIALIZED : real(symbol, pfn, version, flags, status);
-    if (rc == CUDA_SUCCESS && pfn != NULL && *pfn != NULL && symbol != NULL) {
-        void *ours = hook_wrapper_for(symbol, flags);
-        if (ours != NULL) {
-            *pfn = ours;
-        }
-    }
-    return rc;
+    return swap_in(rc, symbol, pfn, version, flags, status);
 }
 
 HOOK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags) {
     proc_v1_fn real = REAL(proc_v1_fn, cuGetProcAddress);
     CUresult rc = real == NULL ? CUDA_ERROR_NOT_INITIALIZED : real(symbol, pfn, version, flags);
-    if (rc == CUDA_SUCCESS && pfn != NULL && *pfn != NULL && symbol != NULL) {
-        void *ours = hook_wrapper_for(symbol, flags);
-        if (ours != NULL) {
-            *pfn = ours;
-        }
-    }
-    return rc;
+    return swap_in(rc, symbol, pfn, version, flags, NULL);
 }
 
 HOOK_EXPORT CUresult cuInit(unsigned int flags) {
     if (hook_control_get()->refuse) {
-        return CUDA_ERROR_NOT_INITIALIZED;
+        return CUDA_ERROR_NOT_PERMITTED;
     }
     init_fn real = REAL(init_fn, cuInit);
     return real == NULL ? CUDA_ERROR_NOT_INITIALIZED : real(flags);

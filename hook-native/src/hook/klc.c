@@ -19,7 +19,7 @@ void hook_klc_launch(void) {
 void hook_klc_sync(void) {
     uint64_t start = atomic_exchange(&first_launch_ns, 0);
     hook_control *c = hook_control_get();
-    if (start == 0 || c->report == NULL) {
+    if (start == 0 || c->refuse) {
         return;
     }
     dilu_report_device *d = &c->report->device[0];

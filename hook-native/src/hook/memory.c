@@ -1,7 +1,17 @@
 /*
  * The container's memory share, enforced on every allocation path and summed over all of its processes:
  * an allocation first reserves its bytes against the share in the report page (compare-and-swap, so two
- * processes cannot both squeeze past it), and only then asks the driver.
+ * processes cannot both squeeze past it), and only then asks the driver. Arrays: array.c; virtual memory
+ * management (cuMemCreate, cuMemMap, ...): vmm.c; both book through the functions here.
+ *
+ * Stream-ordered allocations and frees on a capturing stream are refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+ * CUDA's "not permitted while the stream is capturing"), before the driver sees them: the driver would record
+ * them as graph memory nodes, which the hook does not book (graph.c). Booking such an allocation when it was
+ * recorded, as an ordinary one, would be wrong both ways: the memory is the graph's, used at every launch and
+ * held by the graph memory pool, and a captured free frees nothing until the graph runs, so unbooking then
+ * would leave memory in use unbooked. The capture is not invalidated (the driver never sees the call): it goes
+ * on without the allocation. A capture beginning on another thread between the check and the driver's call
+ * can still slip one in; its graph is then refused at instantiation, so it never gets memory.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -12,7 +22,8 @@
 #define BUCKETS 1024
 
 typedef struct held {
-    uint64_t key; /* device pointer or allocation handle */
+    uint64_t key; /* a device pointer, or an array's handle: of `kind`, since their values may coincide */
+    hook_held_kind kind;
     uint64_t bytes;
     struct held *next;
 } held;
@@ -25,19 +36,19 @@ static size_t bucket(uint64_t key) {
 }
 
 static uint64_t limit_of(const hook_control *c) {
-    return c->self == NULL ? 0 : __atomic_load_n(&c->grant->device[0].memory_limit_bytes, __ATOMIC_ACQUIRE);
+    return c->refuse ? 0 : __atomic_load_n(&c->grant->device[0].memory_limit_bytes, __ATOMIC_ACQUIRE);
 }
 
 /* 1 if the bytes fit the share (and are now booked), 0 if not. */
 static int reserve(hook_control *c, uint64_t bytes) {
-    if (c->self == NULL) {
-        return 1;
+    if (c->refuse) {
+        return 0;
     }
     uint64_t limit = limit_of(c);
     _Atomic uint64_t *used = (_Atomic uint64_t *)&c->report->device[0].memory_used_bytes;
     uint64_t now = atomic_load(used);
     do {
-        if (limit != 0 && (bytes > limit || now > limit - bytes)) {
+        if (bytes > limit || now > limit - bytes) {
             return 0;
         }
     } while (!atomic_compare_exchange_weak(used, &now, now + bytes));
@@ -46,18 +57,19 @@ static int reserve(hook_control *c, uint64_t bytes) {
 }
 
 static void unreserve(hook_control *c, uint64_t bytes) {
-    if (c->self != NULL) {
+    if (!c->refuse) {
         atomic_fetch_sub((_Atomic uint64_t *)&c->report->device[0].memory_used_bytes, bytes);
         atomic_fetch_sub((_Atomic uint64_t *)&c->self->memory_bytes[0], bytes);
     }
 }
 
-static void remember(uint64_t key, uint64_t bytes) {
+static void remember(hook_held_kind kind, uint64_t key, uint64_t bytes) {
     held *h = malloc(sizeof(*h));
     if (h == NULL) {
         return; /* the bytes stay booked until the process exits: errs on the safe side */
     }
     h->key = key;
+    h->kind = kind;
     h->bytes = bytes;
     pthread_mutex_lock(&lock);
     h->next = table[bucket(key)];
@@ -65,11 +77,11 @@ static void remember(uint64_t key, uint64_t bytes) {
     pthread_mutex_unlock(&lock);
 }
 
-static uint64_t forget(uint64_t key) {
+static uint64_t forget(hook_held_kind kind, uint64_t key) {
     pthread_mutex_lock(&lock);
     uint64_t bytes = 0;
     for (held **link = &table[bucket(key)]; *link != NULL; link = &(*link)->next) {
-        if ((*link)->key == key) {
+        if ((*link)->key == key && (*link)->kind == kind) {
             held *gone = *link;
             *link = gone->next;
             bytes = gone->bytes;
@@ -81,27 +93,64 @@ static uint64_t forget(uint64_t key) {
     return bytes;
 }
 
+CUresult hook_memory_book(uint64_t bytes) {
+    hook_control *c = hook_control_get();
+    if (c->refuse) {
+        return CUDA_ERROR_NOT_PERMITTED;
+    }
+    return reserve(c, bytes) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+void hook_memory_unbook(uint64_t bytes) {
+    unreserve(hook_control_get(), bytes);
+}
+
+void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes) {
+    remember(kind, key, bytes);
+}
+
+uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key) {
+    return forget(kind, key);
+}
+
 /* Runs an allocation: book, allocate, remember; or refuse with OUT_OF_MEMORY without asking the driver. */
 #define ALLOCATE(bytes, key_ptr, call)                                \
     do {                                                              \
         hook_control *c_ = hook_control_get();                        \
+        if (c_->refuse) {                                             \
+            return CUDA_ERROR_NOT_PERMITTED;                          \
+        }                                                             \
         if (!reserve(c_, (bytes))) {                                  \
             return CUDA_ERROR_OUT_OF_MEMORY;                          \
         }                                                             \
         CUresult rc_ = (call);                                        \
         if (rc_ == CUDA_SUCCESS && (key_ptr) != NULL) {               \
-            remember((uint64_t) * (key_ptr), (bytes));                \
+            remember(HOOK_HELD_POINTER, (uint64_t) * (key_ptr), (bytes)); \
         } else {                                                      \
             unreserve(c_, (bytes));                                   \
         }                                                             \
         return rc_;                                                   \
     } while (0)
 
+/* The stream-ordered calls: refused on a capturing stream (see the top of this file). */
+static CUresult capture_refused(const char *call) {
+    hook_log(LOG_WARN, "%s on a capturing stream is refused: a graph memory node's memory cannot be booked against "
+             "the container's share", call);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+#define NOT_WHILE_CAPTURING(s, per_thread, call)          \
+    do {                                                  \
+        if (hook_stream_capturing((s), (per_thread))) {   \
+            return capture_refused(call);                 \
+        }                                                 \
+    } while (0)
+
 #define RELEASE(key, call)                                            \
     do {                                                              \
         CUresult rc_ = (call);                                        \
         if (rc_ == CUDA_SUCCESS) {                                    \
-            uint64_t bytes_ = forget((uint64_t)(key));                \
+            uint64_t bytes_ = forget(HOOK_HELD_POINTER, (uint64_t)(key)); \
             unreserve(hook_control_get(), bytes_);                    \
         }                                                             \
         return rc_;                                                   \
@@ -112,10 +161,8 @@ typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned i
 typedef CUresult (*managed_fn)(CUdeviceptr *, size_t, unsigned int);
 typedef CUresult (*async_fn)(CUdeviceptr *, size_t, CUstream);
 typedef CUresult (*pool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
-typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
 typedef CUresult (*free_fn)(CUdeviceptr);
 typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
-typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
 typedef CUresult (*info_fn)(size_t *, size_t *);
 typedef CUresult (*total_fn)(size_t *, CUdevice);
 
@@ -137,24 +184,23 @@ HOOK_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int fl
 }
 
 HOOK_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
+    NOT_WHILE_CAPTURING(s, 0, "cuMemAllocAsync");
     ALLOCATE(n, p, CALL(async_fn, cuMemAllocAsync, p, n, s));
 }
 
 HOOK_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) {
+    NOT_WHILE_CAPTURING(s, 1, "cuMemAllocAsync_ptsz");
     ALLOCATE(n, p, CALL(async_fn, cuMemAllocAsync_ptsz, p, n, s));
 }
 
 HOOK_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+    NOT_WHILE_CAPTURING(s, 0, "cuMemAllocFromPoolAsync");
     ALLOCATE(n, p, CALL(pool_fn, cuMemAllocFromPoolAsync, p, n, pool, s));
 }
 
 HOOK_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+    NOT_WHILE_CAPTURING(s, 1, "cuMemAllocFromPoolAsync_ptsz");
     ALLOCATE(n, p, CALL(pool_fn, cuMemAllocFromPoolAsync_ptsz, p, n, pool, s));
-}
-
-HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop,
-                                 unsigned long long flags) {
-    ALLOCATE(n, h, CALL(create_fn, cuMemCreate, h, n, prop, flags));
 }
 
 HOOK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
@@ -162,22 +208,20 @@ HOOK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 HOOK_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+    NOT_WHILE_CAPTURING(s, 0, "cuMemFreeAsync");
     RELEASE(p, CALL(free_async_fn, cuMemFreeAsync, p, s));
 }
 
 HOOK_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
+    NOT_WHILE_CAPTURING(s, 1, "cuMemFreeAsync_ptsz");
     RELEASE(p, CALL(free_async_fn, cuMemFreeAsync_ptsz, p, s));
-}
-
-HOOK_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
-    RELEASE(h, CALL(release_fn, cuMemRelease, h));
 }
 
 HOOK_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
     CUresult rc = CALL(info_fn, cuMemGetInfo_v2, free_bytes, total);
     hook_control *c = hook_control_get();
     uint64_t limit = limit_of(c);
-    if (rc == CUDA_SUCCESS && limit != 0) {
+    if (rc == CUDA_SUCCESS && !c->refuse) {
         uint64_t used = __atomic_load_n(&c->report->device[0].memory_used_bytes, __ATOMIC_ACQUIRE);
         uint64_t left = used >= limit ? 0 : limit - used;
         *free_bytes = left < *free_bytes ? left : *free_bytes;
@@ -188,8 +232,9 @@ HOOK_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
 
 HOOK_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
     CUresult rc = CALL(total_fn, cuDeviceTotalMem_v2, bytes, dev);
-    uint64_t limit = limit_of(hook_control_get());
-    if (rc == CUDA_SUCCESS && limit != 0 && limit < *bytes) {
+    hook_control *c = hook_control_get();
+    uint64_t limit = limit_of(c);
+    if (rc == CUDA_SUCCESS && !c->refuse && limit < *bytes) {
         *bytes = limit;
     }
     return rc;

@@ -35,6 +35,8 @@ public class AutoscalerApp {
     private final KubernetesClient client;
     private final AutoscalerConfig config;
     private final MeterRegistry metrics;
+    private final InstantSource clock;
+    private final TickProgress progress;
     private final ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-autoscaler-tick").unstarted(r));
     private final ExecutorService io = Executors.newFixedThreadPool(4,
@@ -44,18 +46,22 @@ public class AutoscalerApp {
     private CompletableFuture<?> election;
     private volatile boolean leading;
 
-    public AutoscalerApp(KubernetesClient client, AutoscalerConfig config, MeterRegistry metrics) {
+    public AutoscalerApp(KubernetesClient client, AutoscalerConfig config, MeterRegistry metrics, InstantSource clock,
+            TickProgress progress) {
         this.client = client;
         this.config = config;
         this.metrics = metrics;
+        this.clock = clock;
+        this.progress = progress;
     }
 
     void start(@Observes StartupEvent event) {
         if (!config.enabled()) {
             return;
         }
-        reconciler = new PaReconciler(client, config, new StatScraper(config.queueProxyPort(), config.scrapeTimeout(), io),
-                InstantSource.system(), metrics);
+        StatScraper scraper = new StatScraper(new StatScraper.Limits(config.queueProxyPort(), config.scrapeTimeout(),
+                config.scrapeMaxBytes(), config.maxPodRps()), io, metrics);
+        reconciler = new PaReconciler(client, config, scraper, clock);
         reconciler.start();
         String identity = System.getenv().getOrDefault("HOSTNAME", "dilu-autoscaler") + "-" + UUID.randomUUID();
         LeaderElector elector = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
@@ -72,12 +78,14 @@ public class AutoscalerApp {
     private void lead() {
         LOG.info("leading: reconciling PodAutoscalers of class " + config.paClass());
         leading = true;
+        progress.leading();
         long period = config.tick().toMillis();
         ticking = ticker.scheduleAtFixedRate(this::tick, 0, period, TimeUnit.MILLISECONDS);
     }
 
     private void follow() {
         leading = false;
+        progress.following();
         if (ticking != null) {
             ticking.cancel(false);
         }
@@ -90,6 +98,8 @@ public class AutoscalerApp {
         } catch (RuntimeException e) {
             LOG.errorf(e, "autoscaling tick failed; the next tick retries");
         }
+        // Not reached by a tick that is stuck, nor after an Error, which also ends the schedule: liveness sees both.
+        progress.ticked();
     }
 
     /** Whether this replica is the one scaling. */

@@ -36,9 +36,29 @@ public interface AutoscalerConfig {
     @WithDefault("9090")
     int queueProxyPort();
 
-    /** A pod that has not answered within this is skipped for this tick. */
+    /**
+     * One deadline per scrape for connect, headers and the whole body: a pod that has not answered completely
+     * within it gives no sample this tick. Keep it below the tick: the tick waits up to this long for its pods.
+     */
     @WithDefault("800ms")
     Duration scrapeTimeout();
+
+    /**
+     * The most of a queue-proxy's answer that is read (1024..16777216 bytes). A Stat is tens of bytes; 64 KiB
+     * leaves room for any honest one while a pod that sends more costs this much memory and no more.
+     */
+    @WithDefault("65536")
+    int scrapeMaxBytes();
+
+    /**
+     * The highest request rate believed of one pod; a Stat above it is refused as implausible, as are NaN,
+     * infinities, negative counts and proxied counts above received ones. One pod is one function instance
+     * behind one queue-proxy: queue-proxy proxies some tens of thousands of requests per second at most and a
+     * GPU instance serves far fewer, so 100,000 refuses nothing real, while a bogus 1e308 never reaches the
+     * window (where it would scale the function to its max-scale).
+     */
+    @WithDefault("100000")
+    double maxPodRps();
 
     /** Requests per second one instance serves, when neither the profile nor {@code dilu.io/serving-rps} says. */
     @WithDefault("10")
@@ -55,6 +75,14 @@ public interface AutoscalerConfig {
     /** How long the scaler must keep wanting zero before the last instance goes. */
     @WithDefault("30s")
     Duration scaleToZeroGrace();
+
+    /**
+     * Liveness ({@code /q/health/live}) goes DOWN when the leading replica has completed no tick for this many
+     * tick intervals (at least 2): its tick is stuck (or died), and a restart hands the Lease to the standby.
+     * A replica that does not lead does not tick and stays UP.
+     */
+    @WithDefault("10")
+    int livenessMissedTicks();
 
     /** The Lease that makes one replica the active one. */
     @WithDefault("dilu-autoscaler")

@@ -82,11 +82,15 @@ public final class LocalControlPlane {
         throw new IllegalStateException("not ready within 90 s: " + process.output());
     }
 
-    /** The extender on {@code port}, ready (its informers synced). */
+    /**
+     * The extender with its API on 127.0.0.1:{@code port}, ready (its informers synced). Readiness is on its
+     * management interface, a free port of its own.
+     */
     public static ChildProcess startExtender(Path kubeconfig, int port, Path log) throws Exception {
-        ChildProcess extender = ChildProcess.quarkusApp("scheduler-extender",
-                Map.of("KUBECONFIG", kubeconfig.toString(), "QUARKUS_HTTP_PORT", Integer.toString(port)), log);
-        awaitHttp(extender, "http://127.0.0.1:" + port + "/q/health/ready", HttpClient.newHttpClient());
+        int management = freePort();
+        ChildProcess extender = ChildProcess.quarkusApp("scheduler-extender", Map.of("KUBECONFIG", kubeconfig.toString(),
+                "QUARKUS_HTTP_PORT", Integer.toString(port), "QUARKUS_MANAGEMENT_PORT", Integer.toString(management)), log);
+        awaitHttp(extender, "http://127.0.0.1:" + management + "/q/health/ready", HttpClient.newHttpClient());
         return extender;
     }
 
@@ -107,13 +111,24 @@ public final class LocalControlPlane {
 
     /** The webhook over HTTPS with a fresh certificate, registered from the shipped configurations by URL. */
     public static ChildProcess startWebhook(KubernetesClient client, Path kubeconfig, Path dir, Path log) throws Exception {
+        return startWebhook(client, kubeconfig, dir, log, Map.of());
+    }
+
+    /**
+     * The webhook as {@link #startWebhook(KubernetesClient, Path, Path, Path)} with more configuration (environment
+     * variables). Admission is on HTTPS only; readiness is on its plain-HTTP management interface.
+     */
+    public static ChildProcess startWebhook(KubernetesClient client, Path kubeconfig, Path dir, Path log, Map<String, String> config)
+            throws Exception {
         SelfSignedCert cert = SelfSignedCert.create(dir);
-        int http = freePort();
+        int management = freePort();
         int https = freePort();
-        ChildProcess webhook = ChildProcess.quarkusApp("webhook", Map.of("KUBECONFIG", kubeconfig.toString(),
-                "QUARKUS_HTTP_PORT", Integer.toString(http), "QUARKUS_HTTP_SSL_PORT", Integer.toString(https),
-                "DILU_WEBHOOK_TLS_CERT", cert.cert().toString(), "DILU_WEBHOOK_TLS_KEY", cert.key().toString()), log);
-        awaitHttp(webhook, "http://127.0.0.1:" + http + "/q/health/ready", HttpClient.newHttpClient());
+        Map<String, String> env = new java.util.HashMap<>(config);
+        env.putAll(Map.of("KUBECONFIG", kubeconfig.toString(),
+                "QUARKUS_MANAGEMENT_PORT", Integer.toString(management), "QUARKUS_HTTP_SSL_PORT", Integer.toString(https),
+                "DILU_WEBHOOK_TLS_CERT", cert.cert().toString(), "DILU_WEBHOOK_TLS_KEY", cert.key().toString()));
+        ChildProcess webhook = ChildProcess.quarkusApp("webhook", env, log);
+        awaitHttp(webhook, "http://127.0.0.1:" + management + "/q/health/ready", HttpClient.newHttpClient());
         List<HasMetadata> objects;
         try (InputStream in = Files.newInputStream(RealApiServer.manifests().resolve("webhook/webhooks.yaml"))) {
             objects = client.load(in).items();
@@ -128,6 +143,20 @@ public final class LocalControlPlane {
             client.resource(o).create();
         }
         return webhook;
+    }
+
+    /**
+     * The user this API server's admin credentials authenticate as (the CN of their client certificate): the
+     * extender and kube-scheduler here run with them, where a cluster runs them as the dilu-scheduler ServiceAccount.
+     */
+    public static String adminUser(KubernetesClient client) throws Exception {
+        var config = client.getConfiguration();
+        byte[] pem = config.getClientCertData() != null ? java.util.Base64.getDecoder().decode(config.getClientCertData())
+                : Files.readAllBytes(Path.of(config.getClientCertFile()));
+        var cert = (java.security.cert.X509Certificate) java.security.cert.CertificateFactory.getInstance("X.509")
+                .generateCertificate(new java.io.ByteArrayInputStream(pem));
+        return new javax.naming.ldap.LdapName(cert.getSubjectX500Principal().getName()).getRdns().stream()
+                .filter(r -> r.getType().equalsIgnoreCase("CN")).map(r -> r.getValue().toString()).findFirst().orElseThrow();
     }
 
     static WebhookClientConfig byUrl(WebhookClientConfig shipped, String caBundle, int port) {

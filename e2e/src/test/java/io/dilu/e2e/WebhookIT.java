@@ -9,25 +9,16 @@ import io.dilu.core.placement.GpuDevice;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
-import io.dilu.testing.SelfSignedCert;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
-import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
-import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
-import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
+import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import java.io.InputStream;
-import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -43,13 +34,18 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The webhook as deployed, its own process serving HTTPS, registered on a real kube-apiserver from
  * {@code manifests/webhook/webhooks.yaml} (pointed at it by URL, with its certificate as caBundle): Dilu pods
- * come back mutated, bad ones are refused with their reasons, and pods outside the selector are created while
- * the webhook is down.
+ * come back mutated, bad ones are refused with their reasons, the quota right comes from the namespace, an
+ * UPDATE may change dilu.io/assigned-gpus only as the node agent (or the extender), and pods outside the
+ * selector are created while the webhook is down.
  */
 @org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class)
 class WebhookIT {
 
+    /** A namespace with the quota right (dilu.io/allow-slo=true). */
     static final String NS = "fns";
+    /** A namespace without it. */
+    static final String TENANTS = "tenants";
+    static final String NODE_AGENT = "system:serviceaccount:dilu-system:dilu-node-agent";
     static final String PLAIN = "plain";
     static final Path LOGS = Path.of("target", "it-logs");
     static RealApiServer api;
@@ -67,21 +63,26 @@ class WebhookIT {
         api.installCrd(RealApiServer.manifests().resolve("crds/gpufunctionprofiles.dilu.io.yaml"));
         Path kubeconfig = api.writeKubeconfig(tmp.resolve("kubeconfig"));
 
-        for (String ns : List.of(NS, PLAIN)) {
-            api.createNamespace(ns, ns.equals(NS) ? Map.of("dilu.io/webhook", "enabled") : Map.of());
-        }
+        api.createNamespace(NS, Map.of("dilu.io/webhook", "enabled", "dilu.io/allow-slo", "true"));
+        api.createNamespace(TENANTS, Map.of("dilu.io/webhook", "enabled"));
+        api.createNamespace(PLAIN, Map.of());
         client.nodes().resource(new NodeBuilder().withNewMetadata().withName("gpu-node").withAnnotations(Map.of(
                 DiluNames.GPU_INVENTORY, InventoryAnnotation.write(List.of(new GpuDevice("GPU-0", 0, "A100-40GB", 40_960, 108)))))
                 .endMetadata().build()).create();
-        client.genericKubernetesResources("dilu.io/v1alpha1", "GpuFunctionProfile").inNamespace(NS)
-                .resource(new GenericKubernetesResourceBuilder().withApiVersion("dilu.io/v1alpha1").withKind("GpuFunctionProfile")
-                        .withNewMetadata().withName("bert").endMetadata()
-                        .addToAdditionalProperties("spec", Map.of("function", "bert", "smRequest", 25, "smLimit", 45,
-                                "memoryMiB", 6144, "batchSize", 8, "priority", "slo")).build()).create();
+        for (String ns : List.of(NS, TENANTS)) {
+            client.genericKubernetesResources("dilu.io/v1alpha1", "GpuFunctionProfile").inNamespace(ns)
+                    .resource(new GenericKubernetesResourceBuilder().withApiVersion("dilu.io/v1alpha1").withKind("GpuFunctionProfile")
+                            .withNewMetadata().withName("bert").endMetadata()
+                            .addToAdditionalProperties("spec", Map.of("function", "bert", "smRequest", 25, "smLimit", 45,
+                                    "memoryMiB", 6144, "batchSize", 8, "priority", "slo")).build()).create();
+        }
         webhook = LocalControlPlane.startWebhook(client, kubeconfig, tmp, LOGS.resolve("webhook.log"));
-        // The webhook's watches see the node before the tests ask about the largest GPU.
+        // The webhook's watches see the node and the namespaces before the tests ask about the largest GPU and
+        // the quota right.
         await().atMost(Duration.ofSeconds(20)).ignoreExceptions()
                 .until(() -> refusal(gpuPod("probe", 30, 50_000, UnaryOperator.identity())).contains("1..40960"));
+        await().atMost(Duration.ofSeconds(20)).ignoreExceptions().until(() -> refusal(gpuPod("probe", 30, 1024, b -> b.editMetadata()
+                .withAnnotations(Map.of(DiluNames.PRIORITY, "slo")).endMetadata())).equals("created"));
     }
 
     @AfterAll
@@ -95,9 +96,13 @@ class WebhookIT {
     }
 
     static Pod gpuPod(String name, int sm, long memory, UnaryOperator<PodBuilder> edit) {
+        return gpuPod(NS, name, sm, memory, edit);
+    }
+
+    static Pod gpuPod(String namespace, String name, int sm, long memory, UnaryOperator<PodBuilder> edit) {
         Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)),
                 DiluNames.GPU_MEMORY, new Quantity(Long.toString(memory)));
-        return edit.apply(new PodBuilder().withNewMetadata().withName(name).withNamespace(NS).endMetadata()
+        return edit.apply(new PodBuilder().withNewMetadata().withName(name).withNamespace(namespace).endMetadata()
                 .withNewSpec().withAutomountServiceAccountToken(false).addNewContainer().withName("server")
                 .withImage("registry.local/fn:1").withNewResources().withLimits(share).withRequests(share).endResources()
                 .endContainer().endSpec()).build();
@@ -127,13 +132,30 @@ class WebhookIT {
         c.getEnv().forEach(e -> env.put(e.getName(), e));
         assertThat(env.get("LD_PRELOAD").getValue()).isEqualTo("/opt/dilu/lib/libdilu-hook.so");
         assertThat(env.get("DILU_POD_UID").getValueFrom().getFieldRef().getFieldPath()).isEqualTo("metadata.uid");
-        assertThat(c.getVolumeMounts()).anySatisfy(m -> {
-            assertThat(m.getMountPath()).isEqualTo("/opt/dilu/lib");
-            assertThat(m.getReadOnly()).isTrue();
-        });
-        assertThat(created.getSpec().getVolumes()).anySatisfy(v -> assertThat(v.getHostPath().getPath()).isEqualTo("/opt/dilu/lib"));
+        // The device plugin mounts the hook at Allocate: the pod gets no hostPath (Pod Security "baseline" refuses it).
+        assertThat(created.getSpec().getVolumes()).noneSatisfy(v -> assertThat(v.getHostPath()).isNotNull());
+        assertThat(c.getVolumeMounts()).noneSatisfy(m -> assertThat(m.getMountPath()).startsWith("/opt/dilu"));
         assertThat(created.getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, "60")
                 .containsEntry(DiluNames.PRIORITY, "slo").containsEntry(DiluNames.FUNCTION, "resnet");
+    }
+
+    @Test
+    void withoutTheQuotaRightAServingPodIsBestEffortAndSloIsRefused() {
+        Pod created = create(gpuPod(TENANTS, "resnet-2", 30, 2048, b -> b.editMetadata()
+                .withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata()));
+        assertThat(created.getMetadata().getAnnotations()).containsEntry(DiluNames.PRIORITY, "best-effort");
+        assertThat(refusal(gpuPod(TENANTS, "greedy", 1, 1024, b -> b.editMetadata()
+                .withAnnotations(Map.of(DiluNames.PRIORITY, "slo", DiluNames.SM_LIMIT, "100")).endMetadata())))
+                .contains("dilu.io/priority=slo is not allowed: must be best-effort unless the namespace has the label "
+                        + "dilu.io/allow-slo=true (granted by an administrator)")
+                .contains("dilu.io/sm-limit=100 is not allowed: must be at most 2 (min(100, 2 × request))");
+        // The profile asks for slo: refused by its name.
+        assertThat(await().atMost(Duration.ofSeconds(20)).until(() -> refusal(new PodBuilder().withNewMetadata().withName("bert-2")
+                .withNamespace(TENANTS).withAnnotations(Map.of("dilu.io/profile", "bert")).endMetadata().withNewSpec()
+                .withAutomountServiceAccountToken(false).addNewContainer().withName("c").withImage("bert").endContainer()
+                .endSpec().build()), r -> !r.contains("must be the name of a GpuFunctionProfile")))
+                .contains("metadata.annotations[dilu.io/profile]=bert is not allowed: must be a GpuFunctionProfile that needs "
+                        + "no quota right this namespace lacks; it gives dilu.io/priority=slo");
     }
 
     @Test
@@ -177,6 +199,62 @@ class WebhookIT {
         assertThat(client.pods().inNamespace(NS).list().getItems()).extracting(p -> p.getMetadata().getName())
                 .doesNotContain("too-much-sm", "too-much-memory", "low-limit", "zero-batch", "bad-priority", "both",
                         "privileged", "no-profile");
+    }
+
+    @Test
+    void everyWayAroundTheHookIsRefusedByItsField() {
+        assertThat(refusal(gpuPod("init-share", 30, 1024, b -> b.editSpec().addNewInitContainer().withName("init")
+                .withImage("x").withNewResources().withLimits(Map.of(DiluNames.GPU_SM, new Quantity("500")))
+                .withRequests(Map.of(DiluNames.GPU_SM, new Quantity("500"))).endResources().endInitContainer().endSpec())))
+                .contains("spec.initContainers[0](init).resources[dilu.io/gpu-sm]=500 is not allowed: must be absent");
+        assertThat(refusal(gpuPod("preload", 30, 1024, b -> b.editSpec().addNewContainer().withName("app").withImage("x")
+                .addToEnv(new EnvVar("LD_PRELOAD", "/tmp/x.so", null)).endContainer().endSpec())))
+                .contains("spec.containers[1](app).env[LD_PRELOAD]=/tmp/x.so is not allowed: must be absent");
+        assertThat(refusal(gpuPod("control", 30, 1024, b -> b.editSpec().editFirstContainer()
+                .addToEnv(new EnvVar("DILU_CONTROL_DIR", "/tmp", null)).endContainer().endSpec())))
+                .contains("spec.containers[0](server).env[DILU_CONTROL_DIR]=/tmp is not allowed");
+        assertThat(refusal(gpuPod("env-from", 30, 1024, b -> b.editSpec().editFirstContainer().addNewEnvFrom()
+                .withNewConfigMapRef().withName("settings").endConfigMapRef().endEnvFrom().endContainer().endSpec())))
+                .contains("spec.containers[0](server).envFrom[0]=configMapRef settings with prefix \"\" is not allowed");
+        assertThat(refusal(gpuPod("sys-admin", 30, 1024, b -> b.editSpec().editFirstContainer().withNewSecurityContext()
+                .withNewCapabilities().withAdd("SYS_ADMIN").endCapabilities().endSecurityContext().endContainer().endSpec())))
+                .contains("spec.containers[0](server).securityContext.capabilities.add[0]=SYS_ADMIN is not allowed");
+        assertThat(refusal(gpuPod("bound", 30, 1024, b -> b.editSpec().withNodeName("gpu-node").endSpec())))
+                .contains("spec.nodeName=gpu-node is not allowed: must be empty");
+        assertThat(refusal(gpuPod("own-scheduler", 30, 1024, b -> b.editSpec().withSchedulerName("my-scheduler").endSpec())))
+                .contains("spec.schedulerName=my-scheduler is not allowed: must be dilu-scheduler");
+        // The node agent's files are out of reach of every pod in a covered namespace, GPU or not.
+        assertThat(refusal(new PodBuilder().withNewMetadata().withName("snoop").withNamespace(TENANTS).endMetadata().withNewSpec()
+                .withAutomountServiceAccountToken(false).addNewVolume().withName("data").withNewHostPath().withPath("/var/lib/dilu/x")
+                .endHostPath().endVolume().addNewContainer().withName("c").withImage("x").endContainer().endSpec().build()))
+                .contains("spec.volumes[0](data).hostPath.path=/var/lib/dilu/x is not allowed: must be a path neither at, under nor above");
+    }
+
+    @Test
+    void anUpdateMayChangeTheAssignedGpusOnlyAsTheNodeAgentAndNeverTheQuotas() throws Exception {
+        create(gpuPod("upd-1", 30, 1024, UnaryOperator.identity()));
+        var pod = client.pods().inNamespace(NS).withName("upd-1");
+        assertThatThrownBy(() -> pod.edit(p -> {
+            p.getMetadata().getAnnotations().put(DiluNames.PRIORITY, "slo");
+            return p;
+        })).isInstanceOf(KubernetesClientException.class).hasMessageContaining(
+                "metadata.annotations[dilu.io/priority]=slo (was best-effort) is not allowed: must be unchanged");
+        // The admin is no writer of dilu.io/assigned-gpus; the node agent's ServiceAccount is.
+        assertThatThrownBy(() -> pod.edit(p -> {
+            p.getMetadata().getAnnotations().put(DiluNames.ASSIGNED_GPUS, "GPU-0");
+            return p;
+        })).isInstanceOf(KubernetesClientException.class)
+                .hasMessageContaining("metadata.annotations[dilu.io/assigned-gpus]=GPU-0 (was absent) is not allowed")
+                // The user the demo lets write it (its extender runs with the admin's credentials).
+                .hasMessageContaining("not by " + LocalControlPlane.adminUser(client));
+        try (KubernetesClient agent = new KubernetesClientBuilder().withConfig(new ConfigBuilder(client.getConfiguration())
+                .withImpersonateUsername(NODE_AGENT).withImpersonateGroups("system:masters").build()).build()) {
+            Pod edited = agent.pods().inNamespace(NS).withName("upd-1").edit(p -> {
+                p.getMetadata().getAnnotations().put(DiluNames.ASSIGNED_GPUS, "GPU-0");
+                return p;
+            });
+            assertThat(edited.getMetadata().getAnnotations()).containsEntry(DiluNames.ASSIGNED_GPUS, "GPU-0");
+        }
     }
 
     @Test

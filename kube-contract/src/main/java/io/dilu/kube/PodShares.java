@@ -27,7 +27,9 @@ public final class PodShares {
                 Optional<Quantity> sm = resource(c, DiluNames.GPU_SM);
                 Optional<Quantity> memory = resource(c, DiluNames.GPU_MEMORY);
                 if (sm.isPresent() || memory.isPresent()) {
-                    containers.add(new PodShare.Container(c.getName(), sm.map(PodShares::integer).orElse(-1L).intValue(),
+                    // Out of range is -1, never a cast: 4294967346 must not become 50.
+                    long percent = sm.map(PodShares::integer).orElse(-1L);
+                    containers.add(new PodShare.Container(c.getName(), percent >= 1 && percent <= 100 ? (int) percent : -1,
                             memory.map(PodShares::integer)));
                 }
             }
@@ -74,11 +76,23 @@ public final class PodShares {
                 .or(() -> Optional.ofNullable(c.getResources().getLimits()).map(l -> l.get(name)));
     }
 
-    /** A whole, positive quantity, or -1: extended resources are integers. */
+    /** Largest whole quantity read: far above any GPU share (MiB of memory included), far below a long's range. */
+    public static final long MAX_QUANTITY = 1L << 40;
+
+    /**
+     * A whole, positive quantity up to {@link #MAX_QUANTITY}, or -1: extended resources are integers. The text is
+     * looked at before any arithmetic, so that a tenant's {@code 1e999999999} costs nothing to refuse.
+     */
     public static long integer(Quantity q) {
+        String amount = q.getAmount();
+        String format = q.getFormat() == null ? "" : q.getFormat();
+        if (amount == null || amount.length() > 20 || format.length() > 4 || !amount.matches("[0-9]+(\\.[0-9]+)?")) {
+            return -1;
+        }
         try {
             BigDecimal v = q.getNumericalAmount();
-            return v.signum() > 0 && v.stripTrailingZeros().scale() <= 0 ? v.longValueExact() : -1;
+            return v.signum() > 0 && v.stripTrailingZeros().scale() <= 0 && v.compareTo(BigDecimal.valueOf(MAX_QUANTITY)) <= 0
+                    ? v.longValueExact() : -1;
         } catch (ArithmeticException | IllegalArgumentException e) {
             return -1;
         }

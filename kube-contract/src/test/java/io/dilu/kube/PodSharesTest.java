@@ -48,4 +48,16 @@ class PodSharesTest {
         assertThat(share.function()).isEqualTo("bert");
         assertThat(share.containers().getFirst().smPercent()).isEqualTo(-1);
     }
+
+    @Test
+    void quantitiesOutOfRangeAreRefusedNeverWrapped() {
+        for (String bad : new String[] {"4294967346", "101", "0", "-5", "1e999999999", "30.5", "1Ei", "99999999999999999999999"}) {
+            Pod pod = pod().editSpec().addNewContainer().withName("c").withNewResources()
+                    .withLimits(Map.of(DiluNames.GPU_SM, new Quantity(bad))).endResources().endContainer().endSpec().build();
+            assertThat(PodShares.of(pod).orElseThrow().containers().getFirst().smPercent()).as(bad).isEqualTo(-1);
+        }
+        assertThat(PodShares.integer(new Quantity("2Ki"))).isEqualTo(2048);
+        assertThat(PodShares.integer(new Quantity("1e999999999"))).isEqualTo(-1);
+        assertThat(PodShares.integer(new Quantity(String.valueOf(PodShares.MAX_QUANTITY + 1)))).isEqualTo(-1);
+    }
 }

@@ -39,9 +39,14 @@ public interface ExtenderConfig {
     @WithDefault("30s")
     Duration reservationTtl();
 
-    /** Whether Nodes and Pods are watched (off only in unit tests that feed the book themselves). */
-    @WithDefault("true")
-    boolean watch();
+    /**
+     * The most time the API calls of one bind (read the pod, annotate it, create the Binding) may take together.
+     * It must stay below the {@code httpTimeout} kube-scheduler gives the extender (10s in
+     * {@code manifests/scheduler-extender}): a bind that runs out of time is rolled back and answered as failed
+     * while the scheduler still listens, instead of finishing after the scheduler has given up on it.
+     */
+    @WithDefault("5s")
+    Duration bindTimeout();
 
     default PlacementParameters placement() {
         PlacementParameters d = PlacementParameters.DEFAULTS;

@@ -2,16 +2,16 @@ package io.dilu.webhook;
 
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
+import java.util.List;
 
 /** The admission webhook's configuration ({@code dilu.webhook.*}). */
 @ConfigMapping(prefix = "dilu.webhook")
 public interface WebhookConfig {
 
-    /** Host directory where the node agent installs the hook library (a hostPath volume of each GPU pod). */
-    @WithDefault("/opt/dilu/lib")
-    String hookHostDir();
-
-    /** Where GPU containers see that directory. */
+    /**
+     * Where GPU containers see the hook library: the node agent's device plugin mounts it there (read-only) at
+     * Allocate, and the webhook points {@code LD_PRELOAD} at it.
+     */
     @WithDefault("/opt/dilu/lib")
     String hookContainerDir();
 
@@ -19,13 +19,47 @@ public interface WebhookConfig {
     @WithDefault("libdilu-hook.so")
     String hookFile();
 
-    /** The scheduler GPU pods are given (the dilu-scheduler profile). */
+    /** The scheduler GPU pods are given (the dilu-scheduler profile), and the only one they may name. */
     @WithDefault("dilu-scheduler")
     String schedulerName();
 
     /** Namespace label that lets privileged containers have a GPU share (they could bypass the hook). */
     @WithDefault("dilu.io/allow-privileged")
     String allowPrivilegedLabel();
+
+    /**
+     * Host directories of the node agent (control blocks, the hook, the kubelet's device-plugin and
+     * pod-resources sockets). A hostPath volume at, under or above one of them is refused in every pod of a
+     * covered namespace. {@code /run/dilu} because {@code /var/run} is a link to {@code /run} on most hosts.
+     */
+    @WithDefault("/var/lib/dilu,/opt/dilu,/var/run/dilu,/run/dilu,/var/lib/kubelet/device-plugins,/var/lib/kubelet/pod-resources")
+    List<String> protectedHostPaths();
+
+    /**
+     * Paths inside GPU containers where the device plugin mounts the hook, the control block and
+     * {@code /etc/ld.so.preload}. A volumeMount at or under one of them could cover those mounts; one above is
+     * harmless (runtimes mount shallower paths first), so it is allowed.
+     */
+    @WithDefault("/opt/dilu/lib,/var/run/dilu,/run/dilu,/etc/ld.so.preload")
+    List<String> protectedContainerPaths();
+
+    /**
+     * Users (AdmissionReview {@code userInfo.username}) that may change {@code dilu.io/assigned-gpus} on an
+     * existing pod: the ServiceAccounts of the scheduler extender and the node agent (manifests/).
+     */
+    @WithDefault("system:serviceaccount:dilu-system:dilu-scheduler,system:serviceaccount:dilu-system:dilu-node-agent")
+    List<String> assignedGpusWriters();
+
+    /**
+     * The largest AdmissionReview read, in bytes; a bigger one is denied unread. 3 MiB is the API server's
+     * own limit for a request body, so no pod a client can store is refused for its size.
+     */
+    @WithDefault("3145728")
+    long maxRequestBytes();
+
+    /** The most containers (all kinds together) a pod may have; a pod with more is refused before any work. */
+    @WithDefault("256")
+    int maxContainers();
 
     /** Whether Nodes and Namespaces are watched (off only in unit tests). */
     @WithDefault("true")

@@ -15,8 +15,6 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
@@ -64,11 +62,8 @@ public final class PaReconciler {
     private final SharedIndexInformer<GenericKubernetesResource> services;
     static final String BY_REVISION = "revision";
     private final Map<String, Function> functions = new ConcurrentHashMap<>();
-    private final Counter scrapeFailures;
-    private final Counter scrapes;
 
-    public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
-            MeterRegistry metrics) {
+    public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock) {
         this.client = client;
         this.config = config;
         this.scraper = scraper;
@@ -87,10 +82,6 @@ public final class PaReconciler {
         pods.exceptionHandler((started, t) -> true);
         profiles.exceptionHandler((started, t) -> true);
         services.exceptionHandler((started, t) -> true);
-        this.scrapeFailures = Counter.builder("dilu_autoscaler_scrape_failures_total")
-                .description("queue-proxy scrapes that timed out, failed or returned something that is not a Stat")
-                .register(metrics);
-        this.scrapes = Counter.builder("dilu_autoscaler_scrapes_total").description("queue-proxy scrapes").register(metrics);
     }
 
     public void start() {
@@ -112,26 +103,31 @@ public final class PaReconciler {
         return a != null && config.paClass().equals(a.get(Knative.CLASS));
     }
 
-    /** One tick over every PodAutoscaler of our class; the scrapes of all revisions run at once. */
+    /**
+     * One tick over every PodAutoscaler of our class; the scrapes of all revisions run at once, in one round
+     * that the tick closes (which drops every connection when some pod failed).
+     */
     public void tick() {
         Instant now = clock.instant();
         List<GenericKubernetesResource> mine = pas.getStore().list().stream().filter(this::ours).toList();
         Map<String, List<CompletableFuture<StatScraper.Reading>>> readings = new HashMap<>();
         Map<String, Integer> readyPods = new HashMap<>();
-        for (GenericKubernetesResource pa : mine) {
-            List<String> addresses = readyAddresses(pa);
-            readyPods.put(pa.getMetadata().getUid(), addresses.size());
-            List<String> sample = new ArrayList<>(addresses);
-            Collections.shuffle(sample);
-            readings.put(pa.getMetadata().getUid(), scraper.scrape(sample.subList(0, StatScraper.sampleSize(sample.size()))));
-        }
-        for (GenericKubernetesResource pa : mine) {
-            String uid = pa.getMetadata().getUid();
-            try {
-                reconcile(pa, readings.get(uid), readyPods.get(uid), now);
-            } catch (KubernetesClientException e) {
-                LOG.warnf("PodAutoscaler %s/%s: %s (next tick retries)", pa.getMetadata().getNamespace(),
-                        pa.getMetadata().getName(), e.getMessage());
+        try (StatScraper.Round round = scraper.round()) {
+            for (GenericKubernetesResource pa : mine) {
+                List<String> addresses = readyAddresses(pa);
+                readyPods.put(pa.getMetadata().getUid(), addresses.size());
+                List<String> sample = new ArrayList<>(addresses);
+                Collections.shuffle(sample);
+                readings.put(pa.getMetadata().getUid(), round.scrape(sample.subList(0, StatScraper.sampleSize(sample.size()))));
+            }
+            for (GenericKubernetesResource pa : mine) {
+                String uid = pa.getMetadata().getUid();
+                try {
+                    reconcile(pa, readings.get(uid), readyPods.get(uid), now);
+                } catch (KubernetesClientException e) {
+                    LOG.warnf("PodAutoscaler %s/%s: %s (next tick retries)", pa.getMetadata().getNamespace(),
+                            pa.getMetadata().getName(), e.getMessage());
+                }
             }
         }
         functions.keySet().retainAll(mine.stream().map(p -> p.getMetadata().getUid()).toList());
@@ -150,17 +146,16 @@ public final class PaReconciler {
     private void reconcile(GenericKubernetesResource pa, List<CompletableFuture<StatScraper.Reading>> readings, int ready,
             Instant now) {
         Function f = functions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Function(config.windowSamples()));
-        // A pod that did not answer is left out of the mean; if none answered the second has no sample at all.
+        // A pod without a sample (no answer, or one refused) is left out of the mean; if no pod gave one the
+        // second has no sample at all. The scrapes of every revision started together and each completes by
+        // the scrape deadline (a straggler's exchange cancelled), so these joins hold the tick no longer.
         double sum = 0;
         int answered = 0;
         for (CompletableFuture<StatScraper.Reading> r : readings) {
             OptionalDouble rps = r.join().rps();
-            scrapes.increment();
             if (rps.isPresent()) {
                 sum += rps.getAsDouble();
                 answered++;
-            } else {
-                scrapeFailures.increment();
             }
         }
         if (answered > 0) {

@@ -36,4 +36,12 @@ public final class DiluNames {
 
     /** The scheduler profile that places pods with the extender. */
     public static final String SCHEDULER_NAME = "dilu-scheduler";
+
+    /**
+     * Namespace label: {@code enabled} puts its pods through the webhook (Dilu GPU shares are admitted there and
+     * nowhere else); {@code disabled} keeps the webhook away from it entirely (dilu-system).
+     */
+    public static final String WEBHOOK_LABEL = "dilu.io/webhook";
+    public static final String WEBHOOK_ENABLED = "enabled";
+    public static final String WEBHOOK_DISABLED = "disabled";
 }

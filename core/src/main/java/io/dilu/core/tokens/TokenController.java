@@ -22,7 +22,9 @@ import java.util.Map;
  * emergency (as RCKM does; dividing every 5 ms period would compound the same evidence), and each healthy
  * cycle (T/Tmin below 1.2, RCKM's recovery ratio) multiplies it by η_increase, up to the limit. It starts at
  * the request and never falls below {@code floor × request}. While the SLO instances are idle (RECOVERY) the
- * best-effort share grows from the tolerated one by η_increase per period, up to the limit.
+ * best-effort share grows from the tolerated one by η_increase per period, up to the limit. On average the
+ * request holds: a best-effort instance that got less than half of it over the last 2 s gets it, so a
+ * neighbour that reports emergencies without end (its cycles are the tenant's to write) cannot starve it.
  *
  * <p>Where this departs from the paper's text, and why (docs/architecture.md has the measurements, all on
  * the emulated GPU): the paper holds the best-effort share in CONTENTION wherever RECOVERY left it, so every
@@ -42,6 +44,15 @@ public final class TokenController {
     /** A cycle within this ratio of the best is healthy (RCKM's OVERFLOW_RATE_A). */
     static final double HEALTHY_RATIO = 1.2;
 
+    /**
+     * A best-effort instance's request is guaranteed on average: over the last {@value #GUARANTEE_PERIODS}
+     * periods (2 s at 5 ms) it gets at least {@value #GUARANTEE_SHARE} of its request, whatever its SLO
+     * neighbours report. Real emergencies are short; a neighbour that reports stretched cycles without end (a
+     * lie, or a profile too small for its load, which horizontal scaling should fix) cannot starve it.
+     */
+    static final int GUARANTEE_PERIODS = 400;
+    static final double GUARANTEE_SHARE = 0.5;
+
     private final TokenParameters params;
     private final Map<String, Instance> instances = new HashMap<>();
     private ControllerState state = ControllerState.NONE;
@@ -60,6 +71,21 @@ public final class TokenController {
         double lastIssued;
         /** Best-effort only: the share busy SLO neighbours have tolerated, in tokens. */
         double tolerated;
+        /** Best-effort only: its latest grants, for the guarantee on average. */
+        final long[] recentGrants = new long[GUARANTEE_PERIODS];
+        int recentCursor;
+        long recentSum;
+
+        /** Whether its grants over the guarantee window fell short of {@code GUARANTEE_SHARE} of its request. */
+        boolean starved(double requestTokens) {
+            return recentSum < GUARANTEE_SHARE * requestTokens * GUARANTEE_PERIODS;
+        }
+
+        void granted(long tokens) {
+            recentSum += tokens - recentGrants[recentCursor];
+            recentGrants[recentCursor] = tokens;
+            recentCursor = (recentCursor + 1) % GUARANTEE_PERIODS;
+        }
 
         void record(long blocks) {
             windowSum += blocks - window[cursor];
@@ -176,6 +202,9 @@ public final class TokenController {
                 case RECOVERY -> Math.min(Math.max(inst.lastIssued, inst.tolerated) * params.etaIncrease(), max(s.limit()));
                 default -> inst.tolerated;
             };
+            if (inst.starved(max(s.request()))) {
+                issued[i] = Math.max(issued[i], max(s.request()));
+            }
         }
 
         List<TokenGrant> grants = new ArrayList<>(samples.size());
@@ -183,6 +212,9 @@ public final class TokenController {
             InstanceSample s = samples.get(i);
             long granted = (long) Math.floor(Math.min(issued[i], max(s.limit())));
             memory[i].lastIssued = granted;
+            if (!s.sloSensitive()) {
+                memory[i].granted(granted);
+            }
             grants.add(new TokenGrant(s.id(), granted));
         }
         return new TokenPlan(state, grants);
@@ -192,6 +224,9 @@ public final class TokenController {
         Instance inst = new Instance();
         inst.lastIssued = max(s.request());
         inst.tolerated = max(s.request());
+        // A newcomer has a history of getting its request, not of starving.
+        java.util.Arrays.fill(inst.recentGrants, (long) max(s.request()));
+        inst.recentSum = (long) max(s.request()) * GUARANTEE_PERIODS;
         return inst;
     }
 

@@ -107,6 +107,18 @@ class TokenControllerTest {
         assertThat(back.tokensOf("train")).as("the busy neighbour gets back the share it tolerated").isEqualTo(1_000);
     }
 
+    @Test
+    void aNeighbourReportingEmergenciesWithoutEndCannotStarveBestEffort() {
+        period(slo(100, 10), train(500));
+        long sum = 0;
+        int periods = 4_000; // 20 s of stretched cycles, every one of them reported
+        for (int i = 0; i < periods; i++) {
+            sum += period(slo(100, 40), train(500)).tokensOf("train");
+        }
+        assertThat((double) sum / periods).as("best-effort's average grant against a lying neighbour")
+                .isGreaterThanOrEqualTo(0.5 * 4_000 - 200);
+    }
+
     /** The paper's own example (§3.4.1): RoBERTa-large, whose 25 ms launch cycle doubles under contention. */
     @Test
     void thePapersExampleIsAnEmergencyAtTheDefaults() {

@@ -58,10 +58,11 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
      * @param hookHostPath the hook library on the host
      * @param hookContainerPath where containers see it
      */
-    public record Paths(Path controlRoot, String containerControlDir, String hookHostPath, String hookContainerPath) {
+    public record Paths(Path controlRoot, String containerControlDir, String hookHostPath, String hookContainerPath,
+            Path preloadHostPath) {
         public static Paths of(NodeAgentConfig config) {
             return new Paths(config.controlRoot(), config.containerControlDir(), config.hookHostPath(),
-                    config.hookContainerPath());
+                    config.hookContainerPath(), config.preloadHostPath());
         }
     }
 
@@ -89,6 +90,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     /** Takes back the allocations of a previous run from the control root. */
     public synchronized int recover() throws IOException {
         Files.createDirectories(config.controlRoot());
+        writePreload();
         int recovered = 0;
         try (Stream<Path> list = Files.list(config.controlRoot())) {
             for (Path dir : list.filter(Files::isDirectory).sorted().toList()) {
@@ -99,7 +101,9 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 }
                 try {
                     Allocation a = read(dir.resolve(STATE_FILE), parts[2], parts[0]);
-                    track(a, dir, ControlBlock.open(dir));
+                    ControlBlock block = ControlBlock.open(dir);
+                    block.setMemoryLimit(0, a.memoryMib() << 20);
+                    track(a, dir, block);
                     recovered++;
                 } catch (IOException | IllegalArgumentException | java.time.DateTimeException e) {
                     LOG.warnf("ignoring %s: %s", dir, e.getMessage());
@@ -107,6 +111,16 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
             }
         }
         return recovered;
+    }
+
+    /** The file mounted as /etc/ld.so.preload into every container with a share: it names the hook. */
+    private void writePreload() throws IOException {
+        Path file = config.preloadHostPath();
+        Files.createDirectories(file.toAbsolutePath().getParent());
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.writeString(tmp, config.hookContainerPath() + "\n");
+        Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     }
 
     private int indexOf(String uuid) {
@@ -138,15 +152,16 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         Path dir = config.controlRoot().resolve(gpu.uuid() + "_" + smPercent + "_" + id);
         Optional<PodMatcher.Candidate> guess = PodMatcher.forAllocate(pods.get(), owned(), gpu.uuid(), smPercent);
         Allocation a = new Allocation(id, gpu.uuid(), Set.copyOf(deviceIds), clock.instant(), Optional.empty(),
-                Quota.defaultLimit(smPercent), Priority.BEST_EFFORT, Double.NaN, Optional.empty());
+                Allocation.ShareQuota.defaults(smPercent), Optional.empty());
         if (guess.isPresent()) {
-            var annotations = guess.get().pod().annotations();
-            a = a.withOwner(guess.get().ref(), PodQuotaAnnotations.smLimit(annotations, smPercent),
-                    PodQuotaAnnotations.priority(annotations, Priority.BEST_EFFORT),
-                    PodQuotaAnnotations.klcThreshold(annotations));
+            PodView pod = guess.get().pod();
+            Allocation.ShareQuota quota = pod.container(guess.get().ref().container())
+                    .map(c -> Allocation.ShareQuota.of(pod, c)).orElse(a.quota());
+            a = a.withOwner(guess.get().ref(), quota);
         }
         try {
             ControlBlock block = ControlBlock.create(dir, 1);
+            block.setMemoryLimit(0, a.memoryMib() << 20);
             block.heartbeat(System.nanoTime());
             write(dir, a);
             track(a, dir, block);
@@ -158,12 +173,11 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 a.owner().map(ContainerRef::toString).orElse("a container not known yet"));
         return ContainerAllocateResponse.newBuilder()
                 .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
-                .putEnvs("DILU_CONTROL_DIR", config.containerControlDir())
                 .putEnvs("DILU_SM_REQUEST", Integer.toString(smPercent))
                 .putEnvs("DILU_SM_LIMIT", Integer.toString(a.smLimit()))
                 .putEnvs("DILU_ALLOCATION", id)
                 .addAllMounts(GpuSmDevicePlugin.controlMounts(dir.toString(), config.containerControlDir(),
-                        config.hookHostPath(), config.hookContainerPath()))
+                        config.hookHostPath(), config.hookContainerPath(), config.preloadHostPath().toString()))
                 .build();
     }
 
@@ -180,8 +194,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     public synchronized void apply(List<Reconciler.Change> changes) {
         for (Reconciler.Change change : changes) {
             switch (change) {
-                case Reconciler.Bind b -> update(b.allocation(),
-                        a -> a.withOwner(b.owner(), b.smLimit(), b.priority(), b.klcThreshold()));
+                case Reconciler.Bind b -> update(b.allocation(), a -> a.withOwner(b.owner(), b.quota()));
                 case Reconciler.Missing m -> update(m.allocation(), a -> a.withMissingSince(Optional.of(m.since())));
                 case Reconciler.Present p -> update(p.allocation(), a -> a.withMissingSince(Optional.empty()));
                 case Reconciler.Release r -> release(r.allocation());
@@ -204,13 +217,13 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         }
         byId.put(id, after);
         Tenant tenant = tenantOf(after, tenants.get(id).block());
+        tenant.block().setMemoryLimit(0, after.memoryMib() << 20);
         tenants.put(id, tenant);
         tokens.gpu(indexOf(after.gpu())).update(tenant);
-        if (!before.owner().equals(after.owner())
-                || !before.sameQuotas(after.smLimit(), after.priority(), after.klcThreshold())) {
-            LOG.infof("allocation %s: %s, limit %d%%, %s, KLC threshold %s", id,
+        if (!before.owner().equals(after.owner()) || !before.quota().same(after.quota())) {
+            LOG.infof("allocation %s: %s, limit %d%%, %s, KLC threshold %s, memory %d MiB", id,
                     after.owner().map(ContainerRef::toString).orElse("?"), after.smLimit(), after.priority().label(),
-                    Double.isNaN(after.klcThreshold()) ? "default" : after.klcThreshold());
+                    Double.isNaN(after.klcThreshold()) ? "default" : after.klcThreshold(), after.memoryMib());
         }
     }
 
@@ -260,6 +273,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         if (!Double.isNaN(a.klcThreshold())) {
             p.setProperty("klcThreshold", Double.toString(a.klcThreshold()));
         }
+        p.setProperty("memoryMib", Long.toString(a.memoryMib()));
         a.owner().ifPresent(o -> p.setProperty("owner", o.namespace() + "/" + o.pod() + "/" + o.container()));
         a.missingSince().ifPresent(t -> p.setProperty("missingSince", t.toString()));
         Path tmp = dir.resolve(STATE_FILE + ".tmp");
@@ -289,9 +303,11 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         Priority priority = Priority.fromLabel(required(p, "priority"))
                 .orElseThrow(() -> new IllegalArgumentException("priority " + p.getProperty("priority")));
         String threshold = p.getProperty("klcThreshold");
+        long memory = Long.parseLong(p.getProperty("memoryMib", Long.toString(Allocation.DEFAULT_MEMORY_MIB)));
         return new Allocation(id, gpu, ids, Instant.parse(required(p, "created")), owner,
-                Integer.parseInt(required(p, "smLimit")), priority,
-                threshold == null ? Double.NaN : PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.KLC_THRESHOLD, threshold)),
+                new Allocation.ShareQuota(Integer.parseInt(required(p, "smLimit")), priority,
+                        threshold == null ? Double.NaN
+                                : PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.KLC_THRESHOLD, threshold)), memory),
                 Optional.ofNullable(p.getProperty("missingSince")).map(Instant::parse));
     }
 

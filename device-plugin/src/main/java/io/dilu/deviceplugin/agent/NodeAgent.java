@@ -10,9 +10,11 @@ import io.dilu.deviceplugin.gpu.NvmlInventory;
 import io.dilu.deviceplugin.kubelet.DevicePluginEndpoint;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
 import io.dilu.deviceplugin.kubelet.PodResourcesClient;
+import io.dilu.deviceplugin.tokens.ReportReading;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.MultiGauge;
@@ -155,6 +157,16 @@ public class NodeAgent {
         for (int g = 0; g < gpus.size(); g++) {
             capacityPerSecond[g] = tokens.gpu(g).parameters().maxTokens() * (1e9 / config.period().toNanos());
         }
+        for (ReportReading.Fault fault : ReportReading.Fault.values()) {
+            FunctionCounter.builder("dilu_report_faults_total", this, a -> {
+                        long n = 0;
+                        for (int g = 0; g < a.gpus.size(); g++) {
+                            n += a.tokens.gpu(g).faults(fault);
+                        }
+                        return n;
+                    }).tag("fault", fault.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-'))
+                    .description("values in tenants' report pages no hook could have written, ignored").register(metrics);
+        }
         // The set of containers changes with allocations: refresh the rows every second.
         refresher.scheduleAtFixedRate(() -> {
             Map<String, Allocation> all = allocations.all();
@@ -213,9 +225,21 @@ public class NodeAgent {
         return !config.enabled() || (endpoint != null && endpoint.registrations() > 0);
     }
 
-    /** Whether every GPU's token loop is still running (false only if one died: restart the agent). */
+    /**
+     * Whether every GPU's token loop is running and completed a period within the last second: a loop that is
+     * alive but stuck, or failing every period, leaves its containers on the hook's own refills, then waiting.
+     */
     public boolean tokenLoopsAlive() {
-        return tokens == null || tokens.threads().stream().allMatch(Thread::isAlive);
+        if (tokens == null) {
+            return true;
+        }
+        long now = System.nanoTime();
+        for (int g = 0; g < gpus.size(); g++) {
+            if (now - tokens.gpu(g).lastTickNanos() > TimeUnit.SECONDS.toNanos(1)) {
+                return false;
+            }
+        }
+        return tokens.threads().stream().allMatch(Thread::isAlive);
     }
 
     /** The GPUs the agent serves (empty when disabled). */

@@ -30,7 +30,10 @@ public interface NodeAgentConfig {
     @WithDefault("/var/lib/dilu/containers")
     Path controlRoot();
 
-    /** Where a container sees its control block (the hook reads DILU_CONTROL_DIR). */
+    /**
+     * Where a container sees its control block: the path compiled into the hook (DILU_CONTROL_PATH in
+     * hook-native/include/dilu_control.h); change both or neither.
+     */
     @WithDefault("/var/run/dilu/control")
     String containerControlDir();
 
@@ -41,6 +44,13 @@ public interface NodeAgentConfig {
     /** Where containers see the hook (the webhook's LD_PRELOAD points here). */
     @WithDefault("/opt/dilu/lib/libdilu-hook.so")
     String hookContainerPath();
+
+    /**
+     * A host file the agent writes, naming the hook's container path, mounted read-only as /etc/ld.so.preload
+     * into every container with a share: the node, not the tenant, decides that the hook is loaded.
+     */
+    @WithDefault("/var/lib/dilu/ld.so.preload")
+    Path preloadHostPath();
 
     /** Emulated GPUs, e.g. "4x A100-40GB, 108 SMs"; when unset, NVML is used. */
     Optional<String> emulatedGpus();

@@ -4,6 +4,7 @@ import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.deviceplugin.kubelet.PodResourcesClient;
 import io.dilu.kube.AssignedGpusPatch;
+import io.fabric8.kubernetes.api.model.Namespace;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -39,6 +40,7 @@ public final class PodIdentity implements AutoCloseable {
     private final InstantSource clock;
     private final Duration grace;
     private final SharedIndexInformer<Pod> informer;
+    private final SharedIndexInformer<Namespace> namespaces;
     private final Counter annotationMissing;
     private final Counter annotationDifferent;
     private final Counter guessCorrected;
@@ -57,6 +59,13 @@ public final class PodIdentity implements AutoCloseable {
             LOG.debugf("pod watch of node %s failed, retrying: %s", nodeName, t.getMessage());
             return true;
         });
+        // Namespaces carry the right to SLO priority and quotas above the defaults (QuotaRights); pods from a
+        // namespace not seen yet get the defaults until it is.
+        this.namespaces = kubernetes.namespaces().runnableInformer(0);
+        namespaces.exceptionHandler((started, t) -> {
+            LOG.debugf("namespace watch failed, retrying: %s", t.getMessage());
+            return true;
+        });
         String mismatches = "dilu_assignment_mismatches_total";
         String help = "assignments the node corrected: a pod annotation missing or naming another GPU than its "
                 + "containers hold, or a share matched to another container at Allocate than the kubelet reports";
@@ -68,16 +77,21 @@ public final class PodIdentity implements AutoCloseable {
     }
 
     public void start() {
-        informer.start().whenComplete((ok, t) -> {
-            if (t != null) {
-                LOG.warnf("pod watch not started yet: %s (retrying)", t.getMessage());
-            }
-        });
+        for (SharedIndexInformer<?> i : List.of(informer, namespaces)) {
+            i.start().whenComplete((ok, t) -> {
+                if (t != null) {
+                    LOG.warnf("watch not started yet: %s (retrying)", t.getMessage());
+                }
+            });
+        }
     }
 
     /** The pods of this node as last seen. */
     public Collection<PodView> pods() {
-        return informer.getStore().list().stream().map(PodViews::of).toList();
+        return informer.getStore().list().stream().map(p -> {
+            Namespace ns = namespaces.getStore().getByKey(p.getMetadata().getNamespace());
+            return PodViews.of(p, ns == null ? null : ns.getMetadata().getLabels());
+        }).toList();
     }
 
     /** One round: read the kubelet, decide, apply. Safe to call from one thread at a time. */
@@ -120,5 +134,6 @@ public final class PodIdentity implements AutoCloseable {
     @Override
     public void close() {
         informer.close();
+        namespaces.close();
     }
 }

@@ -12,17 +12,30 @@ import java.util.Optional;
  * @param created creation time: among pods that could own a new share, the oldest was admitted first
  * @param terminal the pod has finished or is being deleted: it takes no new share
  * @param gpuContainers the containers that request {@code dilu.io/gpu-sm}, in the pod's container order
+ * @param sloRight its namespace has the right to SLO priority and quotas above the defaults
+ *     ({@code dilu.io/allow-slo=true}, see {@code QuotaRights})
  */
 public record PodView(String namespace, String name, String uid, Instant created, boolean terminal,
-        Map<String, String> annotations, List<GpuContainer> gpuContainers) {
+        Map<String, String> annotations, List<GpuContainer> gpuContainers, boolean sloRight) {
 
     public PodView {
         annotations = Map.copyOf(annotations);
         gpuContainers = List.copyOf(gpuContainers);
     }
 
-    /** A container's SM request in percent. */
-    public record GpuContainer(String name, int smRequest) {}
+    /** A container's SM request in percent, and its GPU memory in MiB. */
+    public record GpuContainer(String name, int smRequest, long memoryMib) {
+
+        /** A container that does not say its memory gets what the scheduler extender books for it. */
+        public GpuContainer(String name, int smRequest) {
+            this(name, smRequest, Allocation.DEFAULT_MEMORY_MIB);
+        }
+    }
+
+    /** The GPU container of that name. */
+    public Optional<GpuContainer> container(String name) {
+        return gpuContainers.stream().filter(c -> c.name().equals(name)).findFirst();
+    }
 
     public ContainerRef.PodKey key() {
         return new ContainerRef.PodKey(namespace, name);

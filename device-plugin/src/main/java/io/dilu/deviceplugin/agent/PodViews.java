@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.agent;
 
+import io.dilu.core.contract.QuotaRights;
 import io.dilu.kube.PodShare;
 import io.dilu.kube.PodShares;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -12,13 +13,16 @@ public final class PodViews {
 
     private PodViews() {}
 
-    public static PodView of(Pod pod) {
+    /** @param namespaceLabels the labels of the pod's namespace, for its rights; null when not known */
+    public static PodView of(Pod pod, Map<String, String> namespaceLabels) {
         var meta = pod.getMetadata();
         Instant created = meta.getCreationTimestamp() == null ? Instant.EPOCH : Instant.parse(meta.getCreationTimestamp());
         List<PodView.GpuContainer> gpu = PodShares.of(pod).map(PodShare::containers).orElse(List.of()).stream()
                 .filter(c -> c.smPercent() >= 1 && c.smPercent() <= 100)
-                .map(c -> new PodView.GpuContainer(c.name(), c.smPercent())).toList();
+                .map(c -> new PodView.GpuContainer(c.name(), c.smPercent(),
+                        c.memoryMib().filter(m -> m >= 1).orElse(Allocation.DEFAULT_MEMORY_MIB))).toList();
         Map<String, String> annotations = meta.getAnnotations() == null ? Map.of() : meta.getAnnotations();
-        return new PodView(meta.getNamespace(), meta.getName(), meta.getUid(), created, PodShares.terminal(pod), annotations, gpu);
+        return new PodView(meta.getNamespace(), meta.getName(), meta.getUid(), created, PodShares.terminal(pod), annotations,
+                gpu, QuotaRights.granted(namespaceLabels));
     }
 }

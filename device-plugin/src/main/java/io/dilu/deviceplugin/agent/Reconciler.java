@@ -1,8 +1,6 @@
 package io.dilu.deviceplugin.agent;
 
 import io.dilu.core.contract.AssignedGpus;
-import io.dilu.core.contract.PodQuotaAnnotations;
-import io.dilu.core.quota.Priority;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
 import java.time.Duration;
 import java.time.Instant;
@@ -34,8 +32,7 @@ public final class Reconciler {
      *
      * @param corrected the allocation had been matched to another container at Allocate
      */
-    public record Bind(String allocation, ContainerRef owner, int smLimit, Priority priority, double klcThreshold,
-            boolean corrected)
+    public record Bind(String allocation, ContainerRef owner, Allocation.ShareQuota quota, boolean corrected)
             implements Change {}
 
     /** The kubelet no longer lists the share, since {@code since}. */
@@ -95,12 +92,11 @@ public final class Reconciler {
                 changes.add(new Present(a.id()));
             }
             PodView pod = pods.get(owner.podKey());
-            int limit = pod == null ? a.smLimit() : PodQuotaAnnotations.smLimit(pod.annotations(), a.smRequest());
-            Priority priority = pod == null ? a.priority() : PodQuotaAnnotations.priority(pod.annotations(), Priority.BEST_EFFORT);
-            double threshold = pod == null ? a.klcThreshold() : PodQuotaAnnotations.klcThreshold(pod.annotations());
-            if (!a.owner().equals(Optional.of(owner)) || !a.sameQuotas(limit, priority, threshold)) {
+            Optional<PodView.GpuContainer> container = pod == null ? Optional.empty() : pod.container(owner.container());
+            Allocation.ShareQuota quota = container.map(c -> Allocation.ShareQuota.of(pod, c)).orElse(a.quota());
+            if (!a.owner().equals(Optional.of(owner)) || !a.quota().same(quota)) {
                 boolean corrected = a.owner().isPresent() && !a.owner().get().equals(owner);
-                changes.add(new Bind(a.id(), owner, limit, priority, threshold, corrected));
+                changes.add(new Bind(a.id(), owner, quota, corrected));
             }
         }
         for (PodView pod : pods.values()) {

@@ -14,8 +14,9 @@ import java.nio.file.attribute.PosixFilePermissions;
 /**
  * The agent's side of one container's control block: the grant page it writes (mounted read-only into the
  * container) and the report page the hook writes. The layout is {@code hook-native/include/dilu_control.h},
- * version 2; the offsets here are checked against the C ones by {@code ControlBlockIT}, which runs the
- * real hook against a block made by this class.
+ * version 3; the offsets here are checked against the C ones by {@code ControlBlockIT}, which runs the
+ * real hook against a block made by this class. Everything read from the report page is the tenant's to
+ * write: readers treat it as hostile ({@code ReportReader} validates it).
  *
  * <p>Counters are read and written with acquire/release semantics through VarHandles, matching the C
  * side's atomics. One writer per field: the agent for the grant page, the hook for the report page.
@@ -23,7 +24,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 public final class ControlBlock implements AutoCloseable {
 
     public static final int MAGIC = 0x44494c55;
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
     public static final int MAX_DEVICES = 8;
     public static final int KLC_RING = 64;
     public static final int MAX_PROCESSES = 32;
@@ -33,8 +34,9 @@ public final class ControlBlock implements AutoCloseable {
     static final int HEADER = 16;
     static final int GRANT_HEARTBEAT = 16;
     static final int GRANT_DEVICES = 24;
+    static final int GRANT_PERIOD = 28;
     static final int GRANT_DEVICE = 32;
-    static final int GRANT_DEVICE_SIZE = 24;
+    static final int GRANT_DEVICE_SIZE = 32;
     public static final int GRANT_SIZE = GRANT_DEVICE + GRANT_DEVICE_SIZE * MAX_DEVICES;
     static final int REPORT_DEVICES = 16;
     static final int REPORT_DEVICE = 24;
@@ -159,6 +161,20 @@ public final class ControlBlock implements AutoCloseable {
         INTS.setRelease(grant, grantDevice(device) + 20, throttled ? 1 : 0);
     }
 
+    /** This period's refill: the rate at which the hook refills itself, for a while, when the agent is late. */
+    public void setTokensPerPeriod(int device, long tokens) {
+        LONGS.setRelease(grant, grantDevice(device) + 24, tokens);
+    }
+
+    public long tokensPerPeriod(int device) {
+        return (long) LONGS.getAcquire(grant, grantDevice(device) + 24);
+    }
+
+    /** The agent's token period, for the hook's own refills while the agent is late. */
+    public void setPeriodMicros(int micros) {
+        INTS.setRelease(grant, GRANT_PERIOD, micros);
+    }
+
     /** Tells the hook the agent is alive; {@code monotonicNanos} on the hook's clock (CLOCK_MONOTONIC). */
     public void heartbeat(long monotonicNanos) {
         LONGS.setRelease(grant, GRANT_HEARTBEAT, monotonicNanos);
@@ -182,22 +198,12 @@ public final class ControlBlock implements AutoCloseable {
         return (long) LONGS.getAcquire(report, reportDevice(device) + 16);
     }
 
-    /** The n-th (1-based) launch cycle, in nanoseconds; only the latest {@value #KLC_RING} are kept. */
-    public long klcNanos(int device, long n) {
-        return (long) LONGS.getAcquire(report, reportDevice(device) + 32 + 8 * (int) ((n - 1) % KLC_RING));
-    }
-
     /**
-     * Writes the report page as a hook would (cumulative launches; a launch cycle when {@code klcNanos > 0}),
-     * for benchmarks and tests that stand in for the hook.
+     * The n-th (1-based) launch cycle, in nanoseconds, as the tenant wrote it; only the latest {@value #KLC_RING}
+     * are kept. Any n is safe to ask for: a count the tenant made negative cannot index outside the ring.
      */
-    public void reportForTesting(long blocksLaunched, long klcNanos) {
-        LONGS.setRelease(report, reportDevice(0), blocksLaunched);
-        if (klcNanos > 0) {
-            long n = (long) LONGS.getAcquire(report, reportDevice(0) + 16);
-            LONGS.setRelease(report, reportDevice(0) + 32 + 8 * (int) (n % KLC_RING), klcNanos);
-            LONGS.setRelease(report, reportDevice(0) + 16, n + 1);
-        }
+    public long klcNanos(int device, long n) {
+        return (long) LONGS.getAcquire(report, reportDevice(device) + 32 + 8 * (int) Math.floorMod(n - 1, KLC_RING));
     }
 
     /** Pid of a process slot, 0 when free. */

@@ -208,10 +208,17 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
     }
 
     /** The standard mounts of a control block directory and the hook, for {@link Allocator}s. */
-    public static List<Mount> controlMounts(String hostDir, String containerDir, String hostHook, String containerHook) {
+    /**
+     * What a container with a share gets mounted: its control block's two pages (the grant read-only: a tenant
+     * must not raise its own share), the hook, and an /etc/ld.so.preload naming the hook, so that every
+     * dynamically linked process of the container loads it whatever its environment says.
+     */
+    public static List<Mount> controlMounts(String hostDir, String containerDir, String hostHook, String containerHook,
+            String hostPreload) {
         return List.of(
                 Mount.newBuilder().setHostPath(hostDir + "/grant").setContainerPath(containerDir + "/grant").setReadOnly(true).build(),
                 Mount.newBuilder().setHostPath(hostDir + "/report").setContainerPath(containerDir + "/report").setReadOnly(false).build(),
-                Mount.newBuilder().setHostPath(hostHook).setContainerPath(containerHook).setReadOnly(true).build());
+                Mount.newBuilder().setHostPath(hostHook).setContainerPath(containerHook).setReadOnly(true).build(),
+                Mount.newBuilder().setHostPath(hostPreload).setContainerPath("/etc/ld.so.preload").setReadOnly(true).build());
     }
 }

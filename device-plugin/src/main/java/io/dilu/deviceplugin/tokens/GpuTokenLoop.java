@@ -1,7 +1,6 @@
 package io.dilu.deviceplugin.tokens;
 
 import io.dilu.core.tokens.ControllerState;
-import io.dilu.core.tokens.ControllerState;
 import io.dilu.core.tokens.InstanceSample;
 import io.dilu.core.tokens.TokenController;
 import io.dilu.core.tokens.TokenGrant;
@@ -12,8 +11,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.concurrent.atomic.AtomicLongArray;
+import org.jboss.logging.Logger;
 
 /**
  * One period of Algorithm 2 for one GPU, between the control blocks of its tenants and core's
@@ -27,13 +27,27 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * every one of them would hold up an SLO neighbour's next kernel (the emulated co-location benchmark: inference
  * p95 1.317 → 1.255 of Exclusive at the same training throughput). SLO containers get theirs at once, and
  * so does everyone on a GPU without an SLO container.
+ *
+ * <p>Each report page is the tenant's to write: it is read through {@link ReportReading}, which believes only
+ * what a hook could have written, and a tenant whose page cannot be read at all is skipped for the period
+ * (its grant and heartbeat still written) — one tenant's garbage never costs its neighbours a period.
  * Tenants may be added and removed from other threads; {@link #tick} runs on the GPU's own thread.
  */
 public final class GpuTokenLoop {
 
+    private static final Logger LOG = Logger.getLogger(GpuTokenLoop.class);
+
+    /** Most blocks one period may add to a report: beyond any grant, far from a long's overflow. */
+    static final long MAX_BLOCKS_PER_PERIOD = 1L << 40;
+
     private final TokenController controller;
+    private final int steps;
     private final Map<String, Tracked> tenants = new ConcurrentHashMap<>();
     private volatile long blocksLaunched; // written by the GPU's own thread only
+    private volatile TokenPlan lastPlan;
+    private final AtomicLongArray periodsByState = new AtomicLongArray(ControllerState.values().length);
+    private final AtomicLongArray faults = new AtomicLongArray(ReportReading.Fault.values().length);
+    private final AtomicLong lastTickNanos = new AtomicLong(System.nanoTime());
 
     private static final class Tracked {
         volatile Tenant tenant; // its quota may change; its control block never does
@@ -44,14 +58,10 @@ public final class GpuTokenLoop {
 
         Tracked(Tenant tenant) {
             this.tenant = tenant;
-            this.lastLaunched = tenant.block().blocksLaunched(tenant.device());
-            this.lastKlcCount = tenant.block().klcCount(tenant.device());
+            this.lastLaunched = Math.max(0, tenant.block().blocksLaunched(tenant.device()));
+            this.lastKlcCount = Math.max(0, tenant.block().klcCount(tenant.device()));
         }
     }
-
-    private final int steps;
-    private volatile TokenPlan lastPlan;
-    private final AtomicLongArray periodsByState = new AtomicLongArray(ControllerState.values().length);
 
     /** @param steps parts in which a best-effort container's tokens are released over a period (1: at once) */
     public GpuTokenLoop(TokenParameters params, int steps) {
@@ -77,7 +87,18 @@ public final class GpuTokenLoop {
         return periodsByState.get(state.ordinal());
     }
 
+    /** Report-page faults of this GPU's tenants since the loop started. */
+    public long faults(ReportReading.Fault fault) {
+        return faults.get(fault.ordinal());
+    }
+
+    /** CLOCK_MONOTONIC of the latest completed period, for liveness. */
+    public long lastTickNanos() {
+        return lastTickNanos.get();
+    }
+
     public void add(Tenant tenant) {
+        tenant.block().setPeriodMicros((int) (parameters().period().toNanos() / 1000));
         tenant.block().setThrottled(tenant.device(), true);
         tenants.put(tenant.id(), new Tracked(tenant));
     }
@@ -105,49 +126,62 @@ public final class GpuTokenLoop {
         return tenants.size();
     }
 
+    /** Parts in which best-effort tokens are released over a period. */
+    public int steps() {
+        return steps;
+    }
+
     /**
      * @param now the period's time for the decision
      * @param monotonicNanos the same moment on CLOCK_MONOTONIC, the hook's clock, for the heartbeat
      */
     public TokenPlan tick(Instant now, long monotonicNanos) {
         List<Tracked> order = new ArrayList<>(tenants.values());
+        List<Tracked> read = new ArrayList<>(order.size());
         List<InstanceSample> samples = new ArrayList<>(order.size());
-        long[] launched = new long[order.size()];
-        Tenant[] tenantsOfTick = new Tenant[order.size()];
+        List<Long> launched = new ArrayList<>(order.size());
         long launchedThisPeriod = 0;
-        for (int i = 0; i < order.size(); i++) {
-            Tracked t = order.get(i);
+        for (Tracked t : order) {
             Tenant tenant = t.tenant;
-            tenantsOfTick[i] = tenant;
-            launched[i] = tenant.block().blocksLaunched(tenant.device());
-            long cycles = tenant.block().klcCount(tenant.device());
-            double klcMillis = cycles > t.lastKlcCount ? tenant.block().klcNanos(tenant.device(), cycles) / 1e6 : Double.NaN;
-            long delta = Math.max(0, launched[i] - t.lastLaunched);
-            launchedThisPeriod += delta;
-            samples.add(new InstanceSample(tenant.id(), tenant.sloSensitive(), tenant.request(), tenant.limit(),
-                    delta, klcMillis > 0 ? klcMillis : Double.NaN, tenant.klcThreshold()));
-            t.lastLaunched = launched[i];
-            t.lastKlcCount = cycles;
+            try {
+                ReportReading r = ReportReading.of(t.lastLaunched, t.lastKlcCount,
+                        tenant.block().blocksLaunched(tenant.device()), tenant.block().klcCount(tenant.device()),
+                        n -> tenant.block().klcNanos(tenant.device(), n), MAX_BLOCKS_PER_PERIOD);
+                r.faults().forEach(f -> faults.incrementAndGet(f.ordinal()));
+                samples.add(new InstanceSample(tenant.id(), tenant.sloSensitive(), tenant.request(), tenant.limit(),
+                        r.launchedDelta(), r.klcMillis(), tenant.klcThreshold()));
+                t.lastLaunched = r.launched();
+                t.lastKlcCount = r.klcCount();
+                launched.add(r.launched());
+                read.add(t);
+                launchedThisPeriod += r.launchedDelta();
+            } catch (RuntimeException e) {
+                faults.incrementAndGet(ReportReading.Fault.UNREADABLE.ordinal());
+                LOG.debugf(e, "tenant %s: its report page could not be read this period", tenant.id());
+                tenant.block().heartbeat(monotonicNanos); // the grant stays; the tenant is not left to go stale
+            }
         }
         blocksLaunched += launchedThisPeriod;
         TokenPlan plan = controller.issue(now, samples);
         periodsByState.incrementAndGet(plan.state().ordinal());
         lastPlan = plan;
         List<TokenGrant> grants = plan.grants();
-        for (int i = 0; i < order.size(); i++) {
-            Tenant tenant = tenantsOfTick[i];
-            Tracked t = order.get(i);
+        for (int i = 0; i < read.size(); i++) {
+            Tracked t = read.get(i);
+            Tenant tenant = t.tenant;
             long previous = tenant.block().tokensGranted(tenant.device());
-            long base = Math.min(previous, launched[i]);
+            long base = Math.min(previous, launched.get(i));
             long tokens = grants.get(i).tokens();
             // Pacing protects SLO neighbours; without one (NONE) there is nobody to protect.
             boolean paced = !tenant.sloSensitive() && plan.state() != ControllerState.NONE;
             t.pacedBase = base;
             t.pacedTokens = paced ? tokens : 0;
+            tenant.block().setTokensPerPeriod(tenant.device(), tokens);
             tenant.block().grantTokens(tenant.device(), base + (paced ? tokens / steps : tokens));
             tenant.block().setState(tenant.device(), plan.state().ordinal());
             tenant.block().heartbeat(monotonicNanos);
         }
+        lastTickNanos.set(monotonicNanos);
         return plan;
     }
 
@@ -158,10 +192,5 @@ public final class GpuTokenLoop {
                 t.tenant.block().grantTokens(t.tenant.device(), t.pacedBase + t.pacedTokens * (step + 1) / steps);
             }
         }
-    }
-
-    /** Parts in which best-effort tokens are released over a period. */
-    public int steps() {
-        return steps;
     }
 }

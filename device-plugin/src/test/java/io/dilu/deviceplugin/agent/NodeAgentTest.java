@@ -77,8 +77,7 @@ class NodeAgentTest {
                     .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(thirty)).build())
                     .getContainerResponses(0);
             String id = c.getEnvsOrThrow("DILU_ALLOCATION");
-            assertThat(c.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", "GPU-emu-local-1")
-                    .containsEntry("DILU_CONTROL_DIR", "/var/run/dilu/control");
+            assertThat(c.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", "GPU-emu-local-1");
             Path dir = config.controlRoot().resolve("GPU-emu-local-1_30_" + id);
             assertThat(dir.resolve("grant")).exists();
             assertThat(c.getMounts(0).getHostPath()).isEqualTo(dir.resolve("grant").toString());

@@ -52,7 +52,8 @@ class PodIdentityIT {
     static void startApiServer() {
         api = RealApiServer.start();
         client = api.client();
-        api.createNamespace(NS, Map.of());
+        // An administrator granted this namespace SLO priority (the infer pod asks for it).
+        api.createNamespace(NS, Map.of(io.dilu.core.contract.QuotaRights.ALLOW_SLO_LABEL, "true"));
     }
 
     @AfterAll
@@ -91,7 +92,7 @@ class PodIdentityIT {
         GpuDevice gpu0 = gpus.get(0);
         GpuDevice gpu1 = gpus.get(1);
         Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
-                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so");
+                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"));
         Files.createDirectories(paths.controlRoot());
         TestingClock clock = new TestingClock(Instant.parse("2026-11-22T10:00:00Z"));
         SimpleMeterRegistry metrics = new SimpleMeterRegistry();
@@ -108,7 +109,8 @@ class PodIdentityIT {
             Allocations allocations = new Allocations(paths, gpus, tokens, clock, () -> identity[0].pods());
             identity[0] = new PodIdentity(client, NODE, allocations, podResources, clock, Duration.ofSeconds(30), metrics);
             identity[0].start();
-            await().atMost(Duration.ofSeconds(20)).until(() -> identity[0].pods().size() == 3);
+            await().atMost(Duration.ofSeconds(20)).until(() -> identity[0].pods().size() == 3
+                    && identity[0].pods().stream().allMatch(PodView::sloRight));
 
             // The kubelet asks where to take 30 percent from: the GPU the scheduler gave the pod being admitted.
             Map<String, Integer> free = Map.of(gpu0.uuid(), 100, gpu1.uuid(), 100);

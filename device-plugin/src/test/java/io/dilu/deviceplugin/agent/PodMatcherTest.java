@@ -17,7 +17,7 @@ class PodMatcherTest {
             containers.add(new PodView.GpuContainer("c" + i, sm[i]));
         }
         return new PodView("default", name, "uid-" + name, Instant.ofEpochSecond(createdSecond), false,
-                assigned == null ? Map.of() : Map.of(DiluNames.ASSIGNED_GPUS, assigned), containers);
+                assigned == null ? Map.of() : Map.of(DiluNames.ASSIGNED_GPUS, assigned), containers, false);
     }
 
     @Test
@@ -52,7 +52,7 @@ class PodMatcherTest {
     @Test
     void finishedPodsTakeNoShare() {
         PodView done = new PodView("default", "done", "u", Instant.EPOCH, true, Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a"),
-                List.of(new PodView.GpuContainer("c0", 30)));
+                List.of(new PodView.GpuContainer("c0", 30)), false);
         assertThat(PodMatcher.forAllocate(List.of(done), Set.of(), "GPU-a", 30)).isEmpty();
     }
 

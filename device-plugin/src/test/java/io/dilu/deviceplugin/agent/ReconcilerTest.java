@@ -24,14 +24,18 @@ class ReconcilerTest {
     }
 
     static Allocation allocation(String id, String gpu, Set<String> ids, int createdSecond) {
-        return new Allocation(id, gpu, ids, T0.plusSeconds(createdSecond), Optional.empty(), 2 * ids.size(),
-                Priority.BEST_EFFORT, Double.NaN, Optional.empty());
+        return new Allocation(id, gpu, ids, T0.plusSeconds(createdSecond), Optional.empty(),
+                Allocation.ShareQuota.defaults(ids.size()), Optional.empty());
+    }
+
+    static Allocation.ShareQuota quota(int limit, Priority priority, double threshold) {
+        return new Allocation.ShareQuota(limit, priority, threshold, Allocation.DEFAULT_MEMORY_MIB);
     }
 
     static PodView pod(String name, Map<String, String> annotations, int... sm) {
         List<PodView.GpuContainer> containers = IntStream.range(0, sm.length)
                 .mapToObj(i -> new PodView.GpuContainer("c" + i, sm[i])).toList();
-        return new PodView("ns", name, "uid-" + name, T0, false, annotations, containers);
+        return new PodView("ns", name, "uid-" + name, T0, false, annotations, containers, true);
     }
 
     static Map<ContainerRef.PodKey, PodView> byKey(PodView... pods) {
@@ -44,9 +48,9 @@ class ReconcilerTest {
         PodView p = pod("infer", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a", DiluNames.SM_LIMIT, "60", DiluNames.PRIORITY, "slo"), 30);
         ContainerRef c0 = new ContainerRef("ns", "infer", "c0");
         List<Reconciler.Change> plan = Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), byKey(p), T0, GRACE);
-        assertThat(plan).containsExactly(new Reconciler.Bind("a", c0, 60, Priority.SLO, Double.NaN, false));
+        assertThat(plan).containsExactly(new Reconciler.Bind("a", c0, quota(60, Priority.SLO, Double.NaN), false));
 
-        Allocation bound = a.withOwner(c0, 60, Priority.SLO, Double.NaN);
+        Allocation bound = a.withOwner(c0, quota(60, Priority.SLO, Double.NaN));
         assertThat(Reconciler.plan(List.of(bound), Map.of(c0, a.deviceIds()), byKey(p), T0, GRACE))
                 .as("nothing to do once in line").isEmpty();
     }
@@ -54,27 +58,41 @@ class ReconcilerTest {
     @Test
     void anLlmPodsThresholdReachesItsShare() {
         ContainerRef c0 = new ContainerRef("ns", "llm", "c0");
-        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(c0, 60, Priority.SLO, Double.NaN);
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(c0, quota(60, Priority.SLO, Double.NaN));
         PodView p = pod("llm", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a", DiluNames.SM_LIMIT, "60", DiluNames.PRIORITY, "slo",
                 DiluNames.LLM, "true"), 30);
         assertThat(Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), byKey(p), T0, GRACE))
-                .containsExactly(new Reconciler.Bind("a", c0, 60, Priority.SLO, 1.3, false));
+                .containsExactly(new Reconciler.Bind("a", c0, quota(60, Priority.SLO, 1.3), false));
+    }
+
+    @Test
+    void aNamespaceWithoutTheRightGetsTheDefaultsWhateverItsPodsAsk() {
+        ContainerRef c0 = new ContainerRef("ns", "greedy", "c0");
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 10), 0);
+        PodView granted = pod("greedy", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a", DiluNames.SM_LIMIT, "100",
+                DiluNames.PRIORITY, "slo", DiluNames.KLC_THRESHOLD, "1.05"), 10);
+        PodView notGranted = new PodView(granted.namespace(), granted.name(), granted.uid(), granted.created(), false,
+                granted.annotations(), granted.gpuContainers(), false);
+        assertThat(Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), byKey(notGranted), T0, GRACE))
+                .containsExactly(new Reconciler.Bind("a", c0, quota(20, Priority.BEST_EFFORT, Double.NaN), false));
+        assertThat(Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), byKey(granted), T0, GRACE))
+                .containsExactly(new Reconciler.Bind("a", c0, quota(100, Priority.SLO, 1.05), false));
     }
 
     @Test
     void aWrongGuessAtAllocateIsCorrectedAndCounted() {
         ContainerRef guessed = new ContainerRef("ns", "other", "c0");
-        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(guessed, 60, Priority.SLO, Double.NaN);
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(guessed, quota(60, Priority.SLO, Double.NaN));
         ContainerRef real = new ContainerRef("ns", "train", "c0");
         PodView p = pod("train", Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a"), 30);
         assertThat(Reconciler.plan(List.of(a), Map.of(real, a.deviceIds()), byKey(p), T0, GRACE))
-                .containsExactly(new Reconciler.Bind("a", real, 60, Priority.BEST_EFFORT, Double.NaN, true));
+                .containsExactly(new Reconciler.Bind("a", real, quota(60, Priority.BEST_EFFORT, Double.NaN), true));
     }
 
     @Test
     void anUnknownPodKeepsItsQuotaUntilTheApiServerIsBack() {
         ContainerRef c0 = new ContainerRef("ns", "infer", "c0");
-        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(c0, 45, Priority.SLO, Double.NaN);
+        Allocation a = allocation("a", "GPU-a", ids("GPU-a", 0, 30), 0).withOwner(c0, quota(45, Priority.SLO, Double.NaN));
         assertThat(Reconciler.plan(List.of(a), Map.of(c0, a.deviceIds()), Map.of(), T0, GRACE)).isEmpty();
     }
 
@@ -89,7 +107,7 @@ class ReconcilerTest {
         // Listed again before that (a kubelet that restarted and re-read its checkpoint): kept.
         ContainerRef c0 = new ContainerRef("ns", "p", "c0");
         assertThat(Reconciler.plan(List.of(missing), Map.of(c0, a.deviceIds()), Map.of(), T0.plusSeconds(29), GRACE))
-                .containsExactly(new Reconciler.Present("a"), new Reconciler.Bind("a", c0, 60, Priority.BEST_EFFORT, Double.NaN, false));
+                .containsExactly(new Reconciler.Present("a"), new Reconciler.Bind("a", c0, quota(60, Priority.BEST_EFFORT, Double.NaN), false));
     }
 
     @Test
@@ -100,7 +118,7 @@ class ReconcilerTest {
         ContainerRef c0 = new ContainerRef("ns", "next", "c0");
         assertThat(Reconciler.plan(List.of(old, fresh), Map.of(c0, same), Map.of(), T0.plusSeconds(61), GRACE))
                 .containsExactlyInAnyOrder(new Reconciler.Missing("old", T0.plusSeconds(61)),
-                        new Reconciler.Bind("fresh", c0, 40, Priority.BEST_EFFORT, Double.NaN, false));
+                        new Reconciler.Bind("fresh", c0, quota(40, Priority.BEST_EFFORT, Double.NaN), false));
     }
 
     @Test

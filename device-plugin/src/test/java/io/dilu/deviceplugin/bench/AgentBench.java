@@ -2,6 +2,7 @@ package io.dilu.deviceplugin.bench;
 
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.deviceplugin.control.ControlBlock;
+import io.dilu.deviceplugin.control.FakeHook;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import java.lang.management.ManagementFactory;
@@ -75,10 +76,18 @@ public final class AgentBench {
     private static void fakeHooks(List<ControlBlock> blocks) {
         SplittableRandom rnd = new SplittableRandom(7);
         long[] launched = new long[blocks.size()];
+        List<FakeHook> hooks = new ArrayList<>();
+        try {
+            for (ControlBlock b : blocks) {
+                hooks.add(FakeHook.of(b));
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
         while (!Thread.currentThread().isInterrupted()) {
             for (int i = 0; i < blocks.size(); i++) {
                 launched[i] += rnd.nextInt(200);
-                blocks.get(i).reportForTesting(launched[i], rnd.nextInt(20) == 0 ? 5_000_000 + rnd.nextInt(10_000_000) : 0);
+                hooks.get(i).report(launched[i], rnd.nextInt(20) == 0 ? 5_000_000 + rnd.nextInt(10_000_000) : 0);
             }
             try {
                 Thread.sleep(1);

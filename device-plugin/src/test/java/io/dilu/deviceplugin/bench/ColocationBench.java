@@ -6,6 +6,7 @@ import io.dilu.core.tokens.TokenParameters;
 import io.dilu.deviceplugin.agent.NodeAgent;
 import io.dilu.deviceplugin.agent.NodeAgentConfig;
 import io.dilu.deviceplugin.control.ControlBlock;
+import io.dilu.deviceplugin.testing.TestingContainers;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import io.smallrye.config.SmallRyeConfig;
@@ -153,6 +154,7 @@ public final class ColocationBench {
         Map<String, ControlBlock> blocks = new LinkedHashMap<>();
         for (Workload w : workloads) {
             ControlBlock block = ControlBlock.create(dir.resolve("control-" + w.name()), 1);
+            block.setMemoryLimit(0, 1024L << 20);
             block.heartbeat(System.nanoTime());
             blocks.put(w.name(), block);
         }
@@ -169,7 +171,9 @@ public final class ColocationBench {
             for (int i = 0; i < workloads.size(); i++) {
                 Workload w = workloads.get(i);
                 Path gpu = Files.createDirectories(dir.resolve(mode == Mode.EXCLUSIVE ? "gpu-" + i : "gpu"));
-                ProcessBuilder pb = new ProcessBuilder(command(w, dir, i))
+                List<String> command = command(w, dir, i);
+                ProcessBuilder pb = new ProcessBuilder(mode == Mode.DILU
+                        ? TestingContainers.contained(nativeDir, blocks.get(w.name()), command) : command)
                         .redirectOutput(dir.resolve(w.name() + ".out").toFile())
                         .redirectError(ProcessBuilder.Redirect.appendTo(dir.resolve("stderr.log").toFile()));
                 Map<String, String> env = pb.environment();
@@ -177,10 +181,6 @@ public final class ColocationBench {
                 switch (mode) {
                     case MPS_R -> env.put("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent(w.request()));
                     case MPS_L -> env.put("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent(w.limit()));
-                    case DILU -> {
-                        env.put("LD_PRELOAD", nativeDir.resolve("hook/libdilu-hook.so").toString());
-                        env.put("DILU_CONTROL_DIR", blocks.get(w.name()).directory().toString());
-                    }
                     default -> { }
                 }
                 processes.add(pb.start());

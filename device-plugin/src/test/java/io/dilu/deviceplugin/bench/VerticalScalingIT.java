@@ -6,6 +6,7 @@ import io.dilu.core.tokens.ControllerState;
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.core.tokens.TokenPlan;
 import io.dilu.deviceplugin.control.ControlBlock;
+import io.dilu.deviceplugin.testing.TestingContainers;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import java.nio.file.Files;
@@ -39,8 +40,10 @@ class VerticalScalingIT {
         assertThat(params.maxTokens()).as("108 SMs × 5 ms / 100 µs").isEqualTo(5_400);
         ControlBlock inf = ControlBlock.create(tmp.resolve("inference"), 1);
         ControlBlock train = ControlBlock.create(tmp.resolve("training"), 1);
-        inf.heartbeat(System.nanoTime()); // as the agent does at Allocate, before the first period
-        train.heartbeat(System.nanoTime());
+        for (ControlBlock b : List.of(inf, train)) { // as the agent does at Allocate, before the first period
+            b.setMemoryLimit(0, 1024L << 20);
+            b.heartbeat(System.nanoTime());
+        }
         Path gpu = Files.createDirectories(tmp.resolve("gpu"));
         // Steady requests: every batch runs while the training loop keeps the GPU busy.
         StringBuilder arrivals = new StringBuilder();
@@ -86,10 +89,9 @@ class VerticalScalingIT {
     }
 
     private Process start(ControlBlock block, Path gpu, String... command) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(command).redirectOutput(tmp.resolve(block.directory().getFileName() + ".out").toFile())
+        ProcessBuilder pb = new ProcessBuilder(TestingContainers.contained(NATIVE, block, List.of(command)))
+                .redirectOutput(tmp.resolve(block.directory().getFileName() + ".out").toFile())
                 .redirectError(tmp.resolve(block.directory().getFileName() + ".err").toFile());
-        pb.environment().put("LD_PRELOAD", NATIVE.resolve("hook/libdilu-hook.so").toString());
-        pb.environment().put("DILU_CONTROL_DIR", block.directory().toString());
         pb.environment().put("DILU_EMU_DIR", gpu.toString());
         return pb.start();
     }

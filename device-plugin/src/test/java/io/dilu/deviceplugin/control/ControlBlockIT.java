@@ -3,6 +3,7 @@ package io.dilu.deviceplugin.control;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.testing.TestingContainers;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import java.io.IOException;
@@ -40,9 +41,7 @@ class ControlBlockIT {
     private record Result(int exit, String out, String err) {}
 
     private Result run(Path controlDir, String... command) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(command);
-        pb.environment().put("LD_PRELOAD", NATIVE.resolve("hook/libdilu-hook.so").toString());
-        pb.environment().put("DILU_CONTROL_DIR", controlDir.toString());
+        ProcessBuilder pb = new ProcessBuilder(TestingContainers.contained(NATIVE, controlDir, List.of(command)));
         pb.environment().put("DILU_EMU_DIR", emuState.toString());
         Path out = Files.createTempFile(tmp, "out", ".txt");
         Path err = Files.createTempFile(tmp, "err", ".txt");
@@ -98,9 +97,9 @@ class ControlBlockIT {
             ch.write(java.nio.ByteBuffer.wrap(new byte[] {9, 0, 0, 0}), 4);
         }
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> ControlBlock.open(tmp.resolve("c2")))
-                .hasMessageContaining("is not a version 2 Dilu control page");
+                .hasMessageContaining("is not a version 3 Dilu control page");
         Result r = run(tmp.resolve("c2"), NATIVE.resolve("tests/hook_probe").toString(), "init");
-        assertThat(r.err()).contains("is not a version 2 Dilu grant page");
+        assertThat(r.err()).contains("is not a version 3 Dilu grant page");
     }
 
     @Test
@@ -112,10 +111,9 @@ class ControlBlockIT {
         try (TokenManager manager = new TokenManager(1, params, 1, InstantSource.system(), 1024)) {
             manager.gpu(0).add(new Tenant("train", limited, 0, 0.2, 0.25, false));
             manager.start();
-            ProcessBuilder pb = new ProcessBuilder(NATIVE.resolve("bin/emu-train").toString(), "--seconds", "1.5",
-                    "--kernels", "4", "--blocks", "108", "--block-us", "100");
-            pb.environment().put("LD_PRELOAD", NATIVE.resolve("hook/libdilu-hook.so").toString());
-            pb.environment().put("DILU_CONTROL_DIR", limited.directory().toString());
+            ProcessBuilder pb = new ProcessBuilder(TestingContainers.contained(NATIVE, limited, List.of(
+                    NATIVE.resolve("bin/emu-train").toString(), "--seconds", "1.5", "--kernels", "4", "--blocks", "108",
+                    "--block-us", "100")));
             pb.environment().put("DILU_EMU_DIR", emuState.toString());
             Process p = pb.redirectOutput(tmp.resolve("train.out").toFile()).redirectError(tmp.resolve("train.err").toFile())
                     .start();

@@ -55,9 +55,8 @@ class DevicePluginIT {
                 return ContainerAllocateResponse.newBuilder()
                         .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
                         .putEnvs("DILU_SM_REQUEST", Integer.toString(ids.size()))
-                        .putEnvs("DILU_CONTROL_DIR", "/var/run/dilu/control")
                         .addAllMounts(GpuSmDevicePlugin.controlMounts("/var/lib/dilu/containers/x", "/var/run/dilu/control",
-                                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so"))
+                                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", "/var/lib/dilu/ld.so.preload"))
                         .build();
             }
 
@@ -109,11 +108,12 @@ class DevicePluginIT {
                 .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(thirty)).build());
         ContainerAllocateResponse c = response.getContainerResponses(0);
         assertThat(c.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", gpus.get(1).uuid())
-                .containsEntry("DILU_SM_REQUEST", "30").containsEntry("DILU_CONTROL_DIR", "/var/run/dilu/control");
+                .containsEntry("DILU_SM_REQUEST", "30");
         assertThat(c.getMountsList()).extracting(Mount::getContainerPath, Mount::getReadOnly).containsExactly(
                 org.assertj.core.groups.Tuple.tuple("/var/run/dilu/control/grant", true),
                 org.assertj.core.groups.Tuple.tuple("/var/run/dilu/control/report", false),
-                org.assertj.core.groups.Tuple.tuple("/opt/dilu/lib/libdilu-hook.so", true));
+                org.assertj.core.groups.Tuple.tuple("/opt/dilu/lib/libdilu-hook.so", true),
+                org.assertj.core.groups.Tuple.tuple("/etc/ld.so.preload", true));
 
         List<String> split = List.of(GpuSmDevicePlugin.deviceId(gpus.get(0), 1), GpuSmDevicePlugin.deviceId(gpus.get(1), 1));
         assertThatThrownBy(() -> stub.allocate(AllocateRequest.newBuilder()

@@ -2,14 +2,15 @@ package io.dilu.e2e.bench;
 
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
+import io.dilu.e2e.LocalControlPlane;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -32,7 +33,8 @@ import java.util.stream.IntStream;
  * {@code ./dilu bench extender}: the extender as deployed (its own process, its state from a real
  * kube-apiserver holding 1,000 GPU nodes of 8 GPUs and 2,000 bound GPU pods), asked over loopback HTTP what
  * kube-scheduler asks for every pod: filter, then prioritize, with all 1,000 node names. Prints the latency of
- * the pair.
+ * the pair. The pods asked about exist on the API server (pending), since the extender places no pod it cannot
+ * find there.
  */
 public final class ExtenderBench {
 
@@ -42,31 +44,32 @@ public final class ExtenderBench {
 
     public static void main(String[] args) throws Exception {
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
+        int warmup = Math.max(1000, rounds / 2);
         Path work = Files.createTempDirectory("dilu-bench-extender");
         try (RealApiServer api = RealApiServer.start()) {
             KubernetesClient client = api.client();
             long t0 = System.nanoTime();
             populate(api);
-            System.out.printf("cluster: %d nodes × %d GPUs, %d bound GPU pods (created in %.1f s)%n", NODES, GPUS,
-                    BOUND_PODS, (System.nanoTime() - t0) / 1e9);
-            int port;
-            try (ServerSocket s = new ServerSocket(0)) {
-                port = s.getLocalPort();
-            }
+            Random rnd = new Random(7);
+            List<Pod> asked = createPending(client, IntStream.range(0, warmup + rounds)
+                    .mapToObj(i -> new int[] {10 + rnd.nextInt(30), 1024 * (1 + rnd.nextInt(8))}).toList());
+            System.out.printf("cluster: %d nodes × %d GPUs, %d bound GPU pods, %d pending (created in %.1f s)%n", NODES,
+                    GPUS, BOUND_PODS, asked.size(), (System.nanoTime() - t0) / 1e9);
+            int port = LocalControlPlane.freePort();
+            int management = LocalControlPlane.freePort();
             try (ChildProcess extender = ChildProcess.quarkusApp("scheduler-extender",
                     Map.of("KUBECONFIG", api.writeKubeconfig(work.resolve("kubeconfig")).toString(),
-                            "QUARKUS_HTTP_PORT", Integer.toString(port), "QUARKUS_LOG_LEVEL", "WARN"),
+                            "QUARKUS_HTTP_PORT", Integer.toString(port), "QUARKUS_MANAGEMENT_PORT",
+                            Integer.toString(management), "QUARKUS_LOG_LEVEL", "WARN"),
                     work.resolve("extender.log"))) {
                 HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
                 String base = "http://127.0.0.1:" + port;
-                awaitReady(http, base, extender);
+                awaitReady(http, "http://127.0.0.1:" + management, extender);
                 String nodeNames = IntStream.range(0, NODES).mapToObj(i -> "\"node-" + i + "\"")
                         .collect(Collectors.joining(",", "[", "]"));
-                Random rnd = new Random(7);
-                int warmup = Math.max(1000, rounds / 2);
                 long[] micros = new long[rounds];
                 for (int i = 0; i < warmup + rounds; i++) {
-                    String body = args("bench-" + i, 10 + rnd.nextInt(30), 1024L * (1 + rnd.nextInt(8)), nodeNames);
+                    String body = args(client, asked.get(i), nodeNames);
                     long start = System.nanoTime();
                     String filter = post(http, base + "/filter", body);
                     String prioritize = post(http, base + "/prioritize", body);
@@ -123,12 +126,32 @@ public final class ExtenderBench {
         pool.shutdown();
     }
 
-    static String args(String uid, int sm, long memory, String nodeNames) {
-        return """
-                {"Pod":{"metadata":{"name":"%s","namespace":"fns","uid":"%s","annotations":{"dilu.io/function":"f%d"}},\
-                "spec":{"schedulerName":"dilu-scheduler","containers":[{"name":"c","image":"x","resources":{"limits":\
-                {"dilu.io/gpu-sm":"%d","dilu.io/gpu-memory":"%d"}}}]}},"NodeNames":%s}"""
-                .formatted(uid, uid, sm % 50, sm, memory, nodeNames);
+    /** The pods the bench asks about, pending on the API server: {SM percent, memory MiB} each. */
+    static List<Pod> createPending(KubernetesClient client, List<int[]> shares) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        List<Future<Pod>> created = new ArrayList<>();
+        for (int i = 0; i < shares.size(); i++) {
+            int sm = shares.get(i)[0];
+            Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)),
+                    DiluNames.GPU_MEMORY, new Quantity(Integer.toString(shares.get(i)[1])));
+            Pod pod = new PodBuilder().withNewMetadata().withName("bench-" + i).withNamespace("fns")
+                    .withAnnotations(Map.of(DiluNames.FUNCTION, "f" + sm % 50)).endMetadata().withNewSpec()
+                    .withSchedulerName(DiluNames.SCHEDULER_NAME).withAutomountServiceAccountToken(false).addNewContainer()
+                    .withName("c").withImage("x").withNewResources().withLimits(share).endResources().endContainer()
+                    .endSpec().build();
+            created.add(pool.submit(() -> client.pods().inNamespace("fns").resource(pod).create()));
+        }
+        List<Pod> pods = new ArrayList<>();
+        for (Future<Pod> f : created) {
+            pods.add(f.get());
+        }
+        pool.shutdown();
+        return pods;
+    }
+
+    /** ExtenderArgs as kube-scheduler sends them: the whole pod, the candidate node names. */
+    static String args(KubernetesClient client, Pod pod, String nodeNames) {
+        return "{\"Pod\":" + client.getKubernetesSerialization().asJson(pod) + ",\"NodeNames\":" + nodeNames + "}";
     }
 
     static String post(HttpClient http, String url, String body) throws Exception {
@@ -140,14 +163,14 @@ public final class ExtenderBench {
         return r.body();
     }
 
-    static void awaitReady(HttpClient http, String base, ChildProcess extender) throws Exception {
+    static void awaitReady(HttpClient http, String management, ChildProcess extender) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
         while (System.nanoTime() < deadline) {
             if (!extender.alive()) {
                 throw new IllegalStateException("the extender exited: " + extender.output());
             }
             try {
-                if (http.send(HttpRequest.newBuilder(URI.create(base + "/q/health/ready")).build(),
+                if (http.send(HttpRequest.newBuilder(URI.create(management + "/q/health/ready")).build(),
                         HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
                     return;
                 }

@@ -26,7 +26,8 @@ public final class WebhookBench {
 
     static final String POD = """
             {"apiVersion":"v1","kind":"Pod","metadata":{"name":"fn-%d","namespace":"fns","labels":\
-            {"serving.knative.dev/service":"resnet"},"annotations":{"dilu.io/sm-limit":"60"}},"spec":{"containers":\
+            {"serving.knative.dev/service":"resnet"},"annotations":{"dilu.io/sm-limit":"60"}},"spec":{\
+            "schedulerName":"dilu-scheduler","containers":\
             [{"name":"server","image":"registry.local/resnet:1","resources":{"limits":{"dilu.io/gpu-sm":"30",\
             "dilu.io/gpu-memory":"2048"},"requests":{"dilu.io/gpu-sm":"30","dilu.io/gpu-memory":"2048"}}}]}}""";
 
@@ -41,18 +42,19 @@ public final class WebhookBench {
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
         Path work = Files.createTempDirectory("dilu-bench-webhook");
         SelfSignedCert cert = SelfSignedCert.create(work);
-        int http;
+        int management;
         int https;
         try (ServerSocket a = new ServerSocket(0); ServerSocket b = new ServerSocket(0)) {
-            http = a.getLocalPort();
+            management = a.getLocalPort();
             https = b.getLocalPort();
         }
         try (ChildProcess webhook = ChildProcess.quarkusApp("webhook", Map.of("DILU_WEBHOOK_WATCH", "false",
-                "QUARKUS_HTTP_PORT", Integer.toString(http), "QUARKUS_HTTP_SSL_PORT", Integer.toString(https),
+                "QUARKUS_MANAGEMENT_PORT", Integer.toString(management), "QUARKUS_HTTP_SSL_PORT", Integer.toString(https),
                 "DILU_WEBHOOK_TLS_CERT", cert.cert().toString(), "DILU_WEBHOOK_TLS_KEY", cert.key().toString(),
                 "QUARKUS_LOG_LEVEL", "WARN", "JAVA_TOOL_OPTIONS", System.getProperty("dilu.bench.jvm", "")), work.resolve("webhook.log"))) {
             HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).sslContext(cert.trustingContext()).build();
-            awaitReady(client, "https://127.0.0.1:" + https + "/q/health/ready", webhook);
+            // Health is on the plain-HTTP management interface; admission on HTTPS only.
+            awaitReady(HttpClient.newHttpClient(), "http://127.0.0.1:" + management + "/q/health/ready", webhook);
             String base = "https://127.0.0.1:" + https;
             int warmup = Math.max(1000, rounds * 2);
             long[] micros = new long[2 * rounds];

@@ -43,7 +43,8 @@ public final class Demo {
             KubernetesClient client = api.client();
             Path kubeconfig = api.writeKubeconfig(work.resolve("kubeconfig"));
             api.installCrd(RealApiServer.manifests().resolve("crds/gpufunctionprofiles.dilu.io.yaml"));
-            api.createNamespace(NS, Map.of("dilu.io/webhook", "enabled"));
+            // The functions are SLO-sensitive: the namespace has the right to slo priority (an administrator's label).
+            api.createNamespace(NS, Map.of("dilu.io/webhook", "enabled", "dilu.io/allow-slo", "true"));
             for (int n = 0; n < NODES; n++) {
                 String node = "gpu-node-" + n;
                 LocalControlPlane.createGpuNode(client, node, IntStream.range(0, GPUS)
@@ -60,7 +61,9 @@ public final class Demo {
             try (ChildProcess extender = LocalControlPlane.startExtender(kubeconfig, extenderPort, work.resolve("extender.log"));
                     ChildProcess scheduler = LocalControlPlane.startScheduler(client, kubeconfig, extenderPort, work,
                             work.resolve("kube-scheduler.log"));
-                    ChildProcess webhook = LocalControlPlane.startWebhook(client, kubeconfig, work, work.resolve("webhook.log"))) {
+                    // The extender runs with the admin's credentials here: they write dilu.io/assigned-gpus.
+                    ChildProcess webhook = LocalControlPlane.startWebhook(client, kubeconfig, work, work.resolve("webhook.log"),
+                            Map.of("DILU_WEBHOOK_ASSIGNED_GPUS_WRITERS", LocalControlPlane.adminUser(client)))) {
                 List<Function> functions = List.of(
                         new Function("resnet50", 8, 30, 4096, 1, Map.of("serving.knative.dev/service", "resnet50"), Map.of()),
                         new Function("bert-base", 6, 0, 0, 1, Map.of("serving.kserve.io/inferenceservice", "bert-base"),

@@ -1,6 +1,5 @@
 package io.dilu.extender.kube;
 
-import io.dilu.extender.ExtenderConfig;
 import io.dilu.extender.state.PlacementBook;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.kube.PodShares;
@@ -9,17 +8,20 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.fabric8.kubernetes.client.informers.cache.Cache;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.util.Map;
+import java.util.Optional;
 import org.jboss.logging.Logger;
 
 /**
  * Feeds the {@link PlacementBook} from the API server: Nodes with their GPU inventory, Pods with their shares
  * and assignments. On start the informers list everything, so a restarted extender knows every placement
- * before it answers the scheduler (filter refuses to decide until then).
+ * before it answers the scheduler (filter refuses to decide until then). Their caches also tell which pods and
+ * nodes exist, so that what a request names is checked against the API server's objects, not taken on trust.
  */
 @ApplicationScoped
 public class ClusterWatcher {
@@ -28,20 +30,15 @@ public class ClusterWatcher {
 
     private final KubernetesClient client;
     private final PlacementBook book;
-    private final ExtenderConfig config;
     private SharedIndexInformer<Node> nodes;
     private SharedIndexInformer<Pod> pods;
 
-    public ClusterWatcher(KubernetesClient client, PlacementBook book, ExtenderConfig config) {
+    public ClusterWatcher(KubernetesClient client, PlacementBook book) {
         this.client = client;
         this.book = book;
-        this.config = config;
     }
 
     void start(@Observes StartupEvent event) {
-        if (!config.watch()) {
-            return;
-        }
         nodes = client.nodes().runnableInformer(0);
         nodes.addEventHandler(new ResourceEventHandler<>() {
             @Override
@@ -100,9 +97,27 @@ public class ClusterWatcher {
         }
     }
 
-    /** Whether both watches have listed everything once (always true when not watching). */
+    /** Whether both watches have listed everything once. */
     public boolean synced() {
-        return !config.watch() || (nodes != null && pods != null && nodes.hasSynced() && pods.hasSynced());
+        return nodes != null && pods != null && nodes.hasSynced() && pods.hasSynced();
+    }
+
+    /**
+     * The pod {@code namespace/name} as the watch last saw it, when its UID is {@code uid}: a name alone may
+     * belong to a pod re-created since, and a UID alone is what a forged request would bring. The watch may be
+     * a moment behind the scheduler's for a pod just created; the scheduler retries the pod then.
+     */
+    public Optional<Pod> pod(String namespace, String name, String uid) {
+        if (pods == null) {
+            return Optional.empty();
+        }
+        return Optional.ofNullable(pods.getStore().getByKey(Cache.namespaceKeyFunc(namespace, name)))
+                .filter(p -> uid.equals(p.getMetadata().getUid()));
+    }
+
+    /** Whether the watch has seen Node {@code name}: the API server binds a pod to a node that does not exist. */
+    public boolean nodeExists(String name) {
+        return nodes != null && nodes.getStore().getByKey(name) != null;
     }
 
     void stop(@Observes ShutdownEvent event) {

@@ -19,6 +19,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
@@ -48,7 +49,14 @@ public final class PlacementBook {
         BOUND
     }
 
-    private record Entry(String function, PlacementDecision.Placed placed, Phase phase, Instant expires) {}
+    /** A booking, with the pod it was made for: bind must name that same pod, not only its UID. */
+    private record Entry(String namespace, String name, String function, PlacementDecision.Placed placed, Phase phase,
+            Instant expires) {
+
+        Entry in(Phase next, Instant until) {
+            return new Entry(namespace, name, function, placed, next, until);
+        }
+    }
 
     /**
      * The answer to filter.
@@ -64,7 +72,19 @@ public final class PlacementBook {
         record Assign(AssignedGpus gpus) implements BindPlan {}
 
         /** Do not bind: the reason goes back to the scheduler, which retries the pod. */
-        record Refuse(String reason) implements BindPlan {}
+        record Refuse(Cause cause, String reason) implements BindPlan {}
+
+        /** Why a bind is refused; the booking, if any, is left as it was. */
+        enum Cause {
+            /** Nothing is reserved under the UID. */
+            NOT_RESERVED,
+            /** Something is reserved under the UID, but for a pod of another namespace or name. */
+            OTHER_POD,
+            /** The reservation is on another node. */
+            OTHER_NODE,
+            /** The pod is being bound or is bound already: a second bind must not touch that booking. */
+            BINDING_OR_BOUND
+        }
     }
 
     private final ComplementaryPlacement policy;
@@ -165,11 +185,11 @@ public final class PlacementBook {
         refresh();
         Entry before = entries.get(pod.uid());
         if (before != null && before.placed().equals(actual.get())) {
-            entries.put(pod.uid(), new Entry(before.function(), before.placed(), Phase.BOUND, before.expires()));
+            entries.put(pod.uid(), before.in(Phase.BOUND, before.expires()));
             return;
         }
         drop(pod.uid());
-        Entry e = new Entry(pod.function(), actual.get(), Phase.BOUND, Instant.MAX);
+        Entry e = new Entry(pod.namespace(), pod.name(), pod.function(), actual.get(), Phase.BOUND, Instant.MAX);
         entries.put(pod.uid(), e);
         book(pod.uid(), e);
     }
@@ -230,7 +250,8 @@ public final class PlacementBook {
             return new Filtered(Optional.empty(), failed);
         }
         PlacementDecision.Placed placed = (PlacementDecision.Placed) decision;
-        Entry e = new Entry(request.function(), placed, Phase.RESERVED, now.plus(reservationTtl));
+        Entry e = new Entry(pod.namespace(), pod.name(), request.function(), placed, Phase.RESERVED,
+                now.plus(reservationTtl));
         entries.put(pod.uid(), e);
         book(pod.uid(), e);
         return new Filtered(Optional.of(placed.node()), failed);
@@ -253,24 +274,39 @@ public final class PlacementBook {
         return Optional.ofNullable(entries.get(uid)).map(e -> e.placed().node());
     }
 
-    /** Starts binding the pod to {@code node}: its reservation becomes a bind in progress. */
-    public synchronized BindPlan startBinding(String uid, String node) {
+    /**
+     * Starts binding pod {@code namespace/name} with {@code uid} to {@code node}: its reservation becomes a bind in
+     * progress. The bind must name the pod the reservation was made for, on the node chosen for it; anything else
+     * is refused and leaves the reservation as it was, so that a caller who knows a UID cannot drop or steal it.
+     */
+    public synchronized BindPlan startBinding(String uid, String namespace, String name, String node) {
         Entry e = entries.get(uid);
         if (e == null) {
-            return new BindPlan.Refuse("no GPU is reserved for this pod (the reservation expired or the extender "
-                    + "restarted); it will be placed again");
+            return new BindPlan.Refuse(BindPlan.Cause.NOT_RESERVED, "no GPU is reserved for PodUID " + uid
+                    + " (the reservation expired or the extender restarted); it will be placed again");
+        }
+        if (!Objects.equals(e.namespace(), namespace) || !Objects.equals(e.name(), name)) {
+            return new BindPlan.Refuse(BindPlan.Cause.OTHER_POD, "PodNamespace/PodName " + namespace + "/" + name
+                    + " is not the pod whose GPUs are reserved under PodUID " + uid + "; must be " + e.namespace() + "/"
+                    + e.name());
+        }
+        if (e.phase() != Phase.RESERVED) {
+            return new BindPlan.Refuse(BindPlan.Cause.BINDING_OR_BOUND, "pod " + namespace + "/" + name + " is "
+                    + (e.phase() == Phase.BINDING ? "being bound" : "bound") + " to node " + e.placed().node()
+                    + " already");
         }
         if (!e.placed().node().equals(node)) {
-            return new BindPlan.Refuse("the pod's GPUs are reserved on node " + e.placed().node() + ", not " + node);
+            return new BindPlan.Refuse(BindPlan.Cause.OTHER_NODE,
+                    "the pod's GPUs are reserved on node " + e.placed().node() + ", not " + node);
         }
-        entries.put(uid, new Entry(e.function(), e.placed(), Phase.BINDING, Instant.MAX));
+        entries.put(uid, e.in(Phase.BINDING, Instant.MAX));
         return new BindPlan.Assign(AssignedGpus.ofContainers(e.placed().slots().stream().map(Slot::gpuUuid).toList()));
     }
 
     public synchronized void bindSucceeded(String uid) {
         Entry e = entries.get(uid);
         if (e != null) {
-            entries.put(uid, new Entry(e.function(), e.placed(), Phase.BOUND, Instant.MAX));
+            entries.put(uid, e.in(Phase.BOUND, Instant.MAX));
         }
     }
 

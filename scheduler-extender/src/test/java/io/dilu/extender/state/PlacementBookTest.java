@@ -59,7 +59,7 @@ class PlacementBookTest {
 
         book.filter(pod("b", 60, 1000, Map.of()), NODES, T0);
         String node = book.reservedNode("b").orElseThrow();
-        assertThat(book.startBinding("b", node)).isInstanceOf(PlacementBook.BindPlan.Assign.class);
+        assertThat(book.startBinding("b", "ns", "p-b", node)).isInstanceOf(PlacementBook.BindPlan.Assign.class);
         book.bindFailed("b");
         assertThat(book.placement("b")).isEmpty();
         assertThat(book.activeUsage()).extracting(ClusterState.GpuUsage::requestMilli).containsExactly(100);
@@ -70,14 +70,15 @@ class PlacementBookTest {
         book.filter(pod("a", 50, 1000, Map.of()), NODES, T0);
         String node = book.reservedNode("a").orElseThrow();
         String other = node.equals("n0") ? "n1" : "n0";
-        assertThat(book.startBinding("a", other)).isInstanceOfSatisfying(PlacementBook.BindPlan.Refuse.class,
+        assertThat(book.startBinding("a", "ns", "p-a", other)).isInstanceOfSatisfying(PlacementBook.BindPlan.Refuse.class,
                 r -> assertThat(r.reason()).contains("reserved on node " + node));
-        var assign = (PlacementBook.BindPlan.Assign) book.startBinding("a", node);
+        var assign = (PlacementBook.BindPlan.Assign) book.startBinding("a", "ns", "p-a", node);
         assertThat(assign.gpus().uuids()).singleElement().asString().startsWith(node + "-");
         book.bindSucceeded("a");
         book.filter(pod("x", 10, 10, Map.of()), NODES, T0.plusSeconds(3600));
         assertThat(book.placement("a")).isPresent();
-        assertThat(book.startBinding("nobody", node)).isInstanceOf(PlacementBook.BindPlan.Refuse.class);
+        assertThat(book.startBinding("nobody", "ns", "p-nobody", node)).isInstanceOfSatisfying(
+                PlacementBook.BindPlan.Refuse.class, r -> assertThat(r.cause()).isEqualTo(PlacementBook.BindPlan.Cause.NOT_RESERVED));
     }
 
     @Test
@@ -129,7 +130,49 @@ class PlacementBookTest {
         PodShare two = new PodShare("t", "ns", "t", Optional.empty(), false, "train", Map.of(),
                 List.of(new PodShare.Container("w0", 50, Optional.of(20_000L)), new PodShare.Container("w1", 50, Optional.of(20_000L))));
         String node = book.filter(two, NODES, T0).node().orElseThrow();
-        var assign = (PlacementBook.BindPlan.Assign) book.startBinding("t", node);
+        var assign = (PlacementBook.BindPlan.Assign) book.startBinding("t", "ns", "t", node);
         assertThat(assign.gpus().uuids()).hasSize(2).doesNotHaveDuplicates().allMatch(g -> g.startsWith(node + "-"));
+    }
+
+    @Test
+    void aBindMustNameThePodTheReservationWasMadeForAndAMismatchLeavesItAsItWas() {
+        book.filter(pod("v", 40, 1000, Map.of()), NODES, T0);
+        String node = book.reservedNode("v").orElseThrow();
+        var reserved = book.placement("v").orElseThrow();
+        for (String[] forged : new String[][] {{"ns", "attacker"}, {"other", "p-v"}, {"other", "attacker"}}) {
+            assertThat(book.startBinding("v", forged[0], forged[1], node)).as(String.join("/", forged))
+                    .isInstanceOfSatisfying(PlacementBook.BindPlan.Refuse.class, r -> {
+                        assertThat(r.cause()).isEqualTo(PlacementBook.BindPlan.Cause.OTHER_POD);
+                        assertThat(r.reason()).isEqualTo("PodNamespace/PodName " + forged[0] + "/" + forged[1]
+                                + " is not the pod whose GPUs are reserved under PodUID v; must be ns/p-v");
+                    });
+        }
+        assertThat(book.placement("v")).contains(reserved);
+        assertThat(book.bookings()).containsEntry(PlacementBook.Phase.RESERVED, 1L);
+        assertThat(book.startBinding("v", "ns", "p-v", node)).isInstanceOf(PlacementBook.BindPlan.Assign.class);
+    }
+
+    @Test
+    void aSecondBindOfAPodBeingBoundOrBoundIsRefusedAndTakesNothingBack() {
+        book.filter(pod("d", 40, 1000, Map.of()), NODES, T0);
+        String node = book.reservedNode("d").orElseThrow();
+        assertThat(book.startBinding("d", "ns", "p-d", node)).isInstanceOf(PlacementBook.BindPlan.Assign.class);
+        assertThat(book.startBinding("d", "ns", "p-d", node)).isInstanceOfSatisfying(PlacementBook.BindPlan.Refuse.class,
+                r -> assertThat(r.reason()).isEqualTo("pod ns/p-d is being bound to node " + node + " already"));
+        book.bindSucceeded("d");
+        assertThat(book.startBinding("d", "ns", "p-d", node)).isInstanceOfSatisfying(PlacementBook.BindPlan.Refuse.class,
+                r -> assertThat(r.cause()).isEqualTo(PlacementBook.BindPlan.Cause.BINDING_OR_BOUND));
+        assertThat(book.bookings()).containsEntry(PlacementBook.Phase.BOUND, 1L);
+        assertThat(book.activeUsage()).extracting(ClusterState.GpuUsage::requestMilli).containsExactly(400);
+    }
+
+    @Test
+    void aPodSeenBoundOnTheApiServerKeepsItsNameForTheBindCheck() {
+        PodShare bound = new PodShare("u1", "team", "svc-1", Optional.of("n1"), false, "f",
+                Map.of(DiluNames.ASSIGNED_GPUS, "n1-gpu0"), List.of(new PodShare.Container("c0", 50, Optional.of(1000L))));
+        book.observe(bound);
+        assertThat(book.startBinding("u1", "team", "intruder", "n1")).isInstanceOfSatisfying(
+                PlacementBook.BindPlan.Refuse.class, r -> assertThat(r.reason()).endsWith("must be team/svc-1"));
+        assertThat(book.placement("u1")).isPresent();
     }
 }

@@ -1,59 +1,92 @@
 package io.dilu.webhook.admission;
 
+import io.dilu.core.contract.DiluNames;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.dilu.core.quota.FieldError;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.zjsonpatch.JsonDiff;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Collectors;
+import org.jboss.logging.Logger;
 
 /**
- * Answers AdmissionReview (v1) requests for Pods: a JSON Patch from {@link PodMutator}, or a denial naming every
- * problem {@link PodValidator} finds. Whatever arrives, the answer is a well-formed AdmissionReview: malformed
- * input is denied with what was wrong, and nothing escapes as an exception (the HTTP layer never sends a 5xx).
+ * Answers AdmissionReview (v1) requests for Pods: on CREATE, a JSON Patch from {@link PodMutator} or a denial
+ * naming every problem {@link PodValidator} finds; on UPDATE (validation only), a denial of what
+ * {@link PodUpdateValidator} forbids. Whatever arrives, the answer is a well-formed AdmissionReview: input that is
+ * too big, too many containers, malformed input, and any failure of the handler itself (an OutOfMemoryError
+ * included) are denied with the reason. Nothing escapes as an exception, so the HTTP layer never sends a 5xx, and
+ * no stack trace reaches the caller.
  */
 public final class AdmissionHandler {
+
+    private static final Logger LOG = Logger.getLogger(AdmissionHandler.class);
 
     /** What the handler asks of the cluster. */
     public interface Cluster {
         Optional<ProfileSpec> profile(String namespace, String name);
 
         PodValidator.Facts facts(String namespace);
+
+        /** Whether the namespace has the quota right (the mutator needs nothing else of the cluster). */
+        boolean quotaRights(String namespace);
     }
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String EPHEMERAL_CONTAINERS = "ephemeralcontainers";
 
     private final Cluster cluster;
-    private final HookSettings hook;
+    private final AdmissionPolicy policy;
 
-    public AdmissionHandler(Cluster cluster, HookSettings hook) {
+    public AdmissionHandler(Cluster cluster, AdmissionPolicy policy) {
         this.cluster = cluster;
-        this.hook = hook;
+        this.policy = policy;
     }
 
     /** The outcome, for metrics. */
-    public enum Outcome { ALLOWED, PATCHED, DENIED, MALFORMED }
+    public enum Outcome { ALLOWED, PATCHED, DENIED, MALFORMED, FAILED }
 
     /** An answer and what it was. */
     public record Answer(String body, Outcome outcome) {}
 
-    public Answer mutate(String body) {
-        return handle(body, true);
+    /** Which of the webhooks in webhooks.yaml asked. */
+    private enum Review { MUTATE, VALIDATE, UNCOVERED }
+
+    public Answer mutate(byte[] body) {
+        return answer(body, Review.MUTATE);
     }
 
-    public Answer validate(String body) {
-        return handle(body, false);
+    public Answer validate(byte[] body) {
+        return answer(body, Review.VALIDATE);
     }
 
-    private Answer handle(String body, boolean mutate) {
+    /**
+     * A pod created in a namespace the webhook does not cover (not labelled {@code dilu.io/webhook=enabled}): one
+     * asking for a Dilu GPU share is refused, since none of the other checks ran on it; any other is allowed.
+     */
+    public Answer uncovered(byte[] body) {
+        return answer(body, Review.UNCOVERED);
+    }
+
+    private Answer answer(byte[] body, Review kind) {
         String uid = "";
         try {
-            JsonNode review = JSON.readTree(body == null ? "" : body);
+            byte[] bytes = body == null ? new byte[0] : body;
+            if (bytes.length > policy.maxRequestBytes()) {
+                uid = uidOf(bytes);
+                return denied(uid, new FieldError("AdmissionReview", bytes.length + " bytes", "at most " + policy.maxRequestBytes()
+                        + " bytes (dilu.webhook.max-request-bytes; the API server's own limit for a request is 3 MiB)").message());
+            }
+            JsonNode review = JSON.readTree(bytes);
             JsonNode request = review == null ? null : review.get("request");
             if (request == null || !request.isObject()) {
                 return malformed(uid, "AdmissionReview.request is missing");
@@ -62,51 +95,165 @@ public final class AdmissionHandler {
             if (uid.isBlank()) {
                 return malformed(uid, "AdmissionReview.request.uid is missing");
             }
-            if (!"Pod".equals(request.path("kind").path("kind").asText()) || !"CREATE".equals(request.path("operation").asText("CREATE"))) {
-                return new Answer(response(uid, true, null, null), Outcome.ALLOWED);
+            if (!"Pod".equals(request.path("kind").path("kind").asText())) {
+                return allowed(uid);
             }
-            JsonNode object = request.get("object");
-            if (object == null || !object.isObject()) {
-                return malformed(uid, "AdmissionReview.request.object is not a Pod");
-            }
-            Pod pod = JSON.treeToValue(object, Pod.class);
-            if (pod.getSpec() == null || pod.getMetadata() == null) {
-                return malformed(uid, "AdmissionReview.request.object is a Pod without metadata or spec");
-            }
-            if (!PodMutator.concerns(pod)) {
-                return new Answer(response(uid, true, null, null), Outcome.ALLOWED);
-            }
-            String namespace = Optional.ofNullable(pod.getMetadata().getNamespace()).filter(s -> !s.isBlank())
-                    .orElse(request.path("namespace").asText(""));
-            Optional<String> profileName = PodMutator.profileName(pod);
-            Optional<ProfileSpec> profile = profileName.flatMap(n -> cluster.profile(namespace, n));
-            return mutate ? patch(uid, pod, profile) : check(uid, pod, namespace, profileName, profile);
+            return switch (request.path("operation").asText("CREATE")) {
+                case "CREATE" -> create(uid, request, kind);
+                // Mutation is for CREATE only: an UPDATE that reaches /mutate is let through unchanged. A pod in an
+                // uncovered namespace was refused a share at CREATE, so its UPDATEs have none to change.
+                case "UPDATE" -> kind == Review.VALIDATE ? update(uid, request) : allowed(uid);
+                default -> allowed(uid);
+            };
         } catch (Exception e) {
             // Malformed JSON, a field of the wrong type, a quantity that is not one: refuse, say why, never fail.
-            return malformed(uid, "cannot read the pod: " + firstLine(e.getMessage()));
+            return malformed(uid, "cannot read the pod: " + PodValidator.clip(firstLine(e.getMessage())));
+        } catch (Throwable t) {
+            // An OutOfMemoryError, a StackOverflowError or a bug: the pod is refused rather than admitted unchecked,
+            // and the caller learns what happened, not how (the trace is for this log only).
+            LOG.errorf(t, "AdmissionReview %s failed; denied", uid);
+            return new Answer(response(uid, false, null, "the webhook failed on this request (" + t.getClass().getSimpleName()
+                    + ") and refuses it rather than admit it unchecked"), Outcome.FAILED);
         }
     }
 
-    private Answer patch(String uid, Pod pod, Optional<ProfileSpec> profile) {
-        Pod mutated = PodMutator.mutate(pod, profile, hook);
-        JsonNode patch = JsonDiff.asJson(JSON.valueToTree(pod), JSON.valueToTree(mutated));
-        if (patch.isEmpty()) {
-            return new Answer(response(uid, true, null, null), Outcome.ALLOWED);
+    private Answer create(String uid, JsonNode request, Review kind) throws IOException {
+        JsonNode object = request.get("object");
+        if (object == null || !object.isObject()) {
+            return malformed(uid, "AdmissionReview.request.object is not a Pod");
         }
-        return new Answer(response(uid, true, patch.toString(), null), Outcome.PATCHED);
+        if (containerCount(object) > policy.maxContainers()) {
+            return tooManyContainers(uid, object);
+        }
+        Pod pod = JSON.treeToValue(object, Pod.class);
+        if (pod.getSpec() == null || pod.getMetadata() == null) {
+            return malformed(uid, "AdmissionReview.request.object is a Pod without metadata or spec");
+        }
+        String namespace = namespace(request, pod);
+        if (kind == Review.UNCOVERED) {
+            return PodMutator.concerns(pod) ? denied(uid, new FieldError("metadata.namespace", namespace,
+                    "labelled " + DiluNames.WEBHOOK_LABEL + "=" + DiluNames.WEBHOOK_ENABLED + " by an administrator for a pod "
+                            + "with a Dilu GPU share (only there does admission check it)").message()) : allowed(uid);
+        }
+        Optional<String> profileName = PodMutator.profileName(pod);
+        Optional<ProfileSpec> profile = profileName.flatMap(n -> cluster.profile(namespace, n));
+        if (kind == Review.MUTATE) {
+            if (!PodMutator.concerns(pod)) {
+                return allowed(uid);
+            }
+            PodMutator.Mutation m = PodMutator.mutate(pod, profile, policy.hook(), cluster.quotaRights(namespace));
+            return m.patch().isEmpty() ? allowed(uid)
+                    : new Answer(response(uid, true, JSON.writeValueAsString(m.patch()), null), Outcome.PATCHED);
+        }
+        PodValidator.Facts facts = cluster.facts(namespace);
+        List<FieldError> errors = new ArrayList<>(PodValidator.validate(pod, facts, policy));
+        profileName.ifPresent(n -> errors.addAll(PodValidator.profile(namespace, n, profile, facts.quotaRights())));
+        return judged(uid, errors);
     }
 
-    private Answer check(String uid, Pod pod, String namespace, Optional<String> profileName, Optional<ProfileSpec> profile) {
-        List<FieldError> errors = new java.util.ArrayList<>(PodValidator.validate(pod, cluster.facts(namespace)));
-        if (profileName.isPresent() && profile.isEmpty()) {
-            errors.add(new FieldError("metadata.annotations[" + PodMutator.PROFILE + "]", profileName.get(),
-                    "the name of a GpuFunctionProfile in namespace " + namespace));
+    private Answer update(String uid, JsonNode request) throws IOException {
+        JsonNode object = request.get("object");
+        JsonNode old = request.get("oldObject");
+        if (object == null || !object.isObject() || old == null || !old.isObject()) {
+            return malformed(uid, "AdmissionReview.request.object and oldObject must both be Pods on UPDATE");
         }
+        List<FieldError> errors = new ArrayList<>(PodUpdateValidator.validate(annotations(old), annotations(object),
+                request.path("userInfo").path("username").asText(""), policy.assignedGpusWriters()));
+        if (EPHEMERAL_CONTAINERS.equals(request.path("subResource").asText(""))) {
+            if (containerCount(object) > policy.maxContainers()) {
+                return tooManyContainers(uid, object);
+            }
+            errors.addAll(PodValidator.addedEphemeralContainers(JSON.treeToValue(old, Pod.class),
+                    JSON.treeToValue(object, Pod.class), policy));
+        }
+        return judged(uid, errors);
+    }
+
+    private static Answer judged(String uid, List<FieldError> errors) {
         if (errors.isEmpty()) {
-            return new Answer(response(uid, true, null, null), Outcome.ALLOWED);
+            return allowed(uid);
         }
-        return new Answer(response(uid, false, null,
-                errors.stream().map(FieldError::message).collect(Collectors.joining("; "))), Outcome.DENIED);
+        return denied(uid, errors.stream().map(FieldError::message).collect(Collectors.joining("; ")));
+    }
+
+    /** The API server's namespace for the request, which the pod cannot choose; the pod's own only if it is missing. */
+    private static String namespace(JsonNode request, Pod pod) {
+        String fromRequest = request.path("namespace").asText("");
+        return !fromRequest.isBlank() ? fromRequest : Optional.ofNullable(pod.getMetadata().getNamespace()).orElse("");
+    }
+
+    /** Refused before any work on the pod: every container costs a pass of each check. */
+    private Answer tooManyContainers(String uid, JsonNode pod) {
+        return denied(uid, new FieldError("spec.containers + spec.initContainers + spec.ephemeralContainers",
+                containerCount(pod) + " containers", "at most " + policy.maxContainers() + " containers in all (dilu.webhook.max-containers)")
+                .message());
+    }
+
+    /** Counted on the JSON tree, before any of it is turned into a Pod. */
+    private static int containerCount(JsonNode pod) {
+        JsonNode spec = pod.path("spec");
+        int n = 0;
+        for (String kind : List.of("containers", "initContainers", "ephemeralContainers")) {
+            JsonNode list = spec.path(kind);
+            n += list.isArray() ? list.size() : 0;
+        }
+        return n;
+    }
+
+    private static Map<String, String> annotations(JsonNode pod) {
+        JsonNode a = pod.path("metadata").path("annotations");
+        Map<String, String> out = new LinkedHashMap<>();
+        if (a.isMissingNode() || a.isNull()) {
+            return out;
+        }
+        if (!a.isObject()) {
+            throw new IllegalArgumentException("metadata.annotations is not an object");
+        }
+        for (Map.Entry<String, JsonNode> e : a.properties()) {
+            if (!e.getValue().isTextual()) {
+                throw new IllegalArgumentException("metadata.annotations[" + PodValidator.clip(e.getKey()) + "] is not a string");
+            }
+            out.put(e.getKey(), e.getValue().asText());
+        }
+        return out;
+    }
+
+    /**
+     * The request's uid, read by streaming past everything else, so that a review too big to read still gets a
+     * denial the API server can match to its request.
+     */
+    private static String uidOf(byte[] body) {
+        try (JsonParser p = JSON.getFactory().createParser(body)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return "";
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String field = p.currentName();
+                JsonToken value = p.nextToken();
+                if ("request".equals(field) && value == JsonToken.START_OBJECT) {
+                    while (p.nextToken() == JsonToken.FIELD_NAME) {
+                        String name = p.currentName();
+                        if (p.nextToken() == JsonToken.VALUE_STRING && "uid".equals(name)) {
+                            return p.getText();
+                        }
+                        p.skipChildren();
+                    }
+                    return "";
+                }
+                p.skipChildren();
+            }
+        } catch (IOException e) {
+            // Not JSON, or cut short: there is no uid to answer to.
+        }
+        return "";
+    }
+
+    private static Answer allowed(String uid) {
+        return new Answer(response(uid, true, null, null), Outcome.ALLOWED);
+    }
+
+    private static Answer denied(String uid, String message) {
+        return new Answer(response(uid, false, null, message), Outcome.DENIED);
     }
 
     private static Answer malformed(String uid, String message) {

@@ -1,44 +1,55 @@
 package io.dilu.webhook.admission;
 
+import static io.dilu.webhook.admission.PatchOperation.add;
+import static io.dilu.webhook.admission.PatchOperation.pointer;
+
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.QuotaRights;
+import io.dilu.core.quota.FieldError;
 import io.dilu.core.quota.Priority;
 import io.dilu.core.quota.Quota;
 import io.dilu.kube.PodShares;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
-import io.fabric8.kubernetes.api.model.EnvVarBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceRequirements;
-import io.fabric8.kubernetes.api.model.VolumeBuilder;
-import io.fabric8.kubernetes.api.model.VolumeMountBuilder;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.math.BigDecimal;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
- * Turns a pod that asks for a GPU share into one that works: the hook preloaded from the node's read-only
- * copy, the pod's identity in the environment for the hook, Dilu's scheduler, and the quota annotations filled
- * in (from the function's {@code GpuFunctionProfile} when the pod names one, else the defaults). A pure
- * function of the pod: it returns a mutated copy, and mutating that copy again changes nothing.
+ * Turns a pod that asks for a GPU share into one that works: the hook preloaded (the device plugin mounts it),
+ * the pod's identity in the environment for the hook, Dilu's scheduler, and the quota annotations filled in
+ * (from the function's {@code GpuFunctionProfile} when the pod names one, else the defaults). A pure function of
+ * the pod: it returns a mutated copy and the JSON Patch of exactly what it changed, and mutating that copy again
+ * changes nothing. It never adds what {@link PodValidator} refuses: no value that needs the quota right where the
+ * namespace lacks it, and it leaves a pod's own LD_PRELOAD or DILU_ variable for the validator to refuse.
  */
 public final class PodMutator {
 
     /** Pod annotation naming the {@code GpuFunctionProfile} (same namespace) to take the quotas from. */
     public static final String PROFILE = "dilu.io/profile";
-    static final String LD_PRELOAD = "LD_PRELOAD";
     static final List<String> SERVING_LABELS = List.of("serving.kserve.io/inferenceservice", "serving.knative.dev/service");
 
     private PodMutator() {}
 
-    /** Whether the webhook has anything to do with this pod. */
+    /**
+     * The mutated pod and the patch that makes it from the original.
+     *
+     * @param patch add and replace operations, in order; empty when nothing changes
+     */
+    public record Mutation(Pod pod, List<PatchOperation> patch) {}
+
+    /** Whether the pod is Dilu's: a container of any kind asks for a {@code dilu.io/} resource, or it names a profile. */
     public static boolean concerns(Pod pod) {
-        return PodShares.of(pod).isPresent() || profileName(pod).isPresent();
+        return profileName(pod).isPresent()
+                || ContainerView.all(pod.getSpec()).stream().anyMatch(c -> !c.diluResources().isEmpty());
     }
 
     public static Optional<String> profileName(Pod pod) {
@@ -46,123 +57,170 @@ public final class PodMutator {
         return Optional.ofNullable(a == null ? null : a.get(PROFILE)).filter(s -> !s.isBlank());
     }
 
-    public static Pod mutate(Pod original, Optional<ProfileSpec> profile, HookSettings hook) {
+    /**
+     * @param quotaRights the namespace has {@link QuotaRights#ALLOW_SLO_LABEL}: serving pods default to slo, and
+     *     a profile's values that need the right are copied
+     */
+    public static Mutation mutate(Pod original, Optional<ProfileSpec> profile, HookSettings hook, boolean quotaRights) {
         Pod pod = new PodBuilder(original).build();
-        List<Container> containers = pod.getSpec().getContainers();
-        profile.ifPresent(p -> applyProfile(containers, p));
-        List<Container> gpu = containers.stream().filter(PodMutator::asksForShare).toList();
-        if (gpu.isEmpty()) {
-            return pod;
-        }
-        Map<String, String> annotations = new LinkedHashMap<>(
-                pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations());
-        Map<String, String> labels = pod.getMetadata().getLabels() == null ? Map.of() : pod.getMetadata().getLabels();
-        int request = gpu.stream().mapToInt(PodMutator::smPercent).max().orElse(0);
-        profile.ifPresent(p -> {
-            annotations.putIfAbsent(DiluNames.FUNCTION, p.function());
-            p.smLimit().ifPresent(l -> annotations.putIfAbsent(DiluNames.SM_LIMIT, Integer.toString(l)));
-            p.batchSize().ifPresent(b -> annotations.putIfAbsent(DiluNames.BATCH_SIZE, Integer.toString(b)));
-            p.priority().ifPresent(pr -> annotations.putIfAbsent(DiluNames.PRIORITY, pr));
-            if (p.llm()) {
-                annotations.putIfAbsent(DiluNames.LLM, "true");
+        List<PatchOperation> patch = new ArrayList<>();
+        List<Container> containers = pod.getSpec().getContainers() == null ? List.of() : pod.getSpec().getContainers();
+        profile.ifPresent(p -> applyProfile(containers, p, patch));
+        List<Integer> gpu = new ArrayList<>();
+        for (int i = 0; i < containers.size(); i++) {
+            if (asksForShare(containers.get(i))) {
+                gpu.add(i);
             }
-            p.klcThreshold().ifPresent(t -> annotations.putIfAbsent(DiluNames.KLC_THRESHOLD, BigDecimal.valueOf(t)
-                    .stripTrailingZeros().toPlainString()));
-        });
-        SERVING_LABELS.stream().map(labels::get).filter(v -> v != null && !v.isBlank()).findFirst()
-                .ifPresent(fn -> annotations.putIfAbsent(DiluNames.FUNCTION, fn));
-        if (request >= Quota.MIN_SM && request <= Quota.MAX_SM) {
-            annotations.putIfAbsent(DiluNames.SM_LIMIT, Integer.toString(Quota.defaultLimit(request)));
         }
-        boolean serving = SERVING_LABELS.stream().anyMatch(labels::containsKey);
-        annotations.putIfAbsent(DiluNames.PRIORITY, (serving ? Priority.SLO : Priority.BEST_EFFORT).label());
-        pod.getMetadata().setAnnotations(annotations);
-
+        if (gpu.isEmpty()) {
+            return new Mutation(pod, List.copyOf(patch));
+        }
+        annotate(pod, profile, gpu.stream().map(i -> smPercent(containers.get(i))).toList(), quotaRights, patch);
         String scheduler = pod.getSpec().getSchedulerName();
         if (scheduler == null || scheduler.isBlank() || scheduler.equals("default-scheduler")) {
             pod.getSpec().setSchedulerName(hook.schedulerName());
+            patch.add(scheduler == null ? add("/spec/schedulerName", hook.schedulerName())
+                    : PatchOperation.replace("/spec/schedulerName", hook.schedulerName()));
         }
-        if (pod.getSpec().getVolumes().stream().noneMatch(v -> HookSettings.VOLUME.equals(v.getName()))) {
-            pod.getSpec().getVolumes().add(new VolumeBuilder().withName(HookSettings.VOLUME)
-                    .withNewHostPath().withPath(hook.hostDir()).withType("Directory").endHostPath().build());
+        for (int i : gpu) {
+            inject(containers.get(i), i, hook, patch);
         }
-        for (Container c : gpu) {
-            inject(c, hook);
-        }
-        return pod;
+        return new Mutation(pod, List.copyOf(patch));
     }
 
-    private static void inject(Container c, HookSettings hook) {
-        List<EnvVar> env = c.getEnv();
-        Optional<EnvVar> preload = env.stream().filter(e -> LD_PRELOAD.equals(e.getName())).findFirst();
-        if (preload.isEmpty()) {
-            env.add(new EnvVar(LD_PRELOAD, hook.libraryPath(), null));
-        } else if (preload.get().getValueFrom() == null) {
-            String value = preload.get().getValue() == null ? "" : preload.get().getValue();
-            if (!List.of(value.split("[: ]")).contains(hook.libraryPath())) {
-                // The hook first: it must see cuda* symbols before any other preloaded library resolves them.
-                preload.get().setValue(value.isBlank() ? hook.libraryPath() : hook.libraryPath() + ":" + value);
+    /** Fills the quota annotations the pod leaves out, each only where the quota rights allow it. */
+    private static void annotate(Pod pod, Optional<ProfileSpec> profile, List<Integer> requests, boolean quotaRights,
+            List<PatchOperation> patch) {
+        Map<String, String> own = pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations();
+        Map<String, String> labels = pod.getMetadata().getLabels() == null ? Map.of() : pod.getMetadata().getLabels();
+        List<Map.Entry<String, String>> wanted = new ArrayList<>();
+        profile.ifPresent(p -> wanted.addAll(p.annotations().entrySet()));
+        SERVING_LABELS.stream().map(labels::get).filter(v -> v != null && !v.isBlank()).findFirst()
+                .ifPresent(fn -> wanted.add(Map.entry(DiluNames.FUNCTION, fn)));
+        int largest = requests.stream().mapToInt(Integer::intValue).max().orElse(-1);
+        if (largest >= Quota.MIN_SM) {
+            wanted.add(Map.entry(DiluNames.SM_LIMIT, Integer.toString(Quota.defaultLimit(largest))));
+        }
+        boolean serving = SERVING_LABELS.stream().anyMatch(labels::containsKey);
+        // Serving pods are SLO-sensitive, but slo needs the right: where the namespace lacks it the rights check
+        // below drops slo and the best-effort after it stands.
+        wanted.add(Map.entry(DiluNames.PRIORITY, (serving ? Priority.SLO : Priority.BEST_EFFORT).label()));
+        wanted.add(Map.entry(DiluNames.PRIORITY, Priority.BEST_EFFORT.label()));
+
+        // The rights are judged against the smallest request: each container's limit defaults to twice its own.
+        int smallest = requests.stream().mapToInt(Integer::intValue).filter(r -> r >= Quota.MIN_SM).min().orElse(Quota.MIN_SM);
+        Map<String, String> all = new LinkedHashMap<>(own);
+        Map<String, String> added = new LinkedHashMap<>();
+        for (Map.Entry<String, String> w : wanted) {
+            if (all.containsKey(w.getKey())) {
+                continue;
+            }
+            Map<String, String> tentative = new LinkedHashMap<>(all);
+            tentative.put(w.getKey(), w.getValue());
+            if (QuotaRights.violations(tentative, smallest, quotaRights).stream().map(FieldError::field).noneMatch(w.getKey()::equals)) {
+                all.put(w.getKey(), w.getValue());
+                added.put(w.getKey(), w.getValue());
             }
         }
-        downward(env, "DILU_POD_UID", "metadata.uid");
-        downward(env, "DILU_POD_NAME", "metadata.name");
-        downward(env, "DILU_POD_NAMESPACE", "metadata.namespace");
-        if (c.getVolumeMounts().stream().noneMatch(m -> HookSettings.VOLUME.equals(m.getName()))) {
-            c.getVolumeMounts().add(new VolumeMountBuilder().withName(HookSettings.VOLUME)
-                    .withMountPath(hook.containerDir()).withReadOnly(true).build());
+        if (added.isEmpty()) {
+            return;
         }
+        // An absent (or empty) map is added whole; keys are added one by one to a map that has some already.
+        if (own.isEmpty()) {
+            patch.add(add("/metadata/annotations", added));
+        } else {
+            added.forEach((k, v) -> patch.add(add(pointer("metadata", "annotations", k), v)));
+        }
+        pod.getMetadata().setAnnotations(all);
     }
 
-    private static void downward(List<EnvVar> env, String name, String field) {
-        if (env.stream().noneMatch(e -> name.equals(e.getName()))) {
-            env.add(new EnvVarBuilder().withName(name).withNewValueFrom().withNewFieldRef()
-                    .withFieldPath(field).endFieldRef().endValueFrom().build());
+    /** LD_PRELOAD and the pod's identity, where the container does not set them itself (the validator refuses that). */
+    private static void inject(Container c, int index, HookSettings hook, List<PatchOperation> patch) {
+        List<EnvVar> env = c.getEnv() == null ? new ArrayList<>() : new ArrayList<>(c.getEnv());
+        Set<String> names = new HashSet<>();
+        env.forEach(e -> names.add(e.getName()));
+        List<EnvVar> added = hook.env().stream().filter(e -> !names.contains(e.getName())).toList();
+        if (added.isEmpty()) {
+            return;
         }
+        if (env.isEmpty()) {
+            patch.add(add(pointer("spec", "containers", index, "env"), added));
+        } else {
+            added.forEach(e -> patch.add(add(pointer("spec", "containers", index, "env", "-"), e)));
+        }
+        env.addAll(added);
+        c.setEnv(env);
     }
 
     /** The profile's share for the GPU containers that do not say theirs (the first container if none asks). */
-    private static void applyProfile(List<Container> containers, ProfileSpec p) {
-        List<Container> targets = new ArrayList<>(containers.stream().filter(PodMutator::asksForShare).toList());
-        if (targets.isEmpty() && !containers.isEmpty()) {
-            targets.add(containers.getFirst());
+    private static void applyProfile(List<Container> containers, ProfileSpec p, List<PatchOperation> patch) {
+        List<Integer> targets = new ArrayList<>();
+        for (int i = 0; i < containers.size(); i++) {
+            if (asksForShare(containers.get(i))) {
+                targets.add(i);
+            }
         }
-        for (Container c : targets) {
-            setIfAbsent(c, DiluNames.GPU_SM, Integer.toString(p.smRequest()));
-            setIfAbsent(c, DiluNames.GPU_MEMORY, Long.toString(p.memoryMiB()));
+        if (targets.isEmpty() && !containers.isEmpty()) {
+            targets.add(0);
+        }
+        for (int i : targets) {
+            Container c = containers.get(i);
+            ResourceRequirements r = c.getResources();
+            // Extended resources must have equal request and limit; set both where neither is given.
+            Map<String, String> amounts = new LinkedHashMap<>();
+            if (!has(r, DiluNames.GPU_SM)) {
+                amounts.put(DiluNames.GPU_SM, Integer.toString(p.smRequest()));
+            }
+            if (!has(r, DiluNames.GPU_MEMORY)) {
+                amounts.put(DiluNames.GPU_MEMORY, Long.toString(p.memoryMiB()));
+            }
+            if (amounts.isEmpty()) {
+                continue;
+            }
+            if (r == null) {
+                patch.add(add(pointer("spec", "containers", i, "resources"), Map.of("limits", amounts, "requests", amounts)));
+                r = new ResourceRequirements();
+                r.setLimits(quantities(Map.of(), amounts));
+                r.setRequests(quantities(Map.of(), amounts));
+                c.setResources(r);
+                continue;
+            }
+            r.setLimits(merge(r.getLimits(), amounts, pointer("spec", "containers", i, "resources", "limits"), patch));
+            r.setRequests(merge(r.getRequests(), amounts, pointer("spec", "containers", i, "resources", "requests"), patch));
         }
     }
 
-    /** Extended resources must have equal request and limit; set both where neither is given. */
-    private static void setIfAbsent(Container c, String resource, String amount) {
-        if (c.getResources() == null) {
-            c.setResources(new ResourceRequirements());
+    private static Map<String, Quantity> merge(Map<String, Quantity> existing, Map<String, String> amounts, String at,
+            List<PatchOperation> patch) {
+        if (existing == null || existing.isEmpty()) {
+            patch.add(add(at, amounts));
+        } else {
+            amounts.forEach((k, v) -> patch.add(add(at + pointer(k), v)));
         }
-        ResourceRequirements r = c.getResources();
-        Map<String, Quantity> limits = r.getLimits() == null ? new HashMap<>() : new HashMap<>(r.getLimits());
-        Map<String, Quantity> requests = r.getRequests() == null ? new HashMap<>() : new HashMap<>(r.getRequests());
-        if (!limits.containsKey(resource) && !requests.containsKey(resource)) {
-            limits.put(resource, new Quantity(amount));
-            requests.put(resource, new Quantity(amount));
-            r.setLimits(limits);
-            r.setRequests(requests);
-        }
+        return quantities(existing == null ? Map.of() : existing, amounts);
+    }
+
+    private static Map<String, Quantity> quantities(Map<String, Quantity> existing, Map<String, String> amounts) {
+        Map<String, Quantity> all = new LinkedHashMap<>(existing);
+        amounts.forEach((k, v) -> all.put(k, new Quantity(v)));
+        return all;
+    }
+
+    private static boolean has(ResourceRequirements r, String resource) {
+        return r != null && (r.getLimits() != null && r.getLimits().containsKey(resource)
+                || r.getRequests() != null && r.getRequests().containsKey(resource));
     }
 
     static boolean asksForShare(Container c) {
-        return c.getResources() != null && (has(c.getResources().getLimits()) || has(c.getResources().getRequests()));
+        return has(c.getResources(), DiluNames.GPU_SM);
     }
 
-    private static boolean has(Map<String, Quantity> resources) {
-        return resources != null && resources.containsKey(DiluNames.GPU_SM);
-    }
-
+    /** The container's SM percent, or -1 when it is not a whole number in 1..100 (read without arithmetic on it). */
     private static int smPercent(Container c) {
-        Quantity q = Optional.ofNullable(c.getResources().getRequests()).map(m -> m.get(DiluNames.GPU_SM))
-                .orElseGet(() -> c.getResources().getLimits().get(DiluNames.GPU_SM));
-        try {
-            return q.getNumericalAmount().intValueExact();
-        } catch (ArithmeticException | IllegalArgumentException e) {
-            return -1;
-        }
+        ResourceRequirements r = c.getResources();
+        Quantity q = r.getRequests() != null && r.getRequests().get(DiluNames.GPU_SM) != null
+                ? r.getRequests().get(DiluNames.GPU_SM) : r.getLimits().get(DiluNames.GPU_SM);
+        long percent = q == null ? -1 : PodShares.integer(q);
+        return percent >= Quota.MIN_SM && percent <= Quota.MAX_SM ? (int) percent : -1;
     }
 }

@@ -2,19 +2,34 @@ package io.dilu.webhook.admission;
 
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.PodQuotaAnnotations;
+import io.dilu.core.contract.QuotaRights;
 import io.dilu.core.quota.FieldError;
+import io.dilu.core.quota.Quota;
 import io.dilu.kube.PodShares;
-import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.EnvFromSource;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.EnvVarSource;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodSpec;
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * Every reason a pod's GPU share is impossible or unsafe, each naming the field and what would be accepted.
- * A pure function of the pod and the few cluster facts it needs.
+ * Tenants are adversaries here: whatever would let a pod escape the hook (its own preload or DILU_ settings,
+ * SYS_ADMIN, a hand-picked node or scheduler), reach the node agent's files, or take more than its quota rights
+ * is refused. A pure function of the pod and the few cluster facts it needs; it never computes more than a pass
+ * over the pod.
  */
 public final class PodValidator {
 
@@ -25,82 +40,260 @@ public final class PodValidator {
      *
      * @param largestGpuMemoryMib the largest GPU memory any node reports, when known
      * @param privilegedAllowed the pod's namespace lets privileged containers have GPU shares
+     * @param quotaRights the pod's namespace has {@link QuotaRights#ALLOW_SLO_LABEL} ({@link QuotaRights#granted})
      */
-    public record Facts(OptionalLong largestGpuMemoryMib, boolean privilegedAllowed) {}
+    public record Facts(OptionalLong largestGpuMemoryMib, boolean privilegedAllowed, boolean quotaRights) {}
 
-    public static List<FieldError> validate(Pod pod, Facts facts) {
+    /** Longest value quoted back in a refusal: a tenant's megabyte of text is not worth echoing. */
+    private static final int SHOWN = 80;
+    private static final Set<String> FORBIDDEN_CAPABILITIES = Set.of("SYS_ADMIN", "ALL");
+
+    /** Everything wrong with a pod being created. */
+    public static List<FieldError> validate(Pod pod, Facts facts, AdmissionPolicy policy) {
         List<FieldError> errors = new ArrayList<>();
-        List<Container> containers = pod.getSpec() == null ? List.of() : pod.getSpec().getContainers();
+        PodSpec spec = pod.getSpec();
+        // The node agent's files are out of reach of every pod, Dilu's or not.
+        hostPaths(spec, policy.protectedHostPaths(), errors);
+        if (!PodMutator.concerns(pod)) {
+            return errors;
+        }
         int largestRequest = 0;
+        int smallestRequest = Quota.MAX_SM + 1;
         boolean anyShare = false;
-        for (int i = 0; i < containers.size(); i++) {
-            Container c = containers.get(i);
-            String at = "spec.containers[" + i + "](" + c.getName() + ").resources";
-            Quantity sm = resource(c, DiluNames.GPU_SM);
-            Quantity memory = resource(c, DiluNames.GPU_MEMORY);
-            if (sm == null && memory == null) {
-                continue;
-            }
-            anyShare = true;
-            if (sm == null) {
-                errors.add(new FieldError(at + "[" + DiluNames.GPU_SM + "]", "missing",
-                        "an integer percent in 1..100 (" + DiluNames.GPU_MEMORY + " needs a share of the SMs)"));
+        for (ContainerView c : ContainerView.all(spec)) {
+            boolean gpu = false;
+            if (c.kind() == ContainerView.Kind.CONTAINER) {
+                Map<String, Quantity> dilu = c.diluResources();
+                gpu = dilu.containsKey(DiluNames.GPU_SM);
+                anyShare |= !dilu.isEmpty();
+                int request = share(c, dilu, facts, errors);
+                if (request > 0) {
+                    largestRequest = Math.max(largestRequest, request);
+                    smallestRequest = Math.min(smallestRequest, request);
+                }
             } else {
-                long v = whole(sm);
-                if (v < 1 || v > 100) {
-                    errors.add(new FieldError(at + "[" + DiluNames.GPU_SM + "]", shown(sm), "an integer percent in 1..100"));
-                } else {
-                    largestRequest = Math.max(largestRequest, (int) v);
-                }
+                c.diluResources().forEach((name, q) -> errors.add(new FieldError(c.at() + ".resources[" + name + "]", shown(q),
+                        "absent: only spec.containers may ask for a Dilu GPU share (init and ephemeral containers are "
+                                + "neither placed nor limited by Dilu)")));
             }
-            if (memory != null) {
-                long v = whole(memory);
-                long max = facts.largestGpuMemoryMib().orElse(Long.MAX_VALUE);
-                if (v < 1 || v > max) {
-                    errors.add(new FieldError(at + "[" + DiluNames.GPU_MEMORY + "]", shown(memory),
-                            facts.largestGpuMemoryMib().isPresent()
-                                    ? "an integer MiB in 1.." + max + " (the largest GPU in the cluster)"
-                                    : "an integer MiB of at least 1"));
-                }
-            }
-            if (resource(c, "nvidia.com/gpu") != null) {
-                errors.add(new FieldError(at + "[nvidia.com/gpu]", shown(resource(c, "nvidia.com/gpu")),
-                        "absent: a container takes either a Dilu share (" + DiluNames.GPU_SM + ") or whole GPUs, not both"));
-            }
-            boolean privileged = c.getSecurityContext() != null && Boolean.TRUE.equals(c.getSecurityContext().getPrivileged());
-            if (privileged && !facts.privilegedAllowed()) {
-                errors.add(new FieldError("spec.containers[" + i + "](" + c.getName() + ").securityContext.privileged", "true",
-                        "false for a container with a GPU share (a privileged container can bypass the hook); "
-                                + "label the namespace dilu.io/allow-privileged=true to allow it"));
-            }
+            escapes(c, gpu, policy, errors);
+        }
+        String node = spec.getNodeName();
+        if (node != null && !node.isEmpty()) {
+            errors.add(new FieldError("spec.nodeName", clip(node), "empty when a pod with a Dilu GPU share is created ("
+                    + policy.hook().schedulerName() + " places it; a pod bound by hand skips the accounting of shares)"));
+        }
+        String scheduler = spec.getSchedulerName();
+        if (!policy.hook().schedulerName().equals(scheduler)) {
+            errors.add(new FieldError("spec.schedulerName", clip(String.valueOf(scheduler)), policy.hook().schedulerName()
+                    + " for a pod with a Dilu GPU share (the mutating webhook sets it where the pod names none or default-scheduler)"));
         }
         if (anyShare) {
             Map<String, String> annotations = pod.getMetadata() == null || pod.getMetadata().getAnnotations() == null
                     ? Map.of() : pod.getMetadata().getAnnotations();
             errors.addAll(PodQuotaAnnotations.validate(annotations, Math.max(1, largestRequest)));
+            // Each container's limit defaults to twice its own request: the smallest request is the one to judge by.
+            errors.addAll(QuotaRights.violations(annotations, smallestRequest > Quota.MAX_SM ? Quota.MIN_SM : smallestRequest,
+                    facts.quotaRights()));
         }
         return errors;
     }
 
-    private static Quantity resource(Container c, String name) {
-        if (c.getResources() == null) {
-            return null;
+    /**
+     * What is wrong with the pod's {@code dilu.io/profile}: missing, or giving values that need the quota right
+     * where the namespace lacks it (the mutator does not copy those, so they are refused here, by the profile's name).
+     */
+    public static List<FieldError> profile(String namespace, String name, Optional<ProfileSpec> profile, boolean quotaRights) {
+        String field = "metadata.annotations[" + PodMutator.PROFILE + "]";
+        if (profile.isEmpty()) {
+            return List.of(new FieldError(field, name, "the name of a GpuFunctionProfile in namespace " + namespace));
         }
-        Quantity limit = c.getResources().getLimits() == null ? null : c.getResources().getLimits().get(name);
-        return limit != null ? limit
-                : c.getResources().getRequests() == null ? null : c.getResources().getRequests().get(name);
+        ProfileSpec p = profile.get();
+        List<FieldError> violations = QuotaRights.violations(p.annotations(), Math.clamp(p.smRequest(), Quota.MIN_SM, Quota.MAX_SM), quotaRights);
+        if (violations.isEmpty()) {
+            return List.of();
+        }
+        return List.of(new FieldError(field, name, "a GpuFunctionProfile that needs no quota right this namespace lacks; it gives "
+                + violations.stream().map(v -> v.field() + "=" + v.value() + ", which must be " + v.allowed())
+                        .collect(Collectors.joining("; "))));
     }
 
-    /** As the user wrote the number (the API server stores 50000 as "50k"). */
+    /**
+     * Ephemeral containers added by an UPDATE of {@code pods/ephemeralcontainers} (the only way to add them): held
+     * to the rules of containers created with the pod.
+     */
+    public static List<FieldError> addedEphemeralContainers(Pod before, Pod after, AdmissionPolicy policy) {
+        Set<String> existing = new HashSet<>();
+        ContainerView.all(before.getSpec()).stream().filter(c -> c.kind() == ContainerView.Kind.EPHEMERAL)
+                .forEach(c -> existing.add(c.name()));
+        boolean dilu = PodMutator.concerns(after);
+        List<FieldError> errors = new ArrayList<>();
+        for (ContainerView c : ContainerView.all(after.getSpec())) {
+            if (c.kind() != ContainerView.Kind.EPHEMERAL || existing.contains(c.name())) {
+                continue;
+            }
+            c.diluResources().forEach((name, q) -> errors.add(new FieldError(c.at() + ".resources[" + name + "]", shown(q),
+                    "absent: only spec.containers may ask for a Dilu GPU share")));
+            if (dilu) {
+                escapes(c, false, policy, errors);
+            }
+        }
+        return errors;
+    }
+
+    /** The share of a regular container; returns its valid SM percent, or 0. */
+    private static int share(ContainerView c, Map<String, Quantity> dilu, Facts facts, List<FieldError> errors) {
+        String at = c.at() + ".resources";
+        Quantity sm = dilu.get(DiluNames.GPU_SM);
+        Quantity memory = dilu.get(DiluNames.GPU_MEMORY);
+        dilu.keySet().stream().filter(k -> !k.equals(DiluNames.GPU_SM) && !k.equals(DiluNames.GPU_MEMORY)).forEach(k ->
+                errors.add(new FieldError(at + "[" + k + "]", shown(dilu.get(k)),
+                        "absent: Dilu's resources are " + DiluNames.GPU_SM + " and " + DiluNames.GPU_MEMORY)));
+        if (sm == null && memory == null) {
+            return 0;
+        }
+        int request = 0;
+        if (sm == null) {
+            errors.add(new FieldError(at + "[" + DiluNames.GPU_SM + "]", "missing",
+                    "an integer percent in 1..100 (" + DiluNames.GPU_MEMORY + " needs a share of the SMs)"));
+        } else {
+            long v = PodShares.integer(sm);
+            if (v < Quota.MIN_SM || v > Quota.MAX_SM) {
+                errors.add(new FieldError(at + "[" + DiluNames.GPU_SM + "]", shown(sm), "an integer percent in 1..100"));
+            } else {
+                request = (int) v;
+            }
+        }
+        if (memory != null) {
+            long v = PodShares.integer(memory);
+            long max = facts.largestGpuMemoryMib().orElse(Long.MAX_VALUE);
+            if (v < 1 || v > max) {
+                errors.add(new FieldError(at + "[" + DiluNames.GPU_MEMORY + "]", shown(memory),
+                        facts.largestGpuMemoryMib().isPresent()
+                                ? "an integer MiB in 1.." + max + " (the largest GPU in the cluster)"
+                                : "an integer MiB of at least 1"));
+            }
+        }
+        Quantity whole = c.resources().getLimits() != null && c.resources().getLimits().get("nvidia.com/gpu") != null
+                ? c.resources().getLimits().get("nvidia.com/gpu")
+                : c.resources().getRequests() == null ? null : c.resources().getRequests().get("nvidia.com/gpu");
+        if (whole != null) {
+            errors.add(new FieldError(at + "[nvidia.com/gpu]", shown(whole),
+                    "absent: a container takes either a Dilu share (" + DiluNames.GPU_SM + ") or whole GPUs, not both"));
+        }
+        boolean privileged = c.securityContext() != null && Boolean.TRUE.equals(c.securityContext().getPrivileged());
+        if (privileged && !facts.privilegedAllowed()) {
+            errors.add(new FieldError(c.at() + ".securityContext.privileged", "true",
+                    "false for a container with a GPU share (a privileged container can bypass the hook); "
+                            + "label the namespace dilu.io/allow-privileged=true to allow it"));
+        }
+        return request;
+    }
+
+    /** Ways out of the hook from a container of a Dilu pod; {@code gpu}: it has a share (the hook runs in it). */
+    private static void escapes(ContainerView c, boolean gpu, AdmissionPolicy policy, List<FieldError> errors) {
+        HookSettings hook = policy.hook();
+        for (EnvVar e : c.env()) {
+            String name = e.getName() == null ? "" : e.getName();
+            if (hook.injected(e)) {
+                continue;
+            }
+            if (name.equals(HookSettings.LD_PRELOAD)) {
+                errors.add(new FieldError(c.at() + ".env[" + name + "]", shown(e), "absent: a pod with a Dilu GPU share preloads "
+                        + "only the hook (the webhook sets " + HookSettings.LD_PRELOAD + "=" + hook.libraryPath() + ")"));
+            } else if (name.startsWith(HookSettings.DILU_PREFIX)) {
+                errors.add(new FieldError(c.at() + ".env[" + clip(name) + "]", shown(e),
+                        "absent: " + HookSettings.DILU_PREFIX + " variables are set by the webhook and the node agent only"));
+            }
+        }
+        if (gpu) {
+            for (int i = 0; i < c.envFrom().size(); i++) {
+                EnvFromSource from = c.envFrom().get(i);
+                if (!safePrefix(from.getPrefix())) {
+                    errors.add(new FieldError(c.at() + ".envFrom[" + i + "]", shown(from), "a prefix that cannot make "
+                            + HookSettings.LD_PRELOAD + " or a " + HookSettings.DILU_PREFIX + " name on a container with a "
+                            + "Dilu GPU share: not empty, not a beginning of " + HookSettings.LD_PRELOAD + " or of "
+                            + HookSettings.DILU_PREFIX + ", not starting with " + HookSettings.DILU_PREFIX + " (e.g. APP_)"));
+                }
+            }
+            for (int i = 0; i < c.volumeMounts().size(); i++) {
+                VolumeMount m = c.volumeMounts().get(i);
+                String path = m.getMountPath() == null ? "" : m.getMountPath();
+                if (policy.protectedContainerPaths().stream().anyMatch(p -> HostPath.within(path, p))) {
+                    errors.add(new FieldError(c.at() + ".volumeMounts[" + i + "](" + m.getName() + ").mountPath", clip(path),
+                            "a path neither at nor under " + String.join(", ", policy.protectedContainerPaths())
+                                    + " (the node agent mounts the hook and the control block there)"));
+                }
+            }
+        }
+        List<String> added = c.securityContext() == null || c.securityContext().getCapabilities() == null
+                || c.securityContext().getCapabilities().getAdd() == null ? List.of() : c.securityContext().getCapabilities().getAdd();
+        for (int i = 0; i < added.size(); i++) {
+            String cap = added.get(i) == null ? "" : added.get(i).strip().toUpperCase(Locale.ROOT);
+            // Runtimes take SYS_ADMIN and CAP_SYS_ADMIN alike, in any case.
+            if (FORBIDDEN_CAPABILITIES.contains(cap.startsWith("CAP_") ? cap.substring(4) : cap)) {
+                errors.add(new FieldError(c.at() + ".securityContext.capabilities.add[" + i + "]", clip(added.get(i)),
+                        "neither SYS_ADMIN nor ALL in a pod with a Dilu GPU share (they let a container unmount or replace the hook)"));
+            }
+        }
+    }
+
+    /**
+     * Whether an envFrom prefix can never make {@code LD_PRELOAD} or a {@code DILU_} name whatever the keys of its
+     * ConfigMap or Secret (the name is the prefix followed by a key). Conservative: a prefix equal to LD_PRELOAD
+     * is refused too.
+     */
+    static boolean safePrefix(String prefix) {
+        String p = prefix == null ? "" : prefix;
+        return !p.isEmpty() && !HookSettings.LD_PRELOAD.startsWith(p) && !HookSettings.DILU_PREFIX.startsWith(p)
+                && !p.startsWith(HookSettings.DILU_PREFIX);
+    }
+
+    private static void hostPaths(PodSpec spec, List<String> protectedPaths, List<FieldError> errors) {
+        List<Volume> volumes = spec == null || spec.getVolumes() == null ? List.of() : spec.getVolumes();
+        for (int i = 0; i < volumes.size(); i++) {
+            Volume v = volumes.get(i);
+            if (v == null || v.getHostPath() == null) {
+                continue;
+            }
+            String path = v.getHostPath().getPath() == null ? "" : v.getHostPath().getPath();
+            if (protectedPaths.stream().anyMatch(p -> HostPath.overlaps(path, p))) {
+                errors.add(new FieldError("spec.volumes[" + i + "](" + v.getName() + ").hostPath.path", clip(path),
+                        "a path neither at, under nor above " + String.join(", ", protectedPaths) + " (the Dilu node agent's files)"));
+            }
+        }
+    }
+
+    /** As the user wrote the number (the API server stores 50000 as "50k"), or the text when it is not a whole one. */
     private static String shown(Quantity q) {
-        try {
-            return q.getNumericalAmount().stripTrailingZeros().toPlainString();
-        } catch (ArithmeticException | IllegalArgumentException e) {
-            return q.toString();
-        }
+        long whole = PodShares.integer(q);
+        return whole >= 0 ? Long.toString(whole) : clip(q.getAmount() + (q.getFormat() == null ? "" : q.getFormat()));
     }
 
-    private static long whole(Quantity q) {
-        return PodShares.integer(q);
+    private static String shown(EnvVar e) {
+        EnvVarSource from = e.getValueFrom();
+        if (from == null) {
+            return clip(e.getValue() == null ? "" : e.getValue());
+        }
+        if (from.getFieldRef() != null) {
+            return "valueFrom.fieldRef " + clip(from.getFieldRef().getFieldPath());
+        }
+        if (from.getConfigMapKeyRef() != null) {
+            return "valueFrom.configMapKeyRef " + clip(from.getConfigMapKeyRef().getName() + "/" + from.getConfigMapKeyRef().getKey());
+        }
+        if (from.getSecretKeyRef() != null) {
+            return "valueFrom.secretKeyRef " + clip(from.getSecretKeyRef().getName() + "/" + from.getSecretKeyRef().getKey());
+        }
+        return "valueFrom";
+    }
+
+    private static String shown(EnvFromSource from) {
+        String source = from.getConfigMapRef() != null ? "configMapRef " + from.getConfigMapRef().getName()
+                : from.getSecretRef() != null ? "secretRef " + from.getSecretRef().getName() : "a source";
+        return clip(source) + " with prefix \"" + clip(from.getPrefix() == null ? "" : from.getPrefix()) + "\"";
+    }
+
+    static String clip(String s) {
+        return s == null || s.length() <= SHOWN ? String.valueOf(s) : s.substring(0, SHOWN) + "…";
     }
 }

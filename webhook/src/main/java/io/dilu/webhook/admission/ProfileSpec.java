@@ -1,5 +1,9 @@
 package io.dilu.webhook.admission;
 
+import io.dilu.core.contract.DiluNames;
+import java.math.BigDecimal;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -17,5 +21,22 @@ public record ProfileSpec(String function, int smRequest, Optional<Integer> smLi
     public ProfileSpec(String function, int smRequest, Optional<Integer> smLimit, long memoryMiB,
             Optional<Integer> batchSize, Optional<String> priority) {
         this(function, smRequest, smLimit, memoryMiB, batchSize, priority, false, Optional.empty());
+    }
+
+    /**
+     * The pod annotations the profile gives. In this order the KLC threshold comes before the LLM mark, so that
+     * a mark beside a threshold no longer lowers it when the two are judged one after the other.
+     */
+    Map<String, String> annotations() {
+        Map<String, String> a = new LinkedHashMap<>();
+        a.put(DiluNames.FUNCTION, function);
+        smLimit.ifPresent(l -> a.put(DiluNames.SM_LIMIT, Integer.toString(l)));
+        batchSize.ifPresent(b -> a.put(DiluNames.BATCH_SIZE, Integer.toString(b)));
+        klcThreshold.ifPresent(t -> a.put(DiluNames.KLC_THRESHOLD, BigDecimal.valueOf(t).stripTrailingZeros().toPlainString()));
+        if (llm) {
+            a.put(DiluNames.LLM, "true");
+        }
+        priority.ifPresent(p -> a.put(DiluNames.PRIORITY, p));
+        return a;
     }
 }

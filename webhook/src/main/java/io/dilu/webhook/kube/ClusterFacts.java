@@ -1,6 +1,7 @@
 package io.dilu.webhook.kube;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.QuotaRights;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.webhook.WebhookConfig;
 import io.dilu.webhook.admission.AdmissionHandler;
@@ -21,7 +22,8 @@ import java.util.OptionalLong;
 
 /**
  * What admission needs from the cluster: the largest GPU (from the nodes' inventories), whether a namespace
- * allows privileged GPU containers, and profiles — all watched, so admission makes no API call.
+ * allows privileged GPU containers and has the quota right ({@link QuotaRights}), and profiles — all watched, so
+ * admission makes no API call.
  */
 @ApplicationScoped
 public class ClusterFacts implements AdmissionHandler.Cluster {
@@ -66,7 +68,14 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
 
     @Override
     public PodValidator.Facts facts(String namespace) {
-        return new PodValidator.Facts(largestGpuMemory(), privilegedAllowed(namespace));
+        Map<String, String> labels = namespaceLabels(namespace);
+        return new PodValidator.Facts(largestGpuMemory(), "true".equals(labels.get(config.allowPrivilegedLabel())),
+                QuotaRights.granted(labels));
+    }
+
+    @Override
+    public boolean quotaRights(String namespace) {
+        return QuotaRights.granted(namespaceLabels(namespace));
     }
 
     private OptionalLong largestGpuMemory() {
@@ -86,13 +95,11 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
                 .mapToLong(g -> g.memoryMib()).max();
     }
 
-    private boolean privilegedAllowed(String namespace) {
-        if (namespaces == null) {
-            return false;
-        }
-        Namespace ns = namespaces.getStore().getByKey(namespace);
+    /** The namespace's labels as last seen; none when it is not (yet) seen, which grants nothing. */
+    private Map<String, String> namespaceLabels(String namespace) {
+        Namespace ns = namespaces == null ? null : namespaces.getStore().getByKey(namespace);
         Map<String, String> labels = ns == null ? null : ns.getMetadata().getLabels();
-        return labels != null && "true".equals(labels.get(config.allowPrivilegedLabel()));
+        return labels == null ? Map.of() : labels;
     }
 
     /** A profile as last seen; one created a moment ago may not be visible yet (the pod is refused, and retried). */

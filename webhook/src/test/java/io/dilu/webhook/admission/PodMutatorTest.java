@@ -2,35 +2,52 @@ package io.dilu.webhook.admission;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.PodQuotaAnnotations;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.zjsonpatch.JsonPatch;
 import java.util.Map;
 import java.util.Optional;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 
 class PodMutatorTest {
+
+    static final ObjectMapper JSON = new ObjectMapper();
 
     static String env(Container c, String name) {
         return c.getEnv().stream().filter(e -> e.getName().equals(name)).findFirst()
                 .map(e -> e.getValue() != null ? e.getValue() : e.getValueFrom().getFieldRef().getFieldPath()).orElse(null);
     }
 
+    static Pod serving(int sm) {
+        return Pods.gpuPod(sm, 2048).editMetadata().withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata().build();
+    }
+
     @Test
     void aGpuPodGetsTheHookItsIdentityTheSchedulerAndDefaults() {
-        Pod pod = Pods.gpuPod(30, 2048).editMetadata().withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata().build();
-        Pod m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK);
+        Pod pod = serving(30);
+        Pod m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true).pod();
         Container c = m.getSpec().getContainers().getFirst();
         assertThat(env(c, "LD_PRELOAD")).isEqualTo("/opt/dilu/lib/libdilu-hook.so");
         assertThat(env(c, "DILU_POD_UID")).isEqualTo("metadata.uid");
+        assertThat(env(c, "DILU_POD_NAME")).isEqualTo("metadata.name");
         assertThat(env(c, "DILU_POD_NAMESPACE")).isEqualTo("metadata.namespace");
-        assertThat(c.getVolumeMounts()).singleElement().satisfies(v -> {
-            assertThat(v.getMountPath()).isEqualTo("/opt/dilu/lib");
-            assertThat(v.getReadOnly()).isTrue();
-        });
-        assertThat(m.getSpec().getVolumes()).singleElement().satisfies(v -> assertThat(v.getHostPath().getPath()).isEqualTo("/opt/dilu/lib"));
+        // The device plugin mounts the hook at Allocate: no hostPath (Pod Security "baseline" refuses it), no mount.
+        assertThat(m.getSpec().getVolumes()).isEmpty();
+        assertThat(c.getVolumeMounts()).isEmpty();
         assertThat(m.getSpec().getSchedulerName()).isEqualTo("dilu-scheduler");
         assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, "60")
                 .containsEntry(DiluNames.PRIORITY, "slo").containsEntry(DiluNames.FUNCTION, "resnet");
@@ -38,16 +55,25 @@ class PodMutatorTest {
     }
 
     @Test
+    void servingPodsAreBestEffortWhereTheNamespaceLacksTheQuotaRight() {
+        Pod m = PodMutator.mutate(serving(30), Optional.empty(), Pods.HOOK, false).pod();
+        assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.PRIORITY, "best-effort")
+                .containsEntry(DiluNames.SM_LIMIT, "60");
+    }
+
+    @Test
     void mutatingTwiceChangesNothingMoreAndUserChoicesStay() {
         Pod pod = Pods.gpuPod(70, 2048).editMetadata().withAnnotations(Map.of(DiluNames.SM_LIMIT, "80")).endMetadata()
                 .editSpec().withSchedulerName("my-scheduler").editFirstContainer()
                 .addToEnv(new EnvVar("LD_PRELOAD", "/usr/lib/libtcmalloc.so", null)).endContainer().endSpec().build();
-        Pod once = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK);
-        assertThat(PodMutator.mutate(once, Optional.empty(), Pods.HOOK)).isEqualTo(once);
-        assertThat(env(once.getSpec().getContainers().getFirst(), "LD_PRELOAD"))
-                .isEqualTo("/opt/dilu/lib/libdilu-hook.so:/usr/lib/libtcmalloc.so");
-        assertThat(once.getSpec().getSchedulerName()).isEqualTo("my-scheduler");
-        assertThat(once.getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, "80")
+        PodMutator.Mutation once = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false);
+        PodMutator.Mutation twice = PodMutator.mutate(once.pod(), Optional.empty(), Pods.HOOK, false);
+        assertThat(twice.pod()).isEqualTo(once.pod());
+        assertThat(twice.patch()).isEmpty();
+        // The pod's own preload and scheduler stay as they are: the validator refuses them, by name.
+        assertThat(env(once.pod().getSpec().getContainers().getFirst(), "LD_PRELOAD")).isEqualTo("/usr/lib/libtcmalloc.so");
+        assertThat(once.pod().getSpec().getSchedulerName()).isEqualTo("my-scheduler");
+        assertThat(once.pod().getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, "80")
                 .containsEntry(DiluNames.PRIORITY, "best-effort");
     }
 
@@ -56,7 +82,18 @@ class PodMutatorTest {
         Pod plain = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec().addNewContainer()
                 .withName("c").withImage("nginx").endContainer().endSpec().build();
         assertThat(PodMutator.concerns(plain)).isFalse();
-        assertThat(PodMutator.mutate(plain, Optional.empty(), Pods.HOOK)).isEqualTo(plain);
+        PodMutator.Mutation m = PodMutator.mutate(plain, Optional.empty(), Pods.HOOK, true);
+        assertThat(m.pod()).isEqualTo(plain);
+        assertThat(m.patch()).isEmpty();
+    }
+
+    @Test
+    void aShareInAnInitContainerOnlyMakesThePodDilusButIsNotMutated() {
+        Pod init = new PodBuilder().withNewMetadata().withName("sneaky").endMetadata().withNewSpec().addNewInitContainer()
+                .withName("init").withImage("x").withNewResources().withLimits(Pods.share(500, 1024)).endResources().endInitContainer()
+                .addNewContainer().withName("c").withImage("x").endContainer().endSpec().build();
+        assertThat(PodMutator.concerns(init)).isTrue();
+        assertThat(PodMutator.mutate(init, Optional.empty(), Pods.HOOK, false).patch()).isEmpty();
     }
 
     @Test
@@ -64,7 +101,7 @@ class PodMutatorTest {
         Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(PodMutator.PROFILE, "bert"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
         ProfileSpec bert = new ProfileSpec("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"));
-        Pod m = PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK);
+        Pod m = PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true).pod();
         var limits = m.getSpec().getContainers().getFirst().getResources().getLimits();
         assertThat(limits.get(DiluNames.GPU_SM).toString()).isEqualTo("25");
         assertThat(limits.get(DiluNames.GPU_MEMORY).toString()).isEqualTo("6144");
@@ -73,14 +110,108 @@ class PodMutatorTest {
     }
 
     @Test
+    void aProfilesValuesThatNeedTheRightAreNotCopiedWithoutIt() {
+        Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(PodMutator.PROFILE, "bert"))
+                .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
+        ProfileSpec greedy = new ProfileSpec("bert", 25, Optional.of(80), 6144, Optional.of(8), Optional.of("slo"), true,
+                Optional.of(1.2));
+        Map<String, String> a = PodMutator.mutate(pod, Optional.of(greedy), Pods.HOOK, false).pod().getMetadata().getAnnotations();
+        // The limit falls back to the default 2 × 25, the priority to best-effort; the LLM mark and the low
+        // threshold are left out. The validator refuses the profile by name (PodValidatorTest).
+        assertThat(a).containsEntry(DiluNames.SM_LIMIT, "50").containsEntry(DiluNames.PRIORITY, "best-effort")
+                .containsEntry(DiluNames.BATCH_SIZE, "8").doesNotContainKeys(DiluNames.LLM, DiluNames.KLC_THRESHOLD);
+    }
+
+    @Test
     void anLlmProfileMarksItsPodsAndCarriesItsThreshold() {
         Pod pod = new PodBuilder().withNewMetadata().withName("llama-1").withAnnotations(Map.of(PodMutator.PROFILE, "llama"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("llama").endContainer().endSpec().build();
         ProfileSpec llama = new ProfileSpec("llama", 40, Optional.of(80), 30_000, Optional.of(1), Optional.of("slo"), true,
                 Optional.of(1.25));
-        Pod m = PodMutator.mutate(pod, Optional.of(llama), Pods.HOOK);
+        Pod m = PodMutator.mutate(pod, Optional.of(llama), Pods.HOOK, true).pod();
         assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.LLM, "true")
                 .containsEntry(DiluNames.KLC_THRESHOLD, "1.25");
-        assertThat(io.dilu.core.contract.PodQuotaAnnotations.klcThreshold(m.getMetadata().getAnnotations())).isEqualTo(1.25);
+        assertThat(PodQuotaAnnotations.klcThreshold(m.getMetadata().getAnnotations())).isEqualTo(1.25);
+    }
+
+    @Test
+    void theDefaultLimitIsLeftToEachContainerWhereOnePodWideLimitWouldNeedTheRight() {
+        Pod pod = Pods.gpuPod(50, 2048).editSpec().addNewContainer().withName("small").withImage("x").withNewResources()
+                .withLimits(Pods.share(10, 1024)).endResources().endContainer().endSpec().build();
+        assertThat(PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false).pod().getMetadata().getAnnotations())
+                .doesNotContainKey(DiluNames.SM_LIMIT);
+        assertThat(PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true).pod().getMetadata().getAnnotations())
+                .containsEntry(DiluNames.SM_LIMIT, "100");
+    }
+
+    @Test
+    void thePatchIsAddsAndReplacesWithEscapedPaths() {
+        PodMutator.Mutation m = PodMutator.mutate(Pods.gpuPod(30, 2048).editMetadata().withAnnotations(Map.of("team", "a"))
+                .endMetadata().editSpec().withSchedulerName("default-scheduler").endSpec().build(), Optional.empty(), Pods.HOOK, false);
+        assertThat(m.patch()).extracting(PatchOperation::op, PatchOperation::path).containsExactly(
+                org.assertj.core.groups.Tuple.tuple("add", "/metadata/annotations/dilu.io~1sm-limit"),
+                org.assertj.core.groups.Tuple.tuple("add", "/metadata/annotations/dilu.io~1priority"),
+                org.assertj.core.groups.Tuple.tuple("replace", "/spec/schedulerName"),
+                org.assertj.core.groups.Tuple.tuple("add", "/spec/containers/0/env"));
+        assertThat(PatchOperation.pointer("a/b", "c~d", 3, "-")).isEqualTo("/a~1b/c~0d/3/-");
+    }
+
+    /** Whatever shape the pod's JSON has (fields absent, null or empty), the patch applies and yields the mutation. */
+    @Property(tries = 300)
+    void thePatchAppliedToThePodYieldsTheMutatedPod(@ForAll("pods") ObjectNode json, @ForAll boolean quotaRights) throws Exception {
+        Pod pod = JSON.treeToValue(json, Pod.class);
+        Optional<ProfileSpec> profile = PodMutator.profileName(pod).map(n -> new ProfileSpec(n, 20, Optional.of(90), 2048,
+                Optional.of(4), Optional.of("slo"), n.equals("llm"), Optional.empty()));
+        PodMutator.Mutation m = PodMutator.mutate(pod, profile, Pods.HOOK, quotaRights);
+        JsonNode patched = JsonPatch.apply(JSON.valueToTree(m.patch()), json);
+        assertThat((JsonNode) JSON.valueToTree(JSON.treeToValue(patched, Pod.class))).isEqualTo(JSON.valueToTree(m.pod()));
+        assertThat(m.patch()).allSatisfy(op -> assertThat(op.op()).isIn("add", "replace"));
+        // And the mutation never breaks the rights itself.
+        Map<String, String> a = m.pod().getMetadata().getAnnotations() == null ? Map.of() : m.pod().getMetadata().getAnnotations();
+        if (!quotaRights && pod.getMetadata().getAnnotations() != null) {
+            assertThat(a.get(DiluNames.PRIORITY)).isIn(null, "best-effort", pod.getMetadata().getAnnotations().get(DiluNames.PRIORITY));
+        }
+    }
+
+    @Provide
+    Arbitrary<ObjectNode> pods() {
+        Arbitrary<String> resources = Arbitraries.of("absent", "null", "{}", "{\"limits\":null}", "{\"limits\":{\"cpu\":\"1\"}}",
+                "{\"limits\":{\"dilu.io/gpu-sm\":\"30\",\"dilu.io/gpu-memory\":\"2048\"}}",
+                "{\"requests\":{\"dilu.io/gpu-sm\":\"40\"}}",
+                "{\"limits\":{\"dilu.io/gpu-sm\":\"10\"},\"requests\":{\"dilu.io/gpu-sm\":\"10\",\"cpu\":\"1\"}}");
+        Arbitrary<String> env = Arbitraries.of("absent", "null", "[]", "[{\"name\":\"FOO\",\"value\":\"x\"}]",
+                "[{\"name\":\"DILU_POD_UID\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.uid\"}}}]");
+        Arbitrary<ObjectNode> container = Combinators.combine(resources, env, Arbitraries.strings().alpha().ofLength(3))
+                .as((r, e, name) -> {
+                    ObjectNode c = JSON.createObjectNode().put("name", name).put("image", "img");
+                    put(c, "resources", r);
+                    put(c, "env", e);
+                    return c;
+                });
+        Arbitrary<String> annotations = Arbitraries.of("absent", "null", "{}", "{\"team\":\"a/b~c\"}",
+                "{\"dilu.io/sm-limit\":\"80\"}", "{\"dilu.io/profile\":\"bert\"}", "{\"dilu.io/profile\":\"llm\",\"dilu.io/priority\":\"slo\"}");
+        Arbitrary<String> labels = Arbitraries.of("absent", "{\"serving.knative.dev/service\":\"fn\"}");
+        Arbitrary<String> scheduler = Arbitraries.of("absent", "\"\"", "\"default-scheduler\"", "\"mine\"", "\"dilu-scheduler\"");
+        return Combinators.combine(container.list().ofMinSize(1).ofMaxSize(4), annotations, labels, scheduler).as((cs, a, l, s) -> {
+            ObjectNode pod = JSON.createObjectNode().put("apiVersion", "v1").put("kind", "Pod");
+            ObjectNode meta = pod.putObject("metadata").put("name", "p").put("namespace", "fns");
+            put(meta, "annotations", a);
+            put(meta, "labels", l);
+            ObjectNode spec = pod.putObject("spec");
+            ArrayNode list = spec.putArray("containers");
+            cs.forEach(list::add);
+            put(spec, "schedulerName", s);
+            return pod;
+        });
+    }
+
+    private static void put(ObjectNode into, String field, String json) {
+        if (!json.equals("absent")) {
+            try {
+                into.set(field, JSON.readTree(json));
+            } catch (Exception e) {
+                throw new IllegalArgumentException(json, e);
+            }
+        }
     }
 }

@@ -4,24 +4,50 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.quota.FieldError;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.EnvVarBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 
 class PodValidatorTest {
 
-    static final PodValidator.Facts FACTS = new PodValidator.Facts(OptionalLong.of(40_960), false);
+    static final PodValidator.Facts FACTS = new PodValidator.Facts(OptionalLong.of(40_960), false, false);
+    static final PodValidator.Facts WITH_RIGHTS = new PodValidator.Facts(OptionalLong.of(40_960), false, true);
 
+    /** The refusals of a pod as the validating webhook sees it: mutated first, in a namespace without rights. */
     static List<String> errors(Pod pod) {
-        return PodValidator.validate(pod, FACTS).stream().map(FieldError::message).toList();
+        return errors(pod, FACTS);
+    }
+
+    static List<String> errors(Pod pod, PodValidator.Facts facts) {
+        return PodValidator.validate(Pods.mutated(pod, facts.quotaRights()), facts, Pods.POLICY).stream().map(FieldError::message).toList();
+    }
+
+    static Pod gpu(UnaryOperator<PodBuilder> edit) {
+        return edit.apply(Pods.gpuPod(30, 1024)).build();
+    }
+
+    static Pod annotated(int sm, Map<String, String> annotations) {
+        return Pods.gpuPod(sm, 1024).editMetadata().withAnnotations(annotations).endMetadata().build();
     }
 
     @Test
-    void aSensiblePodPasses() {
+    void aSensiblePodPassesAndSoDoesItsMutationMutatedAgain() {
         assertThat(errors(Pods.gpuPod(30, 2048).build())).isEmpty();
+        Pod serving = Pods.gpuPod(30, 2048).editMetadata().withLabels(Map.of("serving.knative.dev/service", "fn")).endMetadata().build();
+        for (boolean rights : new boolean[] {false, true}) {
+            Pod once = Pods.mutated(serving, rights);
+            PodValidator.Facts facts = rights ? WITH_RIGHTS : FACTS;
+            assertThat(PodValidator.validate(once, facts, Pods.POLICY)).isEmpty();
+            assertThat(PodValidator.validate(Pods.mutated(once, rights), facts, Pods.POLICY)).isEmpty();
+        }
     }
 
     @Test
@@ -32,29 +58,217 @@ class PodValidatorTest {
         assertThat(errors(Pods.gpuPod(30, 50_000).build())).containsExactly(
                 "spec.containers[0](server).resources[dilu.io/gpu-memory]=50000 is not allowed: must be an integer MiB in 1..40960 (the largest GPU in the cluster)");
         assertThat(errors(Pods.gpuPod(30, 0).build())).singleElement().asString().contains("gpu-memory]=0");
-        assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.SM_LIMIT, "20")).endMetadata().build()))
+        assertThat(errors(annotated(30, Map.of(DiluNames.SM_LIMIT, "20"))))
                 .containsExactly("dilu.io/sm-limit=20 is not allowed: must be an integer percent in 30..100 (request..100)");
-        assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.SM_LIMIT, "120")).endMetadata().build()))
-                .singleElement().asString().contains("sm-limit=120");
-        assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.BATCH_SIZE, "0")).endMetadata().build()))
+        assertThat(errors(annotated(30, Map.of(DiluNames.SM_LIMIT, "120")))).singleElement().asString().contains("sm-limit=120");
+        assertThat(errors(annotated(30, Map.of(DiluNames.BATCH_SIZE, "0"))))
                 .containsExactly("dilu.io/batch-size=0 is not allowed: must be an integer of at least 1");
-        assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.PRIORITY, "high")).endMetadata().build()))
+        assertThat(errors(annotated(30, Map.of(DiluNames.PRIORITY, "high"))))
                 .containsExactly("dilu.io/priority=high is not allowed: must be one of slo, best-effort");
-        assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.KLC_THRESHOLD, "0.8")).endMetadata().build()))
+        assertThat(errors(annotated(30, Map.of(DiluNames.KLC_THRESHOLD, "0.8"))))
                 .containsExactly("dilu.io/klc-threshold=0.8 is not allowed: must be a ratio in (1, 10], e.g. 1.6");
-        assertThat(errors(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.LLM, "yes")).endMetadata().build()))
+        assertThat(errors(annotated(30, Map.of(DiluNames.LLM, "yes"))))
                 .containsExactly("dilu.io/llm=yes is not allowed: must be true or false");
     }
 
     @Test
+    void aHugeExponentIsRefusedAsTextWithoutArithmetic() {
+        Pod pod = Pods.gpuPod(30, 1024).editSpec().editFirstContainer().editResources()
+                .addToLimits(DiluNames.GPU_SM, new Quantity("1e999999999")).endResources().endContainer().endSpec().build();
+        assertThat(errors(pod)).containsExactly(
+                "spec.containers[0](server).resources[dilu.io/gpu-sm]=1e999999999 is not allowed: must be an integer percent in 1..100");
+    }
+
+    @Test
     void wholeGpusBesideAShareAndPrivilegedContainersAreRefused() {
-        Pod both = Pods.gpuPod(30, 1024).editSpec().editFirstContainer().editResources()
-                .addToLimits("nvidia.com/gpu", new Quantity("1")).endResources().endContainer().endSpec().build();
+        Pod both = gpu(b -> b.editSpec().editFirstContainer().editResources()
+                .addToLimits("nvidia.com/gpu", new Quantity("1")).endResources().endContainer().endSpec());
         assertThat(errors(both)).singleElement().asString().contains("[nvidia.com/gpu]=1").contains("not both");
-        Pod privileged = Pods.gpuPod(30, 1024).editSpec().editFirstContainer().withNewSecurityContext().withPrivileged(true)
-                .endSecurityContext().endContainer().endSpec().build();
+        Pod privileged = gpu(b -> b.editSpec().editFirstContainer().withNewSecurityContext().withPrivileged(true)
+                .endSecurityContext().endContainer().endSpec());
         assertThat(errors(privileged)).singleElement().asString().contains("securityContext.privileged=true")
                 .contains("dilu.io/allow-privileged=true");
-        assertThat(PodValidator.validate(privileged, new PodValidator.Facts(OptionalLong.of(40_960), true))).isEmpty();
+        assertThat(PodValidator.validate(Pods.mutated(privileged, false), new PodValidator.Facts(OptionalLong.of(40_960), true, false),
+                Pods.POLICY)).isEmpty();
+    }
+
+    @Test
+    void initAndEphemeralContainersMayNotAskForDiluResources() {
+        Pod init = gpu(b -> b.editSpec().addNewInitContainer().withName("init").withImage("x").withNewResources()
+                .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("500"))).endResources().endInitContainer().endSpec());
+        assertThat(errors(init)).containsExactly("spec.initContainers[0](init).resources[dilu.io/gpu-sm]=500 is not allowed: "
+                + "must be absent: only spec.containers may ask for a Dilu GPU share (init and ephemeral containers are "
+                + "neither placed nor limited by Dilu)");
+        // A pod whose only share is in an init container is Dilu's all the same.
+        Pod onlyInit = new PodBuilder().withNewMetadata().withName("p").endMetadata().withNewSpec().withSchedulerName("dilu-scheduler")
+                .addNewInitContainer().withName("init").withImage("x").withNewResources()
+                .withRequests(Map.of(DiluNames.GPU_MEMORY, new Quantity("1024"))).endResources().endInitContainer()
+                .addNewContainer().withName("c").withImage("x").endContainer().endSpec().build();
+        assertThat(errors(onlyInit)).singleElement().asString()
+                .startsWith("spec.initContainers[0](init).resources[dilu.io/gpu-memory]=1024 is not allowed");
+        Pod ephemeral = gpu(b -> b.editSpec().addNewEphemeralContainer().withName("debug").withImage("x").withNewResources()
+                .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("100"))).endResources().endEphemeralContainer().endSpec());
+        assertThat(errors(ephemeral)).singleElement().asString()
+                .startsWith("spec.ephemeralContainers[0](debug).resources[dilu.io/gpu-sm]=100 is not allowed: must be absent");
+    }
+
+    @Test
+    void aPodMaySetNeitherLdPreloadNorDiluVariablesInAnyContainer() {
+        Pod preload = gpu(b -> b.editSpec().addNewContainer().withName("app").withImage("x")
+                .addToEnv(new EnvVar("LD_PRELOAD", "/tmp/x.so", null)).endContainer().endSpec());
+        assertThat(errors(preload)).containsExactly("spec.containers[1](app).env[LD_PRELOAD]=/tmp/x.so is not allowed: "
+                + "must be absent: a pod with a Dilu GPU share preloads only the hook (the webhook sets LD_PRELOAD=/opt/dilu/lib/libdilu-hook.so)");
+        Pod fromConfig = gpu(b -> b.editSpec().editFirstContainer().addToEnv(new EnvVarBuilder().withName("LD_PRELOAD")
+                .withNewValueFrom().withNewConfigMapKeyRef().withName("cfg").withKey("preload").endConfigMapKeyRef().endValueFrom()
+                .build()).endContainer().endSpec());
+        assertThat(errors(fromConfig)).singleElement().asString()
+                .startsWith("spec.containers[0](server).env[LD_PRELOAD]=valueFrom.configMapKeyRef cfg/preload is not allowed");
+        Pod control = gpu(b -> b.editSpec().addNewInitContainer().withName("init").withImage("x")
+                .addToEnv(new EnvVar("DILU_CONTROL_DIR", "/tmp/mine", null)).endInitContainer().endSpec());
+        assertThat(errors(control)).containsExactly("spec.initContainers[0](init).env[DILU_CONTROL_DIR]=/tmp/mine is not allowed: "
+                + "must be absent: DILU_ variables are set by the webhook and the node agent only");
+        // Posing as another pod: the webhook's own name, another value.
+        Pod spoof = gpu(b -> b.editSpec().editFirstContainer().addToEnv(new EnvVar("DILU_POD_UID", "someone-else", null))
+                .endContainer().endSpec());
+        assertThat(errors(spoof)).singleElement().asString().startsWith("spec.containers[0](server).env[DILU_POD_UID]=someone-else is not allowed");
+        // Exactly what the webhook injects, as the API server returns it, is fine anywhere.
+        Pod echoed = gpu(b -> b.editSpec().addNewContainer().withName("side").withImage("x").addToEnv(new EnvVarBuilder()
+                .withName("DILU_POD_NAME").withNewValueFrom().withNewFieldRef().withApiVersion("v1").withFieldPath("metadata.name")
+                .endFieldRef().endValueFrom().build()).endContainer().endSpec());
+        assertThat(errors(echoed)).isEmpty();
+    }
+
+    @Test
+    void envFromOnAGpuContainerNeedsAPrefixThatCannotMakeAHookName() {
+        Pod noPrefix = gpu(b -> b.editSpec().editFirstContainer().addNewEnvFrom().withNewConfigMapRef().withName("settings")
+                .endConfigMapRef().endEnvFrom().endContainer().endSpec());
+        assertThat(errors(noPrefix)).containsExactly("spec.containers[0](server).envFrom[0]=configMapRef settings with prefix \"\" "
+                + "is not allowed: must be a prefix that cannot make LD_PRELOAD or a DILU_ name on a container with a Dilu GPU share: "
+                + "not empty, not a beginning of LD_PRELOAD or of DILU_, not starting with DILU_ (e.g. APP_)");
+        Pod secret = gpu(b -> b.editSpec().editFirstContainer().addNewEnvFrom().withPrefix("APP_").withNewConfigMapRef()
+                .withName("ok").endConfigMapRef().endEnvFrom().addNewEnvFrom().withPrefix("DILU_X").withNewSecretRef()
+                .withName("creds").endSecretRef().endEnvFrom().endContainer().endSpec());
+        assertThat(errors(secret)).singleElement().asString()
+                .startsWith("spec.containers[0](server).envFrom[1]=secretRef creds with prefix \"DILU_X\" is not allowed");
+        // A container without a share may take any envFrom (the hook does not run in it).
+        Pod sidecar = gpu(b -> b.editSpec().addNewContainer().withName("side").withImage("x").addNewEnvFrom().withNewConfigMapRef()
+                .withName("settings").endConfigMapRef().endEnvFrom().endContainer().endSpec());
+        assertThat(errors(sidecar)).isEmpty();
+        for (String unsafe : new String[] {null, "", "L", "LD_", "LD_PRELOAD", "D", "DILU", "DILU_", "DILU_X"}) {
+            assertThat(PodValidator.safePrefix(unsafe)).as(unsafe).isFalse();
+        }
+        for (String safe : new String[] {"APP_", "LD_X", "DILUX", "X_DILU_", "ld_"}) {
+            assertThat(PodValidator.safePrefix(safe)).as(safe).isTrue();
+        }
+    }
+
+    @Test
+    void sysAdminAndAllCapabilitiesAreRefusedInAGpuPod() {
+        Pod sysAdmin = gpu(b -> b.editSpec().addNewContainer().withName("app").withImage("x").withNewSecurityContext()
+                .withNewCapabilities().withAdd("NET_ADMIN", "SYS_ADMIN").endCapabilities().endSecurityContext().endContainer().endSpec());
+        assertThat(errors(sysAdmin)).containsExactly("spec.containers[1](app).securityContext.capabilities.add[1]=SYS_ADMIN is not "
+                + "allowed: must be neither SYS_ADMIN nor ALL in a pod with a Dilu GPU share (they let a container unmount or replace the hook)");
+        Pod spelled = gpu(b -> b.editSpec().editFirstContainer().withNewSecurityContext().withNewCapabilities()
+                .withAdd("cap_sys_admin", "all").endCapabilities().endSecurityContext().endContainer().endSpec());
+        assertThat(errors(spelled)).hasSize(2).allSatisfy(e -> assertThat(e).contains("securityContext.capabilities.add["));
+        Pod plain = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec().addNewContainer().withName("c")
+                .withImage("x").withNewSecurityContext().withNewCapabilities().withAdd("SYS_ADMIN").endCapabilities()
+                .endSecurityContext().endContainer().endSpec().build();
+        assertThat(errors(plain)).as("not Dilu's business without a share").isEmpty();
+    }
+
+    @Test
+    void noPodMayMountTheAgentsDirectoriesFromTheHost() {
+        Pod pod = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec()
+                .addNewVolume().withName("ok").withNewHostPath().withPath("/data").endHostPath().endVolume()
+                .addNewVolume().withName("sibling").withNewHostPath().withPath("/var/lib/dilu-other").endHostPath().endVolume()
+                .addNewVolume().withName("data").withNewHostPath().withPath("/var/lib/dilu/x").endHostPath().endVolume()
+                .addNewVolume().withName("above").withNewHostPath().withPath("/var/lib/").endHostPath().endVolume()
+                .addNewVolume().withName("sly").withNewHostPath().withPath("/var/lib//kubelet/./x/../device-plugins").endHostPath().endVolume()
+                .addNewContainer().withName("c").withImage("x").endContainer().endSpec().build();
+        assertThat(errors(pod)).containsExactly(
+                "spec.volumes[2](data).hostPath.path=/var/lib/dilu/x is not allowed: must be a path neither at, under nor above "
+                        + "/var/lib/dilu, /opt/dilu, /var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, "
+                        + "/var/lib/kubelet/pod-resources (the Dilu node agent's files)",
+                "spec.volumes[3](above).hostPath.path=/var/lib/ is not allowed: must be a path neither at, under nor above "
+                        + "/var/lib/dilu, /opt/dilu, /var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, "
+                        + "/var/lib/kubelet/pod-resources (the Dilu node agent's files)",
+                "spec.volumes[4](sly).hostPath.path=/var/lib//kubelet/./x/../device-plugins is not allowed: must be a path neither "
+                        + "at, under nor above /var/lib/dilu, /opt/dilu, /var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, "
+                        + "/var/lib/kubelet/pod-resources (the Dilu node agent's files)");
+    }
+
+    @Test
+    void aGpuContainerMayNotMountOverTheHookOrTheControlBlock() {
+        Pod pod = gpu(b -> b.editSpec().addNewVolume().withName("scratch").withNewEmptyDir().endEmptyDir().endVolume()
+                .editFirstContainer().addNewVolumeMount().withName("scratch").withMountPath("/opt").endVolumeMount()
+                .addNewVolumeMount().withName("scratch").withMountPath("/opt/dilu/lib").endVolumeMount()
+                .addNewVolumeMount().withName("scratch").withMountPath("/etc/ld.so.preload").withSubPath("x").endVolumeMount()
+                .endContainer().endSpec());
+        assertThat(errors(pod)).containsExactly(
+                "spec.containers[0](server).volumeMounts[1](scratch).mountPath=/opt/dilu/lib is not allowed: must be a path "
+                        + "neither at nor under /opt/dilu/lib, /var/run/dilu, /run/dilu, /etc/ld.so.preload (the node agent "
+                        + "mounts the hook and the control block there)",
+                "spec.containers[0](server).volumeMounts[2](scratch).mountPath=/etc/ld.so.preload is not allowed: must be a path "
+                        + "neither at nor under /opt/dilu/lib, /var/run/dilu, /run/dilu, /etc/ld.so.preload (the node agent "
+                        + "mounts the hook and the control block there)");
+    }
+
+    @Test
+    void aDiluPodIsCreatedUnboundAndForTheDiluScheduler() {
+        Pod bound = gpu(b -> b.editSpec().withNodeName("gpu-node-1").endSpec());
+        assertThat(errors(bound)).containsExactly("spec.nodeName=gpu-node-1 is not allowed: must be empty when a pod with a Dilu GPU "
+                + "share is created (dilu-scheduler places it; a pod bound by hand skips the accounting of shares)");
+        Pod other = gpu(b -> b.editSpec().withSchedulerName("my-scheduler").endSpec());
+        assertThat(errors(other)).containsExactly("spec.schedulerName=my-scheduler is not allowed: must be dilu-scheduler for a pod "
+                + "with a Dilu GPU share (the mutating webhook sets it where the pod names none or default-scheduler)");
+        assertThat(errors(gpu(b -> b.editSpec().withSchedulerName("default-scheduler").endSpec()))).isEmpty();
+    }
+
+    @Test
+    void whatTakesFromNeighboursNeedsTheNamespacesRight() {
+        Pod slo = annotated(1, Map.of(DiluNames.PRIORITY, "slo"));
+        assertThat(errors(slo)).containsExactly("dilu.io/priority=slo is not allowed: must be best-effort unless the namespace has "
+                + "the label dilu.io/allow-slo=true (granted by an administrator)");
+        assertThat(errors(slo, WITH_RIGHTS)).isEmpty();
+        Pod limit = annotated(1, Map.of(DiluNames.SM_LIMIT, "100"));
+        assertThat(errors(limit)).containsExactly("dilu.io/sm-limit=100 is not allowed: must be at most 2 (min(100, 2 × request)) "
+                + "unless the namespace has the label dilu.io/allow-slo=true (granted by an administrator)");
+        assertThat(errors(limit, WITH_RIGHTS)).isEmpty();
+        assertThat(errors(annotated(30, Map.of(DiluNames.KLC_THRESHOLD, "1.2")))).singleElement().asString()
+                .startsWith("dilu.io/klc-threshold=1.2 is not allowed: must be at least 1.6 unless");
+        assertThat(errors(annotated(30, Map.of(DiluNames.LLM, "true")))).singleElement().asString()
+                .startsWith("dilu.io/llm=true is not allowed: must be false unless");
+        // Judged by the smallest request: a 10% container may not borrow the 50% one's default limit.
+        Pod mixed = Pods.gpuPod(50, 1024).editMetadata().withAnnotations(Map.of(DiluNames.SM_LIMIT, "100")).endMetadata().editSpec()
+                .addNewContainer().withName("small").withImage("x").withNewResources().withLimits(Pods.share(10, 1024)).endResources()
+                .endContainer().endSpec().build();
+        assertThat(errors(mixed)).singleElement().asString().startsWith("dilu.io/sm-limit=100 is not allowed: must be at most 20");
+    }
+
+    @Test
+    void aProfileIsRefusedByNameWhenItNeedsARightTheNamespaceLacks() {
+        ProfileSpec bert = new ProfileSpec("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"));
+        assertThat(PodValidator.profile("fns", "bert", Optional.of(bert), false)).extracting(FieldError::message).containsExactly(
+                "metadata.annotations[dilu.io/profile]=bert is not allowed: must be a GpuFunctionProfile that needs no quota right "
+                        + "this namespace lacks; it gives dilu.io/priority=slo, which must be best-effort unless the namespace "
+                        + "has the label dilu.io/allow-slo=true (granted by an administrator)");
+        assertThat(PodValidator.profile("fns", "bert", Optional.of(bert), true)).isEmpty();
+        ProfileSpec modest = new ProfileSpec("bert", 25, Optional.of(50), 6144, Optional.of(8), Optional.of("best-effort"));
+        assertThat(PodValidator.profile("fns", "bert", Optional.of(modest), false)).isEmpty();
+        assertThat(PodValidator.profile("fns", "gone", Optional.empty(), true)).extracting(FieldError::message).containsExactly(
+                "metadata.annotations[dilu.io/profile]=gone is not allowed: must be the name of a GpuFunctionProfile in namespace fns");
+    }
+
+    @Test
+    void anEphemeralContainerAddedLaterIsHeldToTheSameRules() {
+        Pod before = Pods.mutated(Pods.gpuPod(30, 1024).build(), false);
+        Pod after = new PodBuilder(before).editSpec().addNewEphemeralContainer().withName("debug").withImage("busybox")
+                .addToEnv(new EnvVar("LD_PRELOAD", "/tmp/unhook.so", null)).withNewSecurityContext().withNewCapabilities()
+                .withAdd("SYS_ADMIN").endCapabilities().endSecurityContext().endEphemeralContainer().endSpec().build();
+        assertThat(PodValidator.addedEphemeralContainers(before, after, Pods.POLICY)).extracting(FieldError::message)
+                .hasSize(2).anySatisfy(m -> assertThat(m).startsWith("spec.ephemeralContainers[0](debug).env[LD_PRELOAD]=/tmp/unhook.so"))
+                .anySatisfy(m -> assertThat(m).startsWith("spec.ephemeralContainers[0](debug).securityContext.capabilities.add[0]=SYS_ADMIN"));
+        assertThat(PodValidator.addedEphemeralContainers(after, after, Pods.POLICY)).as("only what is added").isEmpty();
     }
 }

@@ -1,22 +1,41 @@
 package io.dilu.webhook.admission;
 
 import io.dilu.core.contract.DiluNames;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 
-/** Pods for the admission tests. */
+/** Pods and the webhook's defaults for the admission tests. */
 final class Pods {
 
-    static final HookSettings HOOK = new HookSettings("/opt/dilu/lib", "/opt/dilu/lib", "libdilu-hook.so", "dilu-scheduler");
+    static final HookSettings HOOK = new HookSettings("/opt/dilu/lib", "libdilu-hook.so", "dilu-scheduler");
+    static final String NODE_AGENT = "system:serviceaccount:dilu-system:dilu-node-agent";
+    static final String SCHEDULER = "system:serviceaccount:dilu-system:dilu-scheduler";
+    /** WebhookConfig's defaults. */
+    static final AdmissionPolicy POLICY = new AdmissionPolicy(HOOK,
+            List.of("/var/lib/dilu", "/opt/dilu", "/var/run/dilu", "/run/dilu", "/var/lib/kubelet/device-plugins",
+                    "/var/lib/kubelet/pod-resources"),
+            List.of("/opt/dilu/lib", "/var/run/dilu", "/run/dilu", "/etc/ld.so.preload"), Set.of(SCHEDULER, NODE_AGENT),
+            3 * 1024 * 1024, 256);
 
     private Pods() {}
 
+    static Map<String, Quantity> share(int sm, long memory) {
+        return Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)), DiluNames.GPU_MEMORY, new Quantity(Long.toString(memory)));
+    }
+
     static PodBuilder gpuPod(int sm, long memory) {
-        Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)),
-                DiluNames.GPU_MEMORY, new Quantity(Long.toString(memory)));
         return new PodBuilder().withNewMetadata().withName("fn").withNamespace("fns").endMetadata()
                 .withNewSpec().addNewContainer().withName("server").withImage("registry.local/fn:1")
-                .withNewResources().withLimits(share).endResources().endContainer().endSpec();
+                .withNewResources().withLimits(share(sm, memory)).endResources().endContainer().endSpec();
+    }
+
+    /** A pod as the validating webhook sees it: after the mutating one. */
+    static Pod mutated(Pod pod, boolean quotaRights) {
+        return PodMutator.mutate(pod, Optional.empty(), HOOK, quotaRights).pod();
     }
 }

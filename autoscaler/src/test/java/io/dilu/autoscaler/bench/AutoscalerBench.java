@@ -7,6 +7,7 @@ import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.autoscaler.scrape.proto.Stat;
 import io.dilu.core.scaling.RateWindow;
 import io.dilu.core.scaling.ScalingParameters;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
@@ -100,21 +101,27 @@ public final class AutoscalerBench {
             addresses.add(ip);
         }
         ExecutorService io = Executors.newFixedThreadPool(4);
-        StatScraper scraper = new StatScraper(port, Duration.ofMillis(800), io);
+        StatScraper scraper = new StatScraper(new StatScraper.Limits(port, Duration.ofMillis(800), 65536, 100_000), io,
+                new SimpleMeterRegistry());
         try {
             for (int warm = 0; warm < 10; warm++) {
-                CompletableFuture.allOf(scraper.scrape(addresses).toArray(CompletableFuture[]::new)).join();
+                try (StatScraper.Round round = scraper.round()) {
+                    CompletableFuture.allOf(round.scrape(addresses).toArray(CompletableFuture[]::new)).join();
+                }
             }
             long read = 0;
             long failed = 0;
             long start = System.nanoTime();
             long end = start + duration.toNanos();
             while (System.nanoTime() < end) {
-                for (var f : scraper.scrape(addresses)) {
-                    if (f.join().rps().isPresent()) {
-                        read++;
-                    } else {
-                        failed++;
+                // One round per tick, as the reconciler scrapes.
+                try (StatScraper.Round round = scraper.round()) {
+                    for (var f : round.scrape(addresses)) {
+                        if (f.join().rps().isPresent()) {
+                            read++;
+                        } else {
+                            failed++;
+                        }
                     }
                 }
             }

@@ -1,0 +1,26 @@
+package io.dilu.autoscaler.scrape;
+
+import io.dilu.autoscaler.AutoscalerConfig;
+import io.quarkus.runtime.configuration.DurationConverter;
+import io.smallrye.config.SmallRyeConfigBuilder;
+import java.time.Duration;
+
+/**
+ * Runs every hostile scrape answer ({@link ScrapeAttacks}) at the autoscaler's shipped limits ({@link AutoscalerConfig}'s
+ * defaults) and prints one {@code ATTACK} line each;
+ * {@code ./dilu bench isolation} sums them with the node's and the control plane's.
+ */
+public final class ScrapeIsolationBench {
+
+    private ScrapeIsolationBench() {}
+
+    public static void main(String[] args) throws Exception {
+        // The limits exactly as the autoscaler ships them (durations read with Quarkus's converter, as it does).
+        AutoscalerConfig shipped = new SmallRyeConfigBuilder().withMapping(AutoscalerConfig.class)
+                .withConverter(Duration.class, 200, new DurationConverter()).build().getConfigMapping(AutoscalerConfig.class);
+        for (ScrapeAttacks.Outcome o : ScrapeAttacks.runAll(shipped.scrapeTimeout(), shipped.scrapeMaxBytes(),
+                shipped.maxPodRps())) {
+            System.out.printf("ATTACK %s contained=%s  %s%n", o.attack(), o.contained() ? "yes" : "NO", o.detail());
+        }
+    }
+}

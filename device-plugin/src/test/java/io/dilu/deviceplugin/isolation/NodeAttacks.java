@@ -1,0 +1,416 @@
+package io.dilu.deviceplugin.isolation;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.tokens.TokenParameters;
+import io.dilu.core.tokens.TokenPlan;
+import io.dilu.deviceplugin.agent.Allocation;
+import io.dilu.deviceplugin.agent.Allocations;
+import io.dilu.deviceplugin.agent.PodView;
+import io.dilu.deviceplugin.control.ControlBlock;
+import io.dilu.deviceplugin.control.FakeHook;
+import io.dilu.deviceplugin.testing.TestingContainers;
+import io.dilu.deviceplugin.tokens.ReportReading;
+import io.dilu.deviceplugin.tokens.Tenant;
+import io.dilu.deviceplugin.tokens.TokenManager;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Attacks a tenant can make from inside its own GPU container — on the hook, on its control block, on the node
+ * agent through its report page — each run for real: the real hook in real processes on the emulated GPU (set up
+ * as the kubelet sets up a container, by dilu-contain), the agent's real token loop, allocations and quota rules.
+ * Each answers whether the attack was contained, with the attacker's launch rate beside its grant where that is
+ * the measure. Shared by {@code NodeIsolationIT} (which asserts) and {@code IsolationBench} (which prints).
+ */
+public final class NodeAttacks {
+
+    /** What one attack achieved. Rates in thread blocks per second; NaN where rates are not the measure. */
+    public record Outcome(String attack, boolean contained, String detail, double attackerBlocksPerSecond,
+            double grantBlocksPerSecond) {}
+
+    @FunctionalInterface
+    interface Attack {
+        Outcome run() throws Exception;
+    }
+
+    /** 5,400 blocks per 5 ms for the emulated A100; the tenant's share: 25% (1,350 per period). */
+    private static final TokenParameters PARAMS = TokenParameters.DEFAULTS.withMaxTokens(5_400);
+    private static final double SHARE = 0.25;
+
+    private final Path nativeDir;
+    private final Path work;
+
+    public NodeAttacks(Path nativeDir, Path work) {
+        this.nativeDir = nativeDir;
+        this.work = work;
+    }
+
+    /** Every attack, in a stable order. */
+    public List<Outcome> runAll() throws Exception {
+        List<Outcome> outcomes = new ArrayList<>();
+        for (Map.Entry<String, Attack> a : attacks().entrySet()) {
+            try {
+                outcomes.add(a.getValue().run());
+            } catch (Exception | AssertionError e) {
+                outcomes.add(new Outcome(a.getKey(), false, "the attack's run failed: " + e, Double.NaN, Double.NaN));
+            }
+        }
+        return outcomes;
+    }
+
+    Map<String, Attack> attacks() {
+        Map<String, Attack> all = new java.util.LinkedHashMap<>();
+        all.put("tenant-control-dir", () -> throttledRun("tenant-control-dir",
+                Map.of("DILU_CONTROL_DIR", forgedBlock().directory().toString())));
+        all.put("no-ld-preload-env", () -> throttledRun("no-ld-preload-env", Map.of("LD_PRELOAD", "")));
+        all.put("pid-1-in-every-slot", this::pidOneInEverySlot);
+        all.put("thirty-third-process", this::thirtyThirdProcess);
+        all.put("agent-silent-then-back", this::agentSilentThenBack);
+        all.put("memory-beyond-share", this::memoryBeyondShare);
+        all.put("array-memory-beyond-share", () -> memoryKind("array-memory-beyond-share", "arrays"));
+        all.put("vmm-memory-beyond-share", () -> memoryKind("vmm-memory-beyond-share", "vmm"));
+        all.put("graph-every-instantiate-route", () -> chargedAsRun("graph-every-instantiate-route", "graph_paths"));
+        all.put("graph-exec-update", () -> chargedAsRun("graph-exec-update", "graph_update"));
+        all.put("stream-capture", () -> chargedAsRun("stream-capture", "graph_capture"));
+        all.put("graph-memory-nodes", this::graphMemoryNodes);
+        all.put("grant-page-writable", () -> refused("grant-page-writable", "--control-writable"));
+        all.put("control-block-in-image", () -> refused("control-block-in-image", "--control-copy"));
+        all.put("negative-klc-count", this::negativeKlcCount);
+        all.put("garbage-report-page", this::garbageReportPage);
+        all.put("fake-klcs", this::fakeKlcs);
+        all.put("greedy-quotas-without-right", this::greedyQuotasWithoutRight);
+        return all;
+    }
+
+    // ---- helpers ----
+
+    private ControlBlock block(String name) throws IOException {
+        ControlBlock b = ControlBlock.create(Files.createTempDirectory(work, name + "-"), 1);
+        b.setMemoryLimit(0, 1024L << 20);
+        b.heartbeat(System.nanoTime());
+        return b;
+    }
+
+    /** A block the tenant made itself, granting everything. */
+    private ControlBlock forgedBlock() throws IOException {
+        ControlBlock b = block("forged");
+        b.grantTokens(0, Long.MAX_VALUE / 4);
+        b.setThrottled(0, false);
+        b.setMemoryLimit(0, Long.MAX_VALUE / 4);
+        b.heartbeat(System.nanoTime() + TimeUnit.HOURS.toNanos(1));
+        return b;
+    }
+
+    private record Run(int exit, String out, String err, double seconds) {}
+
+    private Run contained(ControlBlock block, String mode, Map<String, String> env, String... command) throws Exception {
+        List<String> full = new ArrayList<>(List.of(nativeDir.resolve("bin/dilu-contain").toString(), mode,
+                block.directory().toString(), "--preload", nativeDir.resolve("hook/libdilu-hook.so").toString(), "--"));
+        if (!env.isEmpty()) {
+            full.add("env");
+            env.forEach((k, v) -> full.add(v.isEmpty() ? "-u" + k : k + "=" + v));
+        }
+        full.addAll(List.of(command));
+        Path out = Files.createTempFile(work, "out", ".txt");
+        Path err = Files.createTempFile(work, "err", ".txt");
+        ProcessBuilder pb = new ProcessBuilder(full).redirectOutput(out.toFile()).redirectError(err.toFile());
+        pb.environment().put("DILU_EMU_DIR", Files.createDirectories(work.resolve("gpu")).toString());
+        long t0 = System.nanoTime();
+        Process p = pb.start();
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IllegalStateException(full + " did not finish");
+        }
+        return new Run(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8),
+                Files.readString(err, StandardCharsets.UTF_8), (System.nanoTime() - t0) / 1e9);
+    }
+
+    private String probe() {
+        return nativeDir.resolve("tests/hook_probe").toString();
+    }
+
+    private static TokenManager agentFor(ControlBlock block, double request, double limit, boolean slo) {
+        TokenManager m = new TokenManager(1, PARAMS, 1, InstantSource.system(), 64);
+        m.gpu(0).add(new Tenant("t", block, 0, request, limit, slo));
+        m.start();
+        return m;
+    }
+
+    /**
+     * A greedy process (zero-length kernels, as fast as it may) beside an agent granting 25% of the GPU: what it
+     * launched against what it was granted. Contained within 10% of the grant (the kernel that waits, and what
+     * the hook lends itself for the periods a busy machine delays the agent by, paid back).
+     */
+    private Outcome throttledRun(String name, Map<String, String> env) throws Exception {
+        ControlBlock b = block(name);
+        Run r;
+        long granted;
+        try (TokenManager m = agentFor(b, SHARE, SHARE, false)) {
+            r = contained(b, "--control", env, probe(), "rate", "1.5", "0");
+            granted = b.tokensGranted(0);
+        }
+        long launched = b.blocksLaunched(0);
+        boolean contained = r.exit() == 0 && launched > 0 && launched <= granted * 1.1 + 1_000;
+        return new Outcome(name, contained, "launched " + launched + " of " + granted + " granted; " + r.err().strip(),
+                launched / r.seconds(), granted / r.seconds());
+    }
+
+    private Outcome refused(String name, String mode) throws Exception {
+        ControlBlock b = block(name);
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, mode, Map.of(), probe(), "init");
+        boolean contained = r.out().contains("init=800") && r.err().contains("CUDA is refused");
+        return new Outcome(name, contained, r.out().strip() + " / " + r.err().strip(), Double.NaN, Double.NaN);
+    }
+
+    // ---- the attacks ----
+
+    private Outcome pidOneInEverySlot() throws Exception {
+        ControlBlock b = block("pid1");
+        b.grantTokens(0, 1L << 40);
+        FakeHook tenant = FakeHook.of(b);
+        for (int i = 0; i < ControlBlock.MAX_PROCESSES; i++) {
+            tenant.setProcess(i, 1);
+        }
+        Run r = contained(b, "--control", Map.of(), probe(), "init");
+        return new Outcome("pid-1-in-every-slot", r.out().contains("init=800"), r.out().strip(), Double.NaN, Double.NaN);
+    }
+
+    private Outcome thirtyThirdProcess() throws Exception {
+        ControlBlock b = block("procs");
+        b.grantTokens(0, 1L << 40);
+        List<Process> holders = new ArrayList<>();
+        try {
+            for (int i = 0; i < ControlBlock.MAX_PROCESSES; i++) {
+                ProcessBuilder pb = new ProcessBuilder(TestingContainers.contained(nativeDir, b,
+                        List.of(probe(), "alloc", "1", "60000"))).redirectErrorStream(true)
+                        .redirectOutput(ProcessBuilder.Redirect.DISCARD);
+                pb.environment().put("DILU_EMU_DIR", Files.createDirectories(work.resolve("gpu")).toString());
+                holders.add(pb.start());
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (occupied(b) < ControlBlock.MAX_PROCESSES && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            Run r = contained(b, "--control", Map.of(), probe(), "init");
+            return new Outcome("thirty-third-process", occupied(b) == ControlBlock.MAX_PROCESSES && r.out().contains("init=800"),
+                    occupied(b) + " slots held; the 33rd: " + r.out().strip(), Double.NaN, Double.NaN);
+        } finally {
+            holders.forEach(Process::destroyForcibly);
+        }
+    }
+
+    private static int occupied(ControlBlock b) {
+        int n = 0;
+        for (int i = 0; i < ControlBlock.MAX_PROCESSES; i++) {
+            n += b.processId(i) > 0 ? 1 : 0;
+        }
+        return n;
+    }
+
+    /** The agent stops for 1.5 s (a restart), then a new one takes the block over. */
+    private Outcome agentSilentThenBack() throws Exception {
+        ControlBlock b = block("silent");
+        ProcessBuilder pb = new ProcessBuilder(TestingContainers.contained(nativeDir, b, List.of(probe(), "rate", "4", "0")))
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD);
+        pb.environment().put("DILU_EMU_DIR", Files.createDirectories(work.resolve("gpu")).toString());
+        long t0 = System.nanoTime();
+        Process p;
+        try (TokenManager first = agentFor(b, SHARE, SHARE, false)) {
+            p = pb.start();
+            Thread.sleep(1_000);
+        }
+        long beforeSilence = b.tokensGranted(0);
+        Thread.sleep(1_500);
+        long duringSilence = b.blocksLaunched(0);
+        long rate = b.tokensPerPeriod(0);
+        try (TokenManager second = agentFor(ControlBlock.open(b.directory()), SHARE, SHARE, false)) {
+            p.waitFor(60, TimeUnit.SECONDS);
+        }
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        long launched = b.blocksLaunched(0), granted = b.tokensGranted(0);
+        // While silent: at most 200 periods at the last rate beyond the grant; afterwards the grant again.
+        boolean contained = duringSilence <= beforeSilence + 200 * rate + 1_000 && launched <= granted * 1.1 + 1_000;
+        return new Outcome("agent-silent-then-back", contained, "by the silence's end " + duringSilence + " launched of "
+                + beforeSilence + " granted (+" + 200 * rate + " the hook may lend itself); in all " + launched + " of "
+                + granted, launched / seconds, granted / seconds);
+    }
+
+    private Outcome memoryBeyondShare() throws Exception {
+        ControlBlock b = block("memory");
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of(), probe(), "alloc", "2000", "0");
+        return new Outcome("memory-beyond-share", r.out().contains("alloc=2 ") && r.out().contains("total_mib=1024"),
+                "2000 MiB against a 1024 MiB share: " + r.out().strip(), Double.NaN, Double.NaN);
+    }
+
+    /**
+     * CUDA arrays or virtual memory management (cuMemCreate, mapped and released in every order) past a 1024 MiB
+     * share: refused with OUT_OF_MEMORY (2), and every byte booked exactly (the probe checks each step).
+     */
+    private Outcome memoryKind(String name, String mode) throws Exception {
+        ControlBlock b = block(name);
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of(), probe(), mode);
+        boolean contained = r.exit() == 0 && r.out().contains(mode + ": ok") && r.out().contains("over_share=2")
+                && b.memoryUsed(0) == 0;
+        return new Outcome(name, contained, lastLine(r.out()) + "; " + (b.memoryUsed(0) >> 20) + " MiB still booked",
+                Double.NaN, Double.NaN);
+    }
+
+    /**
+     * Kernels reached through graphs (every instantiate route, cuGetProcAddress and dlsym included; updated
+     * executables; captured streams): the hook charges exactly the blocks the emulated GPU ran.
+     */
+    private Outcome chargedAsRun(String name, String mode) throws Exception {
+        ControlBlock b = block(name);
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of(), probe(), mode);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("ran_blocks=(\\d+)").matcher(r.out());
+        long ran = m.find() ? Long.parseLong(m.group(1)) : -1;
+        long charged = b.blocksLaunched(0);
+        boolean contained = r.exit() == 0 && ran > 0 && charged == ran;
+        return new Outcome(name, contained, "charged " + charged + " blocks for " + ran + " run: " + r.out().strip(),
+                Double.NaN, Double.NaN);
+    }
+
+    /**
+     * Memory through graphs: memory nodes added directly (every route), recorded by capturing cuMemAllocAsync,
+     * or smuggled into a graph past the hook. Refused (801 NOT_SUPPORTED, 900 on a capturing stream), nothing
+     * booked or allocated beyond what the process allocated the ordinary way.
+     */
+    private Outcome graphMemoryNodes() throws Exception {
+        ControlBlock b = block("graph-memory");
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of(), probe(), "graph_memory");
+        String out = r.out();
+        boolean contained = r.exit() == 0 && out.contains("add=801,801,801,801,801,801,801,801,801 ")
+                && out.contains("capture=900,900,900,900,900,900,900,900 ") && out.matches("(?s).*backstop=(801,)*801 .*")
+                && out.contains("end_used=0 ")
+                && b.memoryUsed(0) == 0;
+        return new Outcome("graph-memory-nodes", contained, out.strip(), Double.NaN, Double.NaN);
+    }
+
+    private static String lastLine(String out) {
+        String[] lines = out.strip().split("\n");
+        return lines[lines.length - 1];
+    }
+
+    /** Two tenants on one GPU: the attacker's page is garbage; the neighbour's grants and the loop go on. */
+    private Outcome poisonedNeighbour(String name, java.util.function.Consumer<FakeHook> poison) throws Exception {
+        ControlBlock attacker = block(name + "-attacker");
+        ControlBlock victim = block(name + "-victim");
+        try (TokenManager m = new TokenManager(1, PARAMS, 1, InstantSource.system(), 64)) {
+            m.gpu(0).add(new Tenant("attacker", attacker, 0, 0.3, 0.6, true));
+            m.gpu(0).add(new Tenant("victim", victim, 0, 0.4, 0.8, false));
+            FakeHook a = FakeHook.of(attacker);
+            FakeHook v = FakeHook.of(victim);
+            m.start();
+            long launched = 0;
+            long start = victim.tokensGranted(0);
+            for (int i = 0; i < 200; i++) {
+                poison.accept(a);
+                launched += 100;
+                v.report(launched, 0);
+                Thread.sleep(2);
+            }
+            long grown = victim.tokensGranted(0) - start;
+            long faults = 0;
+            for (ReportReading.Fault f : ReportReading.Fault.values()) {
+                faults += m.gpu(0).faults(f);
+            }
+            boolean live = System.nanoTime() - m.gpu(0).lastTickNanos() < TimeUnit.SECONDS.toNanos(1);
+            TokenPlan last = m.gpu(0).lastPlan();
+            boolean contained = grown > 0 && live && faults > 0 && last != null && last.tokensOf("victim") > 0;
+            return new Outcome(name, contained, "victim's grant grew by " + grown + ", " + faults
+                    + " faults counted, loop live " + live, Double.NaN, Double.NaN);
+        }
+    }
+
+    private Outcome negativeKlcCount() throws Exception {
+        return poisonedNeighbour("negative-klc-count", a -> a.setKlcCount(-5));
+    }
+
+    private Outcome garbageReportPage() throws Exception {
+        long[] step = {0};
+        return poisonedNeighbour("garbage-report-page", a -> {
+            step[0]++;
+            a.setBlocksLaunched(step[0] % 2 == 0 ? Long.MAX_VALUE : -1);
+            a.setKlcCount(step[0] * 1_000_003L);
+            a.fillKlcRing(step[0] % 3 == 0 ? -1 : Long.MAX_VALUE);
+        });
+    }
+
+    /** An SLO tenant reports stretched cycles without end; its best-effort neighbour keeps half its request. */
+    private Outcome fakeKlcs() throws Exception {
+        ControlBlock liar = block("liar");
+        ControlBlock neighbour = block("neighbour");
+        double request = 0.5;
+        try (TokenManager m = new TokenManager(1, PARAMS, 1, InstantSource.system(), 64)) {
+            m.gpu(0).add(new Tenant("liar", liar, 0, 0.3, 0.6, true));
+            m.gpu(0).add(new Tenant("neighbour", neighbour, 0, request, 1.0, false));
+            FakeHook l = FakeHook.of(liar);
+            FakeHook n = FakeHook.of(neighbour);
+            m.start();
+            l.report(100, 10_000_000); // its best: 10 ms, seen by the agent before the lies start
+            for (int i = 0; i < 100 && m.gpu(0).lastPlan() == null; i++) {
+                Thread.sleep(5);
+            }
+            Thread.sleep(20);
+            long launched = 0, liarLaunched = 100, sum = 0, periods = 0;
+            for (int i = 0; i < 1_500; i++) { // 3 s of lies
+                liarLaunched += 100;
+                l.report(liarLaunched, 40_000_000);
+                launched += 5_000;
+                n.report(launched, 0);
+                TokenPlan plan = m.gpu(0).lastPlan();
+                if (plan != null && i >= 500) { // after the guarantee window has filled with lies
+                    sum += plan.tokensOf("neighbour");
+                    periods++;
+                }
+                Thread.sleep(2);
+            }
+            double average = periods == 0 ? 0 : (double) sum / periods;
+            double floor = 0.5 * request * PARAMS.maxTokens();
+            long emergencies = m.gpu(0).periods(io.dilu.core.tokens.ControllerState.EMERGENCY);
+            // The lies did push the neighbour down (emergencies were declared); the guarantee bounded how far.
+            return new Outcome("fake-klcs", emergencies > 100 && average >= floor * 0.9 && average < request * PARAMS.maxTokens(),
+                    String.format(java.util.Locale.ROOT, "%d emergency periods declared on lies; the neighbour's average "
+                            + "grant %.0f tokens per period against a guaranteed %.0f (half its request)",
+                            emergencies, average, floor), Double.NaN, Double.NaN);
+        }
+    }
+
+    /** A pod in a namespace without the right asks for SLO priority, a 100% limit and a hair-trigger threshold. */
+    private Outcome greedyQuotasWithoutRight() throws Exception {
+        GpuDevice gpu = new GpuDevice("GPU-emu-iso-0", 0, "A100-40GB", 40_960, 108);
+        try (TokenManager m = new TokenManager(1, PARAMS, 1, InstantSource.system(), 64)) {
+            PodView greedy = new PodView("tenant", "greedy", "uid-greedy", Instant.EPOCH, false,
+                    Map.of(DiluNames.ASSIGNED_GPUS, gpu.uuid(), DiluNames.PRIORITY, "slo", DiluNames.SM_LIMIT, "100",
+                            DiluNames.KLC_THRESHOLD, "1.01"),
+                    List.of(new PodView.GpuContainer("c0", 10, 512)), false);
+            Allocations allocations = new Allocations(new Allocations.Paths(Files.createTempDirectory(work, "alloc"),
+                    "/var/run/dilu/control", "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so",
+                    work.resolve("ld.so.preload")), List.of(gpu), m, InstantSource.system(), () -> List.of(greedy));
+            allocations.recover();
+            String id = allocations.allocate(gpu, java.util.stream.IntStream.range(0, 10)
+                    .mapToObj(i -> gpu.uuid() + "::sm" + String.format("%02d", i)).toList()).getEnvsOrThrow("DILU_ALLOCATION");
+            Allocation a = allocations.all().get(id);
+            Tenant t = allocations.tenants().get(id);
+            boolean contained = !t.sloSensitive() && a.smLimit() == 20 && Double.isNaN(a.klcThreshold())
+                    && t.block().memoryLimit(0) == 512L << 20;
+            return new Outcome("greedy-quotas-without-right", contained, "got " + a.priority().label() + ", limit "
+                    + a.smLimit() + "%, threshold " + (Double.isNaN(a.klcThreshold()) ? "default" : a.klcThreshold())
+                    + ", memory " + (t.block().memoryLimit(0) >> 20) + " MiB", Double.NaN, Double.NaN);
+        }
+    }
+}

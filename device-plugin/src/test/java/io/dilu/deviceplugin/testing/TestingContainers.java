@@ -1,0 +1,34 @@
+package io.dilu.deviceplugin.testing;
+
+import io.dilu.deviceplugin.control.ControlBlock;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Commands that run a program the way the kubelet runs a GPU container with a share: through
+ * {@code dilu-contain} (hook-native/tools), which mounts the control block where the hook looks for it (the
+ * grant page read-only) and puts the hook in /etc/ld.so.preload, in a mount namespace of the program's own.
+ */
+public final class TestingContainers {
+
+    private TestingContainers() {}
+
+    /** The native build: the hook, the emulated driver, the workloads and dilu-contain. */
+    public static Path nativeDir() {
+        return Path.of(System.getProperty("dilu.native.dir", "../hook-native/target/cmake"));
+    }
+
+    /** {@code command} in a container whose control block is {@code block}. */
+    public static List<String> contained(Path nativeDir, ControlBlock block, List<String> command) {
+        return contained(nativeDir, block.directory(), command);
+    }
+
+    /** {@code command} in a container whose control block's pages are the files in {@code controlDir}. */
+    public static List<String> contained(Path nativeDir, Path controlDir, List<String> command) {
+        List<String> all = new ArrayList<>(List.of(nativeDir.resolve("bin/dilu-contain").toString(), "--control",
+                controlDir.toString(), "--preload", nativeDir.resolve("hook/libdilu-hook.so").toString(), "--"));
+        all.addAll(command);
+        return all;
+    }
+}

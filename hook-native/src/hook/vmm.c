@@ -1,0 +1,174 @@
+/*
+ * Virtual memory management against the container's memory share. cuMemCreate books the allocation's bytes;
+ * they stay booked for as long as the driver keeps the physical memory, which is until every reference to
+ * the handle is released (cuMemCreate and cuMemRetainAllocationHandle take one, cuMemRelease drops one) and
+ * no range maps it any more (cuMemMap / cuMemUnmap). Releasing a handle that is still mapped frees nothing,
+ * so it unbooks nothing.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "hook.h"
+
+typedef struct handle_books {
+    CUmemGenericAllocationHandle handle;
+    uint64_t bytes;
+    uint64_t refs; /* references not released */
+    uint64_t maps; /* ranges mapping it */
+    struct handle_books *next;
+} handle_books;
+
+typedef struct mapping {
+    CUdeviceptr ptr;
+    uint64_t size;
+    handle_books *books; /* NULL: a handle the hook did not see made (imported), booked by nobody here */
+    struct mapping *next;
+} mapping;
+
+static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
+static handle_books *handles;
+static mapping *mappings;
+
+static handle_books *find(CUmemGenericAllocationHandle h) {
+    handle_books *b = handles;
+    while (b != NULL && b->handle != h) {
+        b = b->next;
+    }
+    return b;
+}
+
+/* Unbooks a handle the driver has freed: released and unmapped. Under vmm_lock. */
+static void unbook_if_freed(handle_books *b) {
+    if (b->refs > 0 || b->maps > 0) {
+        return;
+    }
+    for (handle_books **link = &handles; *link != NULL; link = &(*link)->next) {
+        if (*link == b) {
+            *link = b->next;
+            break;
+        }
+    }
+    hook_memory_unbook(b->bytes);
+    free(b);
+}
+
+typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
+typedef CUresult (*retain_fn)(CUmemGenericAllocationHandle *, void *);
+typedef CUresult (*map_fn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+typedef CUresult (*unmap_fn)(CUdeviceptr, size_t);
+
+HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop,
+                                 unsigned long long flags) {
+    create_fn real = REAL(create_fn, cuMemCreate);
+    if (real == NULL) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    handle_books *b = calloc(1, sizeof(*b));
+    if (b == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult rc = hook_memory_book(n);
+    if (rc == CUDA_SUCCESS && (rc = real(h, n, prop, flags)) != CUDA_SUCCESS) {
+        hook_memory_unbook(n);
+    }
+    if (rc != CUDA_SUCCESS || h == NULL) {
+        free(b);
+        return rc;
+    }
+    b->handle = *h;
+    b->bytes = n;
+    b->refs = 1;
+    pthread_mutex_lock(&vmm_lock);
+    b->next = handles;
+    handles = b;
+    pthread_mutex_unlock(&vmm_lock);
+    return CUDA_SUCCESS;
+}
+
+HOOK_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
+    release_fn real = REAL(release_fn, cuMemRelease);
+    if (real == NULL) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    pthread_mutex_lock(&vmm_lock);
+    CUresult rc = real(h);
+    handle_books *b = rc == CUDA_SUCCESS ? find(h) : NULL;
+    if (b != NULL && b->refs > 0) {
+        b->refs--;
+        unbook_if_freed(b);
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return rc;
+}
+
+/* Another reference to a mapped allocation: it keeps the memory alive after the handle cuMemCreate gave is
+ * released, so it must be released too before the bytes are unbooked. */
+HOOK_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr) {
+    retain_fn real = REAL(retain_fn, cuMemRetainAllocationHandle);
+    if (real == NULL) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    pthread_mutex_lock(&vmm_lock);
+    CUresult rc = real(h, addr);
+    handle_books *b = rc == CUDA_SUCCESS && h != NULL ? find(*h) : NULL;
+    if (b != NULL) {
+        b->refs++;
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return rc;
+}
+
+HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                              unsigned long long flags) {
+    map_fn real = REAL(map_fn, cuMemMap);
+    if (real == NULL) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    mapping *m = malloc(sizeof(*m));
+    if (m == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY; /* a mapping the books could not follow would unbook too early */
+    }
+    pthread_mutex_lock(&vmm_lock);
+    CUresult rc = real(ptr, size, offset, h, flags);
+    if (rc == CUDA_SUCCESS) {
+        m->ptr = ptr;
+        m->size = size;
+        m->books = find(h);
+        m->next = mappings;
+        mappings = m;
+        if (m->books != NULL) {
+            m->books->maps++;
+        }
+        m = NULL;
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    free(m);
+    return rc;
+}
+
+/* The driver unmaps every mapping inside [ptr, ptr + size) (it refuses a range that cuts one). */
+HOOK_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    unmap_fn real = REAL(unmap_fn, cuMemUnmap);
+    if (real == NULL) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    pthread_mutex_lock(&vmm_lock);
+    CUresult rc = real(ptr, size);
+    for (mapping **link = &mappings; rc == CUDA_SUCCESS && *link != NULL;) {
+        mapping *m = *link;
+        if (m->ptr >= ptr && m->size <= size && m->ptr - ptr <= size - m->size) {
+            *link = m->next;
+            if (m->books != NULL && m->books->maps > 0) {
+                m->books->maps--;
+                unbook_if_freed(m->books);
+            }
+            free(m);
+        } else {
+            link = &m->next;
+        }
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return rc;
+}

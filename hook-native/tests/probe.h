@@ -1,0 +1,39 @@
+/* Shared by the hook probe's modes (hook_probe.c, probe_graph.c, probe_memory.c). */
+#ifndef DILU_PROBE_H
+#define DILU_PROBE_H
+
+#include "../workloads/workload.h"
+#include "dilu_emu.h"
+
+CUfunction probe_setup(double block_us); /* cuInit, a context, and a kernel of blocks of block_us */
+void *probe_driver(void);                /* dlopen("libcuda.so.1") */
+
+/* Blocks the emulated GPU ran for this process so far, once everything launched has finished. */
+static inline unsigned long long probe_ran_blocks(void) {
+    dilu_emu_stats own;
+    CHECK(cuCtxSynchronize());
+    CHECK(diluEmuProcessStats(0, &own));
+    return (unsigned long long)own.blocks;
+}
+
+/* Kernel node parameters for f with `blocks` blocks. */
+static inline CUDA_KERNEL_NODE_PARAMS_v2 probe_kernel(CUfunction f, unsigned blocks) {
+    CUDA_KERNEL_NODE_PARAMS_v2 p = {0};
+    p.func = f;
+    p.gridDimX = blocks;
+    p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = 32;
+    p.blockDimY = p.blockDimZ = 1;
+    return p;
+}
+
+int probe_graph_paths(void);
+int probe_graph_update(void);
+int probe_graph_capture(void);
+int probe_graph_race(void);
+int probe_graph_memory(void);
+int probe_arrays(void);
+int probe_vmm(void);
+int probe_hold(const char *what, const char *mib, const char *hold_ms);
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * dilu-contain: runs a command the way the kubelet runs a GPU container with a Dilu share — in a mount
+ * namespace of its own where the control block's two pages are mounted at DILU_CONTROL_PATH (the grant page
+ * read-only) and /etc/ld.so.preload names the hook — so tests and benchmarks exercise the production hook
+ * on this machine without a kubelet. Root gets a plain mount namespace; anyone else a user namespace too.
+ * Test and benchmark tool: it is not shipped in images.
+ *
+ *   dilu-contain [--control DIR | --control-copy DIR | --control-writable DIR] [--preload LIB] -- COMMAND ...
+ *
+ * --control mounts DIR/grant read-only and DIR/report read-write, as Allocate does; --control-copy puts copies
+ * of the pages there without mounting them (a tenant's image shipping its own block); --control-writable
+ * mounts the grant page read-write (a block that is not protected).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dilu_control.h"
+
+static void die(const char *what) {
+    fprintf(stderr, "dilu-contain: %s: %s\n", what, strerror(errno));
+    exit(125);
+}
+
+static void write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        die(path);
+    }
+    size_t n = strlen(text);
+    if (write(fd, text, n) != (ssize_t)n || close(fd) != 0) {
+        die(path);
+    }
+}
+
+static void mkdirs(const char *path) {
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p != '\0'; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+                die(buf);
+            }
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+        die(buf);
+    }
+}
+
+static void enter_namespace(void) {
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (geteuid() == 0) {
+        if (unshare(CLONE_NEWNS) != 0) {
+            die("unshare(CLONE_NEWNS)");
+        }
+    } else {
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+            die("unshare(CLONE_NEWUSER | CLONE_NEWNS)");
+        }
+        char map[64];
+        write_file("/proc/self/setgroups", "deny");
+        snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+        write_file("/proc/self/uid_map", map);
+        snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+        write_file("/proc/self/gid_map", map);
+    }
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        die("making / private");
+    }
+}
+
+/* A fresh tmpfs at the deepest existing ancestor of the control path, so the path can be created in it. */
+static void make_control_dir(void) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s", DILU_CONTROL_PATH);
+    struct stat st;
+    while (stat(path, &st) != 0) {
+        char *slash = strrchr(path, '/');
+        if (slash == NULL || slash == path) {
+            snprintf(path, sizeof(path), "/");
+            break;
+        }
+        *slash = '\0';
+    }
+    if (mount("dilu-contain", path, "tmpfs", 0, "mode=0755") != 0) {
+        die("mounting a tmpfs for the control path");
+    }
+    mkdirs(DILU_CONTROL_PATH);
+}
+
+static void bind_file(const char *from, const char *to, int read_only) {
+    write_file(to, "");
+    if (mount(from, to, NULL, MS_BIND, NULL) != 0) {
+        die(from);
+    }
+    if (read_only && mount(NULL, to, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) != 0) {
+        die("remounting the grant page read-only");
+    }
+}
+
+static void copy_file(const char *from, const char *to) {
+    int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (in < 0 || out < 0) {
+        die(from);
+    }
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof(buf))) > 0) {
+        if (write(out, buf, (size_t)n) != n) {
+            die(to);
+        }
+    }
+    if (n < 0 || close(in) != 0 || close(out) != 0) {
+        die(from);
+    }
+}
+
+static void place_control(const char *mode, const char *dir) {
+    char grant[1024], report[1024], to_grant[600], to_report[600];
+    snprintf(grant, sizeof(grant), "%s/%s", dir, DILU_GRANT_FILE);
+    snprintf(report, sizeof(report), "%s/%s", dir, DILU_REPORT_FILE);
+    snprintf(to_grant, sizeof(to_grant), "%s/%s", DILU_CONTROL_PATH, DILU_GRANT_FILE);
+    snprintf(to_report, sizeof(to_report), "%s/%s", DILU_CONTROL_PATH, DILU_REPORT_FILE);
+    if (strcmp(mode, "--control-copy") == 0) {
+        copy_file(grant, to_grant);
+        copy_file(report, to_report);
+        return;
+    }
+    bind_file(grant, to_grant, strcmp(mode, "--control") == 0);
+    bind_file(report, to_report, 0);
+}
+
+/* /etc/ld.so.preload naming the hook, in an overlay over /etc that only this namespace sees. */
+static void preload(const char *lib) {
+    char upper[600], work[600], line[1024];
+    snprintf(upper, sizeof(upper), "%s/.etc-upper", DILU_CONTROL_PATH);
+    snprintf(work, sizeof(work), "%s/.etc-work", DILU_CONTROL_PATH);
+    mkdirs(upper);
+    mkdirs(work);
+    char options[1400];
+    snprintf(options, sizeof(options), "lowerdir=/etc,upperdir=%s,workdir=%s", upper, work);
+    if (mount("overlay", "/etc", "overlay", 0, options) != 0) {
+        die("mounting an overlay on /etc for ld.so.preload");
+    }
+    snprintf(line, sizeof(line), "%s\n", lib);
+    write_file("/etc/ld.so.preload", line);
+}
+
+int main(int argc, char **argv) {
+    const char *control_mode = NULL, *control_dir = NULL, *lib = NULL;
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (i + 1 < argc && (strcmp(argv[i], "--control") == 0 || strcmp(argv[i], "--control-copy") == 0 ||
+                             strcmp(argv[i], "--control-writable") == 0)) {
+            control_mode = argv[i];
+            control_dir = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--preload") == 0) {
+            lib = argv[++i];
+        } else {
+            fprintf(stderr, "usage: dilu-contain [--control DIR | --control-copy DIR | --control-writable DIR] "
+                            "[--preload LIB] -- COMMAND [ARGS...]\n");
+            return 2;
+        }
+    }
+    if (i + 1 >= argc) {
+        fprintf(stderr, "dilu-contain: no command after --\n");
+        return 2;
+    }
+    enter_namespace();
+    make_control_dir();
+    if (control_dir != NULL) {
+        place_control(control_mode, control_dir);
+    }
+    if (lib != NULL) {
+        preload(lib);
+    }
+    execvp(argv[i + 1], argv + i + 1);
+    die(argv[i + 1]);
+}

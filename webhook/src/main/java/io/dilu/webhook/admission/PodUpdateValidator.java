@@ -1,0 +1,55 @@
+package io.dilu.webhook.admission;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.quota.FieldError;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * What an UPDATE of a pod may change of Dilu's annotations. The quota annotations are fixed when the pod is
+ * created (admission judged them then, and the node agent re-reads them), and {@code dilu.io/assigned-gpus} is
+ * the scheduler extender's and the node agent's to write. A pure function of the two sets of annotations and
+ * the requesting user.
+ */
+public final class PodUpdateValidator {
+
+    /** Annotations no UPDATE may add, change or remove. */
+    static final List<String> FIXED = List.of(DiluNames.PRIORITY, DiluNames.SM_LIMIT, DiluNames.KLC_THRESHOLD, DiluNames.LLM,
+            DiluNames.BATCH_SIZE, DiluNames.FUNCTION, PodMutator.PROFILE);
+
+    private PodUpdateValidator() {}
+
+    /**
+     * @param username the AdmissionReview's {@code userInfo.username}
+     * @param writers the users that may change {@code dilu.io/assigned-gpus}
+     */
+    public static List<FieldError> validate(Map<String, String> before, Map<String, String> after, String username,
+            Set<String> writers) {
+        List<FieldError> errors = new ArrayList<>();
+        for (String key : FIXED) {
+            if (!Objects.equals(before.get(key), after.get(key))) {
+                errors.add(new FieldError("metadata.annotations[" + key + "]", change(before.get(key), after.get(key)),
+                        "unchanged: " + key + " is fixed when the pod is created (create a new pod to change it)"));
+            }
+        }
+        String assigned = DiluNames.ASSIGNED_GPUS;
+        if (!Objects.equals(before.get(assigned), after.get(assigned)) && !writers.contains(username)) {
+            errors.add(new FieldError("metadata.annotations[" + assigned + "]", change(before.get(assigned), after.get(assigned)),
+                    "unchanged except by the scheduler extender and the node agent (" + String.join(", ", new TreeSet<>(writers))
+                            + "), not by " + PodValidator.clip(username.isEmpty() ? "an unnamed user" : username)));
+        }
+        return errors;
+    }
+
+    private static String change(String before, String after) {
+        return shown(after) + " (was " + shown(before) + ")";
+    }
+
+    private static String shown(String value) {
+        return value == null ? "absent" : PodValidator.clip(value);
+    }
+}

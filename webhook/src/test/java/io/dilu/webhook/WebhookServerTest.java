@@ -1,0 +1,67 @@
+package io.dilu.webhook;
+
+import static io.restassured.RestAssured.given;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.common.http.TestHTTPResource;
+import io.quarkus.test.junit.QuarkusTest;
+import java.net.URL;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The server as configured: admission only over HTTPS, health and metrics only on the plain-HTTP management
+ * interface.
+ */
+@QuarkusTest
+@QuarkusTestResource(TestCertificate.class)
+class WebhookServerTest {
+
+    static final String REVIEW = """
+            {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",\
+            "kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE","namespace":"fns",\
+            "object":{"metadata":{"name":"web"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}""";
+
+    /** The management interface's root path, {@code /q/}. */
+    @TestHTTPResource(value = "/", management = true)
+    URL management;
+
+    @TestHTTPResource(value = "/", tls = true)
+    URL https;
+
+    @Test
+    void reportsItselfLiveOnTheManagementInterface() {
+        assertThat(management.getProtocol()).isEqualTo("http");
+        var health = given().when().get(management + "health/live").then().statusCode(200).extract().jsonPath();
+        assertThat(health.getString("status")).isEqualTo("UP");
+        assertThat(health.getList("checks.name", String.class)).contains(WebhookLiveness.NAME);
+        given().when().get(management + "metrics").then().statusCode(200);
+    }
+
+    @Test
+    void isReadyOnlyOnceTheHttpsServerListens() {
+        var ready = given().when().get(management + "health/ready").then().statusCode(200).extract().jsonPath();
+        assertThat(ready.getList("checks.name", String.class)).contains(AdmissionReadiness.NAME);
+    }
+
+    @Test
+    void admissionIsAnsweredOverHttpsOnly() throws Exception {
+        assertThat(https.getProtocol()).isEqualTo("https");
+        String answer = given().relaxedHTTPSValidation().contentType("application/json").body(REVIEW)
+                .post(https + "validate").then().statusCode(200).extract().asString();
+        assertThat(answer).contains("\"uid\":\"u-1\"").contains("\"allowed\":true");
+        // The management interface is the only plain-HTTP listener, and it does not serve admission.
+        for (String path : new String[] {"mutate", "validate"}) {
+            given().contentType("application/json").body(REVIEW).post(new URL(management, "/" + path).toString()).then().statusCode(404);
+        }
+    }
+
+    @Test
+    void aReviewOverTheSizeCapIsDeniedNotFailed() {
+        String big = REVIEW.replace("\"image\":\"nginx\"", "\"image\":\"" + "x".repeat(3 * 1024 * 1024) + "\"");
+        String answer = given().relaxedHTTPSValidation().contentType("application/json").body(big)
+                .post(https + "validate").then().statusCode(200).extract().asString();
+        assertThat(answer).contains("\"uid\":\"u-1\"").contains("\"allowed\":false")
+                .contains("is not allowed: must be at most 3145728 bytes");
+    }
+}

@@ -1,0 +1,58 @@
+package io.dilu.webhook.admission;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.quota.FieldError;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class PodUpdateValidatorTest {
+
+    static final Map<String, String> CREATED = Map.of(DiluNames.PRIORITY, "best-effort", DiluNames.SM_LIMIT, "2",
+            DiluNames.FUNCTION, "fn", "team", "a");
+
+    static List<String> errors(Map<String, String> after, String user) {
+        return PodUpdateValidator.validate(CREATED, after, user, Pods.POLICY.assignedGpusWriters()).stream()
+                .map(FieldError::message).toList();
+    }
+
+    static Map<String, String> with(String key, String value) {
+        Map<String, String> a = new HashMap<>(CREATED);
+        if (value == null) {
+            a.remove(key);
+        } else {
+            a.put(key, value);
+        }
+        return a;
+    }
+
+    @Test
+    void theQuotaAnnotationsAreFixedAtCreation() {
+        assertThat(errors(with(DiluNames.PRIORITY, "slo"), "alice")).containsExactly("metadata.annotations[dilu.io/priority]=slo "
+                + "(was best-effort) is not allowed: must be unchanged: dilu.io/priority is fixed when the pod is created "
+                + "(create a new pod to change it)");
+        assertThat(errors(with(DiluNames.SM_LIMIT, "100"), Pods.NODE_AGENT)).as("even for Dilu's own writers").singleElement()
+                .asString().startsWith("metadata.annotations[dilu.io/sm-limit]=100 (was 2) is not allowed");
+        assertThat(errors(with(DiluNames.FUNCTION, null), "alice")).singleElement().asString()
+                .startsWith("metadata.annotations[dilu.io/function]=absent (was fn) is not allowed");
+        for (String added : List.of(DiluNames.KLC_THRESHOLD, DiluNames.LLM, DiluNames.BATCH_SIZE, PodMutator.PROFILE)) {
+            assertThat(errors(with(added, "1.1"), "alice")).singleElement().asString()
+                    .startsWith("metadata.annotations[" + added + "]=1.1 (was absent) is not allowed");
+        }
+        assertThat(errors(with("team", "b"), "alice")).as("other annotations are the pod's").isEmpty();
+    }
+
+    @Test
+    void onlyTheExtenderAndTheNodeAgentMayChangeTheAssignedGpus() {
+        Map<String, String> assigned = with(DiluNames.ASSIGNED_GPUS, "GPU-1");
+        assertThat(errors(assigned, Pods.NODE_AGENT)).isEmpty();
+        assertThat(errors(assigned, Pods.SCHEDULER)).isEmpty();
+        assertThat(errors(assigned, "system:serviceaccount:fns:default")).containsExactly(
+                "metadata.annotations[dilu.io/assigned-gpus]=GPU-1 (was absent) is not allowed: must be unchanged except by the "
+                        + "scheduler extender and the node agent (system:serviceaccount:dilu-system:dilu-node-agent, "
+                        + "system:serviceaccount:dilu-system:dilu-scheduler), not by system:serviceaccount:fns:default");
+    }
+}
