@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define DILU_CONTROL_MAGIC 0x44494c55u /* "DILU" */
-#define DILU_CONTROL_VERSION 3u
+#define DILU_CONTROL_VERSION 4u
 #define DILU_MAX_DEVICES 8
 #define DILU_KLC_RING 64
 #define DILU_MAX_PROCESSES 32
@@ -48,6 +48,11 @@ typedef struct dilu_grant_device {
     uint32_t state;              /* controller state (0 NONE, 1 EMERGENCY, 2 RECOVERY, 3 CONTENTION) */
     uint32_t throttled;          /* 0: launches are not throttled on this device */
     uint64_t tokens_per_period;  /* the latest period's refill: the rate the hook keeps while the agent is late */
+    /* Paced refills: tokens_granted is only the period's first part; the hook releases the rest itself, in
+     * pace_steps equal parts from the heartbeat on, up to paced_until (so the agent wakes once a period). */
+    uint64_t paced_until; /* the cumulative grant at the period's end; ≤ tokens_granted: not paced */
+    uint32_t pace_steps;  /* parts of the period; ≤ 1: not paced */
+    uint32_t reserved;
 } dilu_grant_device;
 
 typedef struct dilu_grant_page {

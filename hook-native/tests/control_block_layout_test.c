@@ -20,12 +20,14 @@ int main(void) {
     expect("grant devices count offset", offsetof(dilu_grant_page, devices), 24);
     expect("grant device[0] offset", offsetof(dilu_grant_page, device), 32);
     expect("grant period offset", offsetof(dilu_grant_page, period_us), 28);
-    expect("sizeof(dilu_grant_device)", sizeof(dilu_grant_device), 32);
+    expect("sizeof(dilu_grant_device)", sizeof(dilu_grant_device), 48);
     expect("grant memory limit offset", offsetof(dilu_grant_device, memory_limit_bytes), 8);
     expect("grant state offset", offsetof(dilu_grant_device, state), 16);
     expect("grant throttled offset", offsetof(dilu_grant_device, throttled), 20);
     expect("grant tokens per period offset", offsetof(dilu_grant_device, tokens_per_period), 24);
-    expect("sizeof(dilu_grant_page)", sizeof(dilu_grant_page), 32 + 32 * DILU_MAX_DEVICES);
+    expect("grant paced until offset", offsetof(dilu_grant_device, paced_until), 32);
+    expect("grant pace steps offset", offsetof(dilu_grant_device, pace_steps), 40);
+    expect("sizeof(dilu_grant_page)", sizeof(dilu_grant_page), 32 + 48 * DILU_MAX_DEVICES);
     expect("report device[0] offset", offsetof(dilu_report_page, device), 24);
     expect("sizeof(dilu_report_device)", sizeof(dilu_report_device), 32 + 8 * DILU_KLC_RING);
     expect("report klc ring offset", offsetof(dilu_report_device, klc_ns), 32);

@@ -356,7 +356,7 @@ static void test_fails_closed(void) {
 
     control_block(0, 1ull << 40, 1);
     grant->header.version = 99;
-    expect_refused(MOUNTED, "is not a version 3 Dilu grant page");
+    expect_refused(MOUNTED, "is not a version 4 Dilu grant page");
 
     /* Every process slot held by a live process (pid 1, written by the tenant): a new process is refused. */
     control_block(1ull << 40, 1ull << 40, 1);
@@ -417,6 +417,52 @@ static void test_agent_silence(void) {
            (unsigned long long)launched, (unsigned long long)granted);
     printf("agent silent 1.5 s: %llu blocks then; %llu launched of %llu granted in all\n",
            (unsigned long long)during, (unsigned long long)launched, (unsigned long long)granted);
+    unlink(r.out);
+    unlink(r.err);
+}
+
+/*
+ * A paced refill with the agent frozen after one period's grant: 400 tokens over a 1 s period in 4 parts, the
+ * first granted, the rest released by the hook itself at 250, 500 and 750 ms. Launches never get ahead of the
+ * parts due (a loaded machine only makes them later), and all 400 come through without the agent.
+ */
+static void test_paced_refill(void) {
+    const uint64_t rate = 400, kernel = 108;
+    control_block(rate / 4, 1ull << 40, 1);
+    grant->period_us = 1000000;
+    grant->device[0].tokens_per_period = rate;
+    grant->device[0].pace_steps = 4;
+    grant->device[0].paced_until = rate;
+    uint64_t beat = now_ns();
+    __atomic_store_n(&grant->heartbeat_ns, beat, __ATOMIC_RELEASE);
+    char *argv[] = {PROBE, "rate", "1.5", "0", NULL};
+    run r;
+    start(&r, MOUNTED, argv);
+    int ahead = 0, samples = 0;
+    uint64_t early = 0;
+    for (;;) {
+        uint64_t launched = __atomic_load_n(&report->device[0].blocks_launched, __ATOMIC_ACQUIRE);
+        uint64_t elapsed = now_ns() - beat;
+        if (elapsed >= 1000000000ull) {
+            break;
+        }
+        uint64_t due = rate / 4 * (elapsed / 250000000ull + 1);
+        /* the counter moves before a launch waits: one kernel beyond what is due may be counted, not run */
+        ahead += launched > due + kernel;
+        early = elapsed < 200000000ull && launched > early ? launched : early;
+        samples++;
+        usleep(2000);
+    }
+    int code = finish(&r);
+    uint64_t launched = report->device[0].blocks_launched;
+    EXPECT(code == 0, "rate probe exit %d", code);
+    EXPECT(samples > 10 && ahead == 0, "%d of %d samples ahead of the parts due", ahead, samples);
+    EXPECT(early <= rate / 4 + kernel, "%llu blocks in the first 200 ms: more than the first part",
+           (unsigned long long)early);
+    EXPECT(launched >= rate, "%llu blocks in 1.5 s: the hook did not release the paced parts itself",
+           (unsigned long long)launched);
+    printf("paced refill: %llu blocks in the first 200 ms, %llu in all, %d samples\n", (unsigned long long)early,
+           (unsigned long long)launched, samples);
     unlink(r.out);
     unlink(r.err);
 }
@@ -686,7 +732,7 @@ int main(int argc, char **argv) {
     } tests[] = {{"bypass", test_bypass},           {"memory", test_memory_share_across_processes},
                  {"held_to_grant", test_held_to_grant}, {"klc", test_klc},
                  {"graph", test_graph},             {"fails_closed", test_fails_closed},
-                 {"tenant_block", test_tenant_block_ignored}, {"agent_silence", test_agent_silence},
+                 {"tenant_block", test_tenant_block_ignored}, {"agent_silence", test_agent_silence}, {"paced_refill", test_paced_refill},
                  {"non_cuda", test_non_cuda_program},   {"graph_paths", test_graph_paths},
                  {"graph_update", test_graph_update},   {"graph_capture", test_graph_capture},
                  {"graph_race", test_graph_race},     {"graph_memory", test_graph_memory},

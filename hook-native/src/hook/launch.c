@@ -17,21 +17,35 @@
  * wait for the agent. Bounded so that an idle tenant cannot bank more than a second of its share. */
 #define SELF_REFILL_PERIODS 200
 
-/* What the grant allows now: the agent's cumulative grant, plus the refills it has missed since its latest
- * heartbeat, at the rate of its latest grant. */
+/* What the grant allows now: the agent's cumulative grant, plus the parts of a paced refill due by now, plus
+ * the refills it has missed since its latest heartbeat, at the rate of its latest grant. Only the slow path
+ * asks, so the fast path never reads the clock. */
 static uint64_t allowed_now(const dilu_grant_page *g, const dilu_grant_device *d) {
     uint64_t granted = __atomic_load_n(&d->tokens_granted, __ATOMIC_ACQUIRE);
     uint64_t heartbeat = __atomic_load_n(&g->heartbeat_ns, __ATOMIC_ACQUIRE);
     uint64_t period = (uint64_t)__atomic_load_n(&g->period_us, __ATOMIC_RELAXED) * 1000;
+    uint64_t rate = __atomic_load_n(&d->tokens_per_period, __ATOMIC_RELAXED);
+    uint64_t until = __atomic_load_n(&d->paced_until, __ATOMIC_RELAXED);
+    uint64_t steps = __atomic_load_n(&d->pace_steps, __ATOMIC_RELAXED);
     uint64_t now = hook_now_ns();
-    if (period == 0 || now <= heartbeat + period) {
+    if (period == 0 || now < heartbeat) {
         return granted;
     }
-    uint64_t missed = (now - heartbeat) / period - 1;
+    uint64_t elapsed = now - heartbeat;
+    /* A paced period ends at paced_until; the pages are written field by field, so never below granted. */
+    uint64_t end = steps > 1 && until > granted ? until : granted;
+    if (elapsed < period) {
+        if (end == granted || rate == 0 || rate > end) {
+            return granted;
+        }
+        uint64_t part = elapsed * steps / period + 1; /* 1..steps: parts due, the first one at the heartbeat */
+        uint64_t due = end - rate + (rate / steps) * part + (part == steps ? rate % steps : 0);
+        return due > granted ? (due < end ? due : end) : granted;
+    }
+    uint64_t missed = elapsed / period - 1;
     missed = missed < SELF_REFILL_PERIODS ? missed : SELF_REFILL_PERIODS;
-    uint64_t rate = __atomic_load_n(&d->tokens_per_period, __ATOMIC_RELAXED);
-    uint64_t extra = rate != 0 && missed > (UINT64_MAX - granted) / rate ? UINT64_MAX - granted : missed * rate;
-    return granted + extra;
+    uint64_t extra = rate != 0 && missed > (UINT64_MAX - end) / rate ? UINT64_MAX - end : missed * rate;
+    return end + extra;
 }
 
 /* Slow path: sleep in short steps until what the grant allows covers what we launched. */

@@ -14,7 +14,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 /**
  * The agent's side of one container's control block: the grant page it writes (mounted read-only into the
  * container) and the report page the hook writes. The layout is {@code hook-native/include/dilu_control.h},
- * version 3; the offsets here are checked against the C ones by {@code ControlBlockIT}, which runs the
+ * version 4; the offsets here are checked against the C ones by {@code ControlBlockIT}, which runs the
  * real hook against a block made by this class. Everything read from the report page is the tenant's to
  * write: readers treat it as hostile ({@code ReportReader} validates it).
  *
@@ -24,7 +24,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 public final class ControlBlock implements AutoCloseable {
 
     public static final int MAGIC = 0x44494c55;
-    public static final int VERSION = 3;
+    public static final int VERSION = 4;
     public static final int MAX_DEVICES = 8;
     public static final int KLC_RING = 64;
     public static final int MAX_PROCESSES = 32;
@@ -36,7 +36,7 @@ public final class ControlBlock implements AutoCloseable {
     static final int GRANT_DEVICES = 24;
     static final int GRANT_PERIOD = 28;
     static final int GRANT_DEVICE = 32;
-    static final int GRANT_DEVICE_SIZE = 32;
+    static final int GRANT_DEVICE_SIZE = 48;
     public static final int GRANT_SIZE = GRANT_DEVICE + GRANT_DEVICE_SIZE * MAX_DEVICES;
     static final int REPORT_DEVICES = 16;
     static final int REPORT_DEVICE = 24;
@@ -168,6 +168,20 @@ public final class ControlBlock implements AutoCloseable {
 
     public long tokensPerPeriod(int device) {
         return (long) LONGS.getAcquire(grant, grantDevice(device) + 24);
+    }
+
+    /**
+     * Paces this period's refill: the grant written is its first part, and the hook releases the rest itself
+     * in {@code steps} equal parts from the heartbeat on, up to {@code until}, so the agent wakes once a period.
+     * {@code steps ≤ 1} or {@code until ≤} the grant: released at once.
+     */
+    public void setPacedRefill(int device, long until, int steps) {
+        LONGS.setRelease(grant, grantDevice(device) + 32, until);
+        INTS.setRelease(grant, grantDevice(device) + 40, steps);
+    }
+
+    public long pacedUntil(int device) {
+        return (long) LONGS.getAcquire(grant, grantDevice(device) + 32);
     }
 
     /** The agent's token period, for the hook's own refills while the agent is late. */

@@ -23,7 +23,7 @@ import org.jboss.logging.Logger;
  * container that did not use its tokens cannot bank them beyond one period (an idle instance must not
  * come back with a burst), and one that is waiting for tokens has its backlog paid at the rate decided.
  * A best-effort container's tokens are released in {@code steps} equal parts over the period
- * ({@link #release}), so that its kernels are spread over the period rather than queued at its start, where
+ * (the hook releases them itself, from the grant page's paced refill, so the agent wakes once a period), so that its kernels are spread over the period rather than queued at its start, where
  * every one of them would hold up an SLO neighbour's next kernel (the emulated co-location benchmark: inference
  * p95 1.317 → 1.255 of Exclusive at the same training throughput). SLO containers get theirs at once, and
  * so does everyone on a GPU without an SLO container.
@@ -53,8 +53,6 @@ public final class GpuTokenLoop {
         volatile Tenant tenant; // its quota may change; its control block never does
         long lastLaunched;
         long lastKlcCount;
-        long pacedBase; // best-effort: this period's grant is pacedBase + a growing part of pacedTokens
-        long pacedTokens;
 
         Tracked(Tenant tenant) {
             this.tenant = tenant;
@@ -126,11 +124,6 @@ public final class GpuTokenLoop {
         return tenants.size();
     }
 
-    /** Parts in which best-effort tokens are released over a period. */
-    public int steps() {
-        return steps;
-    }
-
     /**
      * @param now the period's time for the decision
      * @param monotonicNanos the same moment on CLOCK_MONOTONIC, the hook's clock, for the heartbeat
@@ -169,28 +162,22 @@ public final class GpuTokenLoop {
         for (int i = 0; i < read.size(); i++) {
             Tracked t = read.get(i);
             Tenant tenant = t.tenant;
-            long previous = tenant.block().tokensGranted(tenant.device());
+            // What the previous period allowed by its end: the hook released a paced refill up to there itself.
+            long previous = Math.max(tenant.block().tokensGranted(tenant.device()),
+                    tenant.block().pacedUntil(tenant.device()));
             long base = Math.min(previous, launched.get(i));
             long tokens = grants.get(i).tokens();
             // Pacing protects SLO neighbours; without one (NONE) there is nobody to protect.
             boolean paced = !tenant.sloSensitive() && plan.state() != ControllerState.NONE;
-            t.pacedBase = base;
-            t.pacedTokens = paced ? tokens : 0;
+            // Written before the grant and the heartbeat: a hook reading in between runs ahead by at most
+            // this period's tokens, never past the period's end.
             tenant.block().setTokensPerPeriod(tenant.device(), tokens);
+            tenant.block().setPacedRefill(tenant.device(), base + tokens, paced ? steps : 1);
             tenant.block().grantTokens(tenant.device(), base + (paced ? tokens / steps : tokens));
             tenant.block().setState(tenant.device(), plan.state().ordinal());
             tenant.block().heartbeat(monotonicNanos);
         }
         lastTickNanos.set(monotonicNanos);
         return plan;
-    }
-
-    /** Releases the {@code step}-th part (1..steps−1) of this period's best-effort tokens; on the GPU's thread. */
-    public void release(int step) {
-        for (Tracked t : tenants.values()) {
-            if (t.pacedTokens > 0) {
-                t.tenant.block().grantTokens(t.tenant.device(), t.pacedBase + t.pacedTokens * (step + 1) / steps);
-            }
-        }
     }
 }

@@ -82,13 +82,6 @@ public final class TokenManager implements AutoCloseable {
             try {
                 Instant now = clock.instant();
                 loop.tick(now, start);
-                for (int step = 1; step < loop.steps() && running; step++) {
-                    long at = next + step * periodNanos / loop.steps();
-                    while ((wait = at - System.nanoTime()) > 0) {
-                        LockSupport.parkNanos(wait);
-                    }
-                    loop.release(step);
-                }
             } catch (RuntimeException e) {
                 LOG.errorf(e, "token period of GPU %d failed; the next period retries", gpu);
             }

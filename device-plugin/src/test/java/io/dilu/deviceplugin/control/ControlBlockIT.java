@@ -91,15 +91,35 @@ class ControlBlockIT {
     }
 
     @Test
+    void theHookReleasesAPacedRefillFromWhereJavaWroteIt() throws Exception {
+        // One 1 s period of 400 tokens in 4 parts, the first granted, and no agent after that: the hook must
+        // find paced_until and pace_steps at Java's offsets to launch more than its first 108-block kernel.
+        ControlBlock block = ControlBlock.create(tmp.resolve("paced"), 1);
+        block.setMemoryLimit(0, 1024L << 20);
+        block.setThrottled(0, true);
+        block.setPeriodMicros(1_000_000);
+        block.setTokensPerPeriod(0, 400);
+        block.setPacedRefill(0, 400, 4);
+        block.grantTokens(0, 100);
+        block.heartbeat(System.nanoTime());
+
+        Result rate = run(block.directory(), NATIVE.resolve("tests/hook_probe").toString(), "rate", "1.5", "0");
+
+        assertThat(rate.exit()).as(rate.err()).isZero();
+        assertThat(block.pacedUntil(0)).isEqualTo(400);
+        assertThat(block.blocksLaunched(0)).as("blocks launched in the paced period").isEqualTo(432);
+    }
+
+    @Test
     void aLayoutOfAnotherVersionIsRefused() throws Exception {
         ControlBlock.create(tmp.resolve("c2"), 1);
         try (var ch = java.nio.channels.FileChannel.open(tmp.resolve("c2/grant"), java.nio.file.StandardOpenOption.WRITE)) {
             ch.write(java.nio.ByteBuffer.wrap(new byte[] {9, 0, 0, 0}), 4);
         }
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> ControlBlock.open(tmp.resolve("c2")))
-                .hasMessageContaining("is not a version 3 Dilu control page");
+                .hasMessageContaining("is not a version 4 Dilu control page");
         Result r = run(tmp.resolve("c2"), NATIVE.resolve("tests/hook_probe").toString(), "init");
-        assertThat(r.err()).contains("is not a version 3 Dilu grant page");
+        assertThat(r.err()).contains("is not a version 4 Dilu grant page");
     }
 
     @Test
