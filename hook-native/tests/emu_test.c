@@ -415,6 +415,16 @@ int main(int argc, char **argv) {
         perror("mkdir");
         return 3;
     }
+    /* A fresh emulated GPU for each model: nothing left over from an earlier run (a killed one) shares it. */
+    char state[600];
+    const char *dirs[] = {sliced_dir, proportional_dir};
+    for (int i = 0; i < 2; i++) {
+        snprintf(state, sizeof(state), "%s/dilu-emu-gpu-0", dirs[i]);
+        if (unlink(state) != 0 && errno != ENOENT) {
+            perror("unlink");
+            return 3;
+        }
+    }
     /* Every child is forked before this process initialises CUDA (a fork after it is unusable). */
     test_timeslice(sliced_dir);
     test_proportional(proportional_dir);

@@ -106,7 +106,8 @@ static double share_now(emu_shared *s, int device, int me, uint32_t demand, uint
     *until = UINT64_MAX;
     uint64_t total = 0;
     for (int i = 0; i < EMU_MAX_PROCS; i++) {
-        if (atomic_load_explicit(&s->procs[i].pid, memory_order_relaxed) > 0) {
+        /* A process that died mid-kernel left its demand behind: it no longer shares the SMs. */
+        if (wants(s, i, device)) {
             total += atomic_load_explicit(&s->procs[i].demand[device], memory_order_relaxed);
         }
     }
