@@ -6,6 +6,7 @@ import io.dilu.core.tokens.ControllerState;
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.core.tokens.TokenPlan;
 import io.dilu.deviceplugin.control.ControlBlock;
+import io.dilu.deviceplugin.testing.HookAllowance;
 import io.dilu.deviceplugin.testing.TestingContainers;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
@@ -69,8 +70,10 @@ class VerticalScalingIT {
                 // A grant shrinks when the controller shrinks it; what the hook admitted under the previous
                 // period's grant stays admitted and is paid back, so the lead is at most one period at the
                 // limit and the kernel that waits.
-                assertThat(train.blocksLaunched(0)).as("training never runs ahead of its grant by more than a period")
-                        .isLessThanOrEqualTo(train.tokensGranted(0) + (long) (0.80 * params.maxTokens()) + 432);
+                // (and by what the hook lends itself while a busy machine makes the agent late)
+                long launched = train.blocksLaunched(0);
+                assertThat(launched).as("training never runs ahead of its grant by more than a period")
+                        .isLessThanOrEqualTo(HookAllowance.now(train, 0) + (long) (0.80 * params.maxTokens()) + 432);
                 Thread.sleep(2);
             }
             assertThat(inference.waitFor(60, TimeUnit.SECONDS) && training.waitFor(60, TimeUnit.SECONDS)).isTrue();

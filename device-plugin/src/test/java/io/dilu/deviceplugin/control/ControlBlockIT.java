@@ -3,6 +3,7 @@ package io.dilu.deviceplugin.control;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.testing.HookAllowance;
 import io.dilu.deviceplugin.testing.TestingContainers;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
@@ -140,14 +141,15 @@ class ControlBlockIT {
             long ahead = 0;
             while (p.isAlive()) {
                 long launched = limited.blocksLaunched(0); // first: the grant read after it can only be larger
-                ahead = Math.max(ahead, launched - limited.tokensGranted(0));
+                // A busy machine can make the agent late: the hook then lends itself refills, which count.
+                ahead = Math.max(ahead, launched - HookAllowance.now(limited, 0));
                 Thread.sleep(1);
             }
             assertThat(p.waitFor()).as(Files.readString(tmp.resolve("train.err"))).isZero();
             // Counted, not timed: a busy machine slows both sides down but cannot change these.
             assertThat(manager.gpu(0).lastPlan().tokensOf("train")).as("alone, a best-effort tenant gets its limit: "
                     + "25%% of 5,400 blocks per period").isEqualTo(1_350);
-            assertThat(ahead).as("launches never run ahead of the grant by more than the kernel that waits")
+            assertThat(ahead).as("launches never run ahead of what the hook may allow by more than the kernel that waits")
                     .isLessThanOrEqualTo(108);
             assertThat(limited.tokensGranted(0) - limited.blocksLaunched(0))
                     .as("greedy, it used what it was given, up to one period's tokens").isLessThanOrEqualTo(1_350 + 108);
