@@ -71,6 +71,6 @@ class ManifestsIT {
         assertThat(agent.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo("dilu-node-agent");
         assertThat(agent.getSpec().getTemplate().getSpec().getContainers().getFirst().getVolumeMounts())
                 .extracting(m -> m.getMountPath())
-                .contains("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/var/lib/dilu/containers");
+                .contains("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources", "/var/lib/dilu");
     }
 }

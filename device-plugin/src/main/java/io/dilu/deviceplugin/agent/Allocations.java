@@ -8,6 +8,7 @@ import io.dilu.core.quota.Quota;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
 import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
+import io.dilu.deviceplugin.kubelet.v1beta1.Mount;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import java.io.IOException;
@@ -57,14 +58,21 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
      * @param containerControlDir where a container sees its control block
      * @param hookHostPath the hook library on the host
      * @param hookContainerPath where containers see it
+     * @param preloadHostPath the /etc/ld.so.preload containers get
+     * @param emulatorHostDir with emulated GPUs, the host directory of their state: one directory per GPU,
+     *     shared by the containers on that GPU (empty with real GPUs)
      */
     public record Paths(Path controlRoot, String containerControlDir, String hookHostPath, String hookContainerPath,
-            Path preloadHostPath) {
+            Path preloadHostPath, Optional<Path> emulatorHostDir) {
         public static Paths of(NodeAgentConfig config) {
             return new Paths(config.controlRoot(), config.containerControlDir(), config.hookHostPath(),
-                    config.hookContainerPath(), config.preloadHostPath());
+                    config.hookContainerPath(), config.preloadHostPath(),
+                    config.emulatedGpus().map(gpus -> config.emulatorHostDir()));
         }
     }
+
+    /** Where a container with an emulated GPU finds that GPU's state (DILU_EMU_DIR of the emulated driver). */
+    public static final String EMULATOR_CONTAINER_DIR = "/var/run/dilu-emu";
 
     private final Paths config;
     private final List<GpuDevice> gpus;
@@ -171,14 +179,34 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         }
         LOG.infof("allocated %d%% of %s as %s to %s", smPercent, gpu.uuid(), id,
                 a.owner().map(ContainerRef::toString).orElse("a container not known yet"));
-        return ContainerAllocateResponse.newBuilder()
+        ContainerAllocateResponse.Builder response = ContainerAllocateResponse.newBuilder()
                 .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
                 .putEnvs("DILU_SM_REQUEST", Integer.toString(smPercent))
                 .putEnvs("DILU_SM_LIMIT", Integer.toString(a.smLimit()))
                 .putEnvs("DILU_ALLOCATION", id)
                 .addAllMounts(GpuSmDevicePlugin.controlMounts(dir.toString(), config.containerControlDir(),
-                        config.hookHostPath(), config.hookContainerPath(), config.preloadHostPath().toString()))
-                .build();
+                        config.hookHostPath(), config.hookContainerPath(), config.preloadHostPath().toString()));
+        config.emulatorHostDir().ifPresent(root -> emulatedGpu(response, root, gpu));
+        return response.build();
+    }
+
+    /**
+     * Emulated GPUs only: the GPU's shared state, as the NVIDIA runtime would hand a container its device. The
+     * emulated driver in the container then shows the inventory's model, memory and SMs.
+     */
+    private static void emulatedGpu(ContainerAllocateResponse.Builder response, Path root, GpuDevice gpu) {
+        Path dir = root.resolve("gpu" + gpu.index());
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create the emulated GPU's directory " + dir, e);
+        }
+        response.addMounts(Mount.newBuilder().setHostPath(dir.toString()).setContainerPath(EMULATOR_CONTAINER_DIR)
+                        .setReadOnly(false))
+                .putEnvs("DILU_EMU_DIR", EMULATOR_CONTAINER_DIR)
+                .putEnvs("DILU_EMU_MODEL", gpu.model())
+                .putEnvs("DILU_EMU_MEMORY_MIB", Long.toString(gpu.memoryMib()))
+                .putEnvs("DILU_EMU_SMS", Integer.toString(gpu.smCount()));
     }
 
     @Override

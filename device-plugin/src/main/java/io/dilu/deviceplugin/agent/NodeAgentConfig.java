@@ -55,6 +55,13 @@ public interface NodeAgentConfig {
     /** Emulated GPUs, e.g. "4x A100-40GB, 108 SMs"; when unset, NVML is used. */
     Optional<String> emulatedGpus();
 
+    /**
+     * With emulated GPUs: the host directory of their state, one directory per GPU, mounted into the containers
+     * on that GPU at /var/run/dilu-emu (DILU_EMU_DIR), so that they contend for one emulated GPU.
+     */
+    @WithDefault("/var/lib/dilu/emulated-gpus")
+    Path emulatorHostDir();
+
     /** Whether to write the GPU inventory on this node's Node object (needs RBAC to patch nodes). */
     @WithDefault("true")
     boolean publishInventory();

@@ -207,7 +207,6 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
         out.onCompleted();
     }
 
-    /** The standard mounts of a control block directory and the hook, for {@link Allocator}s. */
     /**
      * What a container with a share gets mounted: its control block's two pages (the grant read-only: a tenant
      * must not raise its own share), the hook, and an /etc/ld.so.preload naming the hook, so that every

@@ -26,6 +26,7 @@ import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -92,7 +93,8 @@ class PodIdentityIT {
         GpuDevice gpu0 = gpus.get(0);
         GpuDevice gpu1 = gpus.get(1);
         Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
-                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"));
+                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"),
+                Optional.of(tmp.resolve("emulated-gpus")));
         Files.createDirectories(paths.controlRoot());
         TestingClock clock = new TestingClock(Instant.parse("2026-11-22T10:00:00Z"));
         SimpleMeterRegistry metrics = new SimpleMeterRegistry();
@@ -117,6 +119,12 @@ class PodIdentityIT {
             assertThat(allocations.preferredGpu(30, free)).contains(gpu1.uuid());
             var infer = allocations.allocate(gpu1, ids(gpu1, 0, 30));
             assertThat(infer.getEnvsMap()).containsEntry("DILU_SM_REQUEST", "30").containsEntry("DILU_SM_LIMIT", "60");
+            // Emulated GPUs: the containers on one GPU share that GPU's emulator state, shown as the inventory says.
+            assertThat(infer.getEnvsMap()).containsEntry("DILU_EMU_DIR", Allocations.EMULATOR_CONTAINER_DIR)
+                    .containsEntry("DILU_EMU_SMS", Integer.toString(gpu1.smCount()))
+                    .containsEntry("DILU_EMU_MEMORY_MIB", Long.toString(gpu1.memoryMib()));
+            assertThat(infer.getMountsList()).anyMatch(m -> m.getContainerPath().equals(Allocations.EMULATOR_CONTAINER_DIR)
+                    && m.getHostPath().equals(tmp.resolve("emulated-gpus/gpu" + gpu1.index()).toString()) && !m.getReadOnly());
             String inferId = infer.getEnvsOrThrow("DILU_ALLOCATION");
             assertThat(allocations.all().get(inferId).owner()).contains(new ContainerRef(NS, "infer", "c0"));
             assertThat(allocations.tenants().get(inferId).sloSensitive()).isTrue();

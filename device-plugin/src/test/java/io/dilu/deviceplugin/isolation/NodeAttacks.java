@@ -22,6 +22,7 @@ import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -400,7 +401,7 @@ public final class NodeAttacks {
                     List.of(new PodView.GpuContainer("c0", 10, 512)), false);
             Allocations allocations = new Allocations(new Allocations.Paths(Files.createTempDirectory(work, "alloc"),
                     "/var/run/dilu/control", "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so",
-                    work.resolve("ld.so.preload")), List.of(gpu), m, InstantSource.system(), () -> List.of(greedy));
+                    work.resolve("ld.so.preload"), Optional.empty()), List.of(gpu), m, InstantSource.system(), () -> List.of(greedy));
             allocations.recover();
             String id = allocations.allocate(gpu, java.util.stream.IntStream.range(0, 10)
                     .mapToObj(i -> gpu.uuid() + "::sm" + String.format("%02d", i)).toList()).getEnvsOrThrow("DILU_ALLOCATION");
