@@ -90,8 +90,14 @@ class NodeAgentTest {
             }
             assertThat(block.tokensGranted(0)).isEqualTo(3_240);
 
-            Thread.sleep(1_200); // the per-container rows refresh every second
-            String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+            // The per-container rows refresh every second: wait for them (a loaded machine stretches that second).
+            String metrics = "";
+            for (long until = System.nanoTime() + 30_000_000_000L; System.nanoTime() < until; Thread.sleep(200)) {
+                metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+                if (metrics.contains("dilu_container_tokens_granted{allocation=\"" + id + "\"")) {
+                    break;
+                }
+            }
             assertThat(metrics).contains("dilu_allocations 1.0")
                     .containsPattern("dilu_container_tokens_granted\\{allocation=\"" + id + "\"[^}]*gpu=\"GPU-emu-local-1\"[^}]*} 3240\\.0")
                     .containsPattern("dilu_gpu_utilisation_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*source=\"emulated\"[^}]*} 0\\.0")
