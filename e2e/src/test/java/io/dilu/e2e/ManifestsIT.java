@@ -46,6 +46,7 @@ class ManifestsIT {
         List<HasMetadata> all = new ArrayList<>();
         try (Stream<Path> files = Files.walk(RealApiServer.manifests())) {
             for (Path f : files.filter(p -> p.toString().endsWith(".yaml"))
+                    .filter(p -> !p.getFileName().toString().equals("kustomization.yaml"))
                     .filter(p -> !RealApiServer.manifests().relativize(p).startsWith("examples")).sorted().toList()) {
                 try (InputStream in = Files.newInputStream(f)) {
                     all.addAll(api.client().load(in).items());
@@ -56,6 +57,21 @@ class ManifestsIT {
         all.removeIf(o -> o.getApiVersion().startsWith("cert-manager.io/"));
         all.sort(Comparator.comparingInt(o -> ORDER.getOrDefault(o.getKind(), 2)));
         return all;
+    }
+
+    @Test
+    void theKustomizationInstallsEveryManifestButTheExamplesAndCertManagersCertificate() throws IOException {
+        Path root = RealApiServer.manifests();
+        List<String> files;
+        try (Stream<Path> all = Files.walk(root)) {
+            files = all.filter(p -> p.toString().endsWith(".yaml")).map(p -> root.relativize(p).toString())
+                    .filter(p -> !p.equals("kustomization.yaml") && !p.startsWith("examples/")
+                            && !p.equals("webhook/certificate.yaml"))
+                    .sorted().toList();
+        }
+        List<String> listed = Files.readAllLines(root.resolve("kustomization.yaml")).stream()
+                .map(String::strip).filter(l -> l.startsWith("- ")).map(l -> l.substring(2).strip()).sorted().toList();
+        assertThat(listed).isEqualTo(files);
     }
 
     @Test

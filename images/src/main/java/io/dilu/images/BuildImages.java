@@ -79,6 +79,11 @@ public final class BuildImages {
                 .setWorkingDirectory(deployments)
                 .setEntrypoint(List.of("/bin/sh", "-c", "exec java $JAVA_OPTS -jar /deployments/quarkus-run.jar"))
                 .addEnvironmentVariable("JAVA_OPTS", JAVA_OPTS);
+        // Only the node agent needs root (the kubelet's sockets, the host's /var/lib/dilu); the others run as
+        // nobody, as their Deployments' runAsNonRoot demands.
+        if (!name.equals("node-agent")) {
+            image.setUser("65534:65534");
+        }
         if (!extras.isEmpty()) {
             FileEntriesLayer.Builder files = FileEntriesLayer.builder().setName("native");
             for (Map.Entry<Path, String> e : extras.entrySet()) {
