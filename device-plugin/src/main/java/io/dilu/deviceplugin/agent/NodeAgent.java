@@ -146,7 +146,8 @@ public class NodeAgent {
         Gauge.builder("dilu_allocations", this, a -> a.allocations.all().size())
                 .description("GPU shares handed out on this node").register(metrics);
         List<MultiGauge> perContainer = List.of(
-                containerGauge("dilu_container_tokens_granted", "cumulative thread blocks granted", b -> b.tokensGranted(0)),
+                containerGauge("dilu_container_tokens_granted", "cumulative thread blocks granted by the end of the period",
+                        b -> Math.max(b.tokensGranted(0), b.pacedUntil(0))),
                 containerGauge("dilu_container_blocks_launched", "cumulative thread blocks launched", b -> b.blocksLaunched(0)),
                 containerGauge("dilu_container_klc_count", "kernel launch cycles recorded", b -> b.klcCount(0)),
                 containerGauge("dilu_container_controller_state", "0 NONE, 1 EMERGENCY, 2 RECOVERY, 3 CONTENTION", b -> b.state(0)));

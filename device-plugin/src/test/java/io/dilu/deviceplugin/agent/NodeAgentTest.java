@@ -49,6 +49,9 @@ class NodeAgentTest {
                     "dilu.agent.enabled", "true",
                     "dilu.agent.device-plugins-dir", ROOT.resolve("device-plugins").toString(),
                     "dilu.agent.control-root", ROOT.resolve("containers").toString(),
+                    // Nothing of the test on the host's /var/lib/dilu.
+                    "dilu.agent.preload-host-path", ROOT.resolve("ld.so.preload").toString(),
+                    "dilu.agent.emulator-host-dir", ROOT.resolve("emulated-gpus").toString(),
                     "dilu.agent.emulated-gpus", "2x A100-40GB, 108 SMs",
                     "dilu.agent.publish-inventory", "false",
                     "dilu.agent.match-pods", "false");
