@@ -1,0 +1,262 @@
+package io.dilu.e2e.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+
+/**
+ * Dilu as a user installs it, on a real cluster on this machine ({@code ./dilu cluster}): real kubelet and
+ * containerd, the project's images and manifests, pods running the emulated workloads with the hook loaded
+ * by the node. Brings a one-node cluster up and takes it down — also when a test fails — and checks that
+ * nothing of it remains. Needs root: run with {@code ./dilu cluster test}.
+ */
+@EnabledIfSystemProperty(named = "dilu.cluster", matches = "true")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class LocalClusterIT {
+
+    private static final Path ROOT = Path.of(System.getProperty("dilu.root", "..")).toAbsolutePath().normalize();
+    private static final Path CLUSTER = ROOT.resolve("cluster/bin/dilu-cluster");
+    private static final Path DIR = Path.of(System.getProperty("dilu.cluster.dir", "/var/lib/dilu-cluster"));
+    private static final Path KUBECTL = Path.of(System.getProperty("user.home"), ".cache/dilu/k8s/1.20.2/kubectl");
+    private static final String NS = "e2e";
+    /** One emulated A100's tokens per 5 ms period: 108 SMs × 5 ms / 100 µs blocks. */
+    private static final double MAX_TOKENS_PER_SECOND = 5_400 / 0.005;
+
+    private KubernetesClient client;
+
+    @BeforeAll
+    void up() throws Exception {
+        String out = run(Duration.ofMinutes(10), CLUSTER.toString(), "up", "--nodes", "1");
+        assertThat(out).contains("installed: node agents, dilu-scheduler, webhook and autoscaler Ready");
+        client = new KubernetesClientBuilder()
+                .withConfig(Config.fromKubeconfig(Files.readString(DIR.resolve("admin.kubeconfig")))).build();
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS)
+                .addToLabels("dilu.io/webhook", "enabled").endMetadata().build()).serverSideApply();
+    }
+
+    @AfterAll
+    void down() throws Exception {
+        if (client != null) {
+            client.close();
+        }
+        run(Duration.ofMinutes(3), CLUSTER.toString(), "down");
+        // Nothing of the cluster remains: no cgroup (a cgroup with a process in it cannot be removed, so no
+        // process either), no bridge, no mount.
+        try (var hierarchies = Files.list(Path.of("/sys/fs/cgroup"))) {
+            for (Path h : hierarchies.toList()) {
+                try (var dirs = Files.list(h)) {
+                    assertThat(dirs.map(p -> p.getFileName().toString()))
+                            .as("cgroups left in %s", h).noneMatch(n -> n.startsWith("dilu-"));
+                }
+            }
+        }
+        assertThat(run(Duration.ofSeconds(30), "ip", "-o", "link", "show")).doesNotContain("dilu-br");
+        assertThat(Files.readString(Path.of("/proc/self/mountinfo"))).doesNotContain("/var/lib/dilu-cluster")
+                .doesNotContain(" /var/lib/kubelet ");
+        assertThat(DIR).doesNotExist();
+    }
+
+    @Test
+    @Order(1)
+    void aTrainingPodBesideAnInferencePodRunsAtItsGrant() throws Exception {
+        gpuPod("infer", 40, 4096, "busybox awk 'BEGIN { for (i = 0; i < 6000; i++) printf \"%.3f\\n\", i * 0.01 }' > /tmp/a"
+                + " && exec emu-infer --arrivals /tmp/a --batch 8 --kernels 20 --blocks 108 --block-us 100");
+        gpuPod("train", 40, 4096, "exec emu-train --seconds 600 --kernels 8 --blocks 432 --block-us 100 --gap-ms 1");
+        Pod infer = running("infer");
+        Pod train = running("train");
+        assertThat(train.getMetadata().getAnnotations().get("dilu.io/assigned-gpus"))
+                .as("complementary functions share a GPU")
+                .isEqualTo(infer.getMetadata().getAnnotations().get("dilu.io/assigned-gpus"));
+
+        // What the agent reports for the training container over 10 s: it runs at what it is granted.
+        Map<String, Double> first = containerSeries("train");
+        Thread.sleep(10_000);
+        Map<String, Double> second = containerSeries("train");
+        double launched = second.get("dilu_container_blocks_launched") - first.get("dilu_container_blocks_launched");
+        double granted = second.get("dilu_container_tokens_granted") - first.get("dilu_container_tokens_granted");
+        System.out.printf("training beside inference, 10 s: %.0f blocks launched, %.0f granted (emulated)%n", launched,
+                granted);
+        assertThat(granted).as("the agent granted the training container tokens").isPositive();
+        assertThat(launched / granted).as("blocks launched against blocks granted").isBetween(0.9, 1.1);
+    }
+
+    @Test
+    @Order(2)
+    void memoryBeyondTheShareFailsInsideThePod() throws Exception {
+        gpuPod("shell", 20, 2048, "exec sleep 3600");
+        running("shell");
+        String out = exec("shell", "dilu-probe alloc 3000 0");
+        assertThat(out).as("3,000 MiB against a 2,048 MiB share: CUDA_ERROR_OUT_OF_MEMORY (2)")
+                .contains("alloc=2").contains("total_mib=2048");
+    }
+
+    @Test
+    @Order(3)
+    void aProcessStartedWithoutLdPreloadIsStillThrottled() throws Exception {
+        double rate = blocksPerSecond(exec("shell",
+                "env -u LD_PRELOAD emu-train --seconds 3 --kernels 8 --blocks 432 --block-us 100"));
+        // request 20%, limit 40% (the webhook's default of twice the request)
+        assertThat(rate).isLessThanOrEqualTo(0.40 * MAX_TOKENS_PER_SECOND * 1.1);
+    }
+
+    @Test
+    @Order(4)
+    void withTheAgentPodDeletedContainersStayThrottledAndTheNewAgentTakesThemOver() throws Exception {
+        String before = allocationOf("shell");
+        client.pods().inNamespace("dilu-system").withLabel("app.kubernetes.io/name", "dilu-node-agent").delete();
+        double rate = blocksPerSecond(exec("shell",
+                "env -u LD_PRELOAD emu-train --seconds 3 --kernels 8 --blocks 432 --block-us 100"));
+        assertThat(rate).as("while the agent is away").isLessThanOrEqualTo(0.40 * MAX_TOKENS_PER_SECOND * 1.1);
+        await(Duration.ofMinutes(3), () -> agentReady());
+        await(Duration.ofMinutes(1), () -> before.equals(allocationOf("shell")));
+        Map<String, Double> first = containerSeries("shell");
+        exec("shell", "emu-train --seconds 2 --kernels 8 --blocks 432 --block-us 100");
+        Map<String, Double> second = containerSeries("shell");
+        assertThat(second.get("dilu_container_tokens_granted")).as("the new agent refills the same share")
+                .isGreaterThan(first.get("dilu_container_tokens_granted"));
+    }
+
+    @Test
+    @Order(5)
+    void restartingTheKubeletKeepsEveryPlacementAndRegistersThePluginAgain() throws Exception {
+        Map<String, String> placed = Map.of("infer", assigned("infer"), "train", assigned("train"), "shell", assigned("shell"));
+        run(Duration.ofMinutes(1), CLUSTER.toString(), "restart-kubelet", "1");
+        await(Duration.ofMinutes(2), () -> "True".equals(nodeReady()));
+        gpuPod("after-restart", 10, 1024, "exec sleep 3600");
+        running("after-restart"); // Allocate answered: the plugin registered with the new kubelet
+        for (var e : placed.entrySet()) {
+            assertThat(running(e.getKey()).getStatus().getContainerStatuses().getFirst().getRestartCount()).isZero();
+            assertThat(assigned(e.getKey())).isEqualTo(e.getValue());
+        }
+    }
+
+    // ---- helpers ----
+
+    private void gpuPod(String name, int sm, int memoryMib, String script) {
+        Pod pod = new PodBuilder().withNewMetadata().withName(name).withNamespace(NS).endMetadata()
+                .withNewSpec().withTerminationGracePeriodSeconds(1L)
+                .addNewContainer().withName(name).withImage("dilu.local/workload:0.1.0").withImagePullPolicy("Never")
+                .withCommand("/bin/sh", "-c", script)
+                .withNewResources()
+                .addToLimits("dilu.io/gpu-sm", new Quantity(Integer.toString(sm)))
+                .addToLimits("dilu.io/gpu-memory", new Quantity(Integer.toString(memoryMib)))
+                .endResources().endContainer().endSpec().build();
+        client.pods().inNamespace(NS).resource(pod).create();
+    }
+
+    private Pod running(String name) {
+        await(Duration.ofMinutes(2), () -> {
+            Pod p = client.pods().inNamespace(NS).withName(name).get();
+            return p != null && "Running".equals(p.getStatus().getPhase());
+        });
+        return client.pods().inNamespace(NS).withName(name).get();
+    }
+
+    private String assigned(String pod) {
+        return client.pods().inNamespace(NS).withName(pod).get().getMetadata().getAnnotations().get("dilu.io/assigned-gpus");
+    }
+
+    private String nodeReady() {
+        return client.nodes().withName("127.0.0.1").get().getStatus().getConditions().stream()
+                .filter(c -> c.getType().equals("Ready")).map(c -> c.getStatus()).findFirst().orElse("");
+    }
+
+    private boolean agentReady() {
+        return client.pods().inNamespace("dilu-system").withLabel("app.kubernetes.io/name", "dilu-node-agent").list()
+                .getItems().stream().anyMatch(p -> p.getMetadata().getDeletionTimestamp() == null
+                        && p.getStatus().getConditions().stream()
+                                .anyMatch(c -> c.getType().equals("Ready") && c.getStatus().equals("True")));
+    }
+
+    private String exec(String pod, String command) throws Exception {
+        return run(Duration.ofMinutes(1), KUBECTL.toString(), "--kubeconfig", DIR.resolve("admin.kubeconfig").toString(),
+                "-n", NS, "exec", pod, "--", "/bin/sh", "-c", command + " 2>&1");
+    }
+
+    private static double blocksPerSecond(String out) {
+        Matcher m = Pattern.compile("blocks_per_second=([0-9.]+)").matcher(out);
+        assertThat(m.find()).as(out).isTrue();
+        return Double.parseDouble(m.group(1));
+    }
+
+    private static final Pattern SERIES = Pattern.compile(
+            "^(dilu_container_[a-z_]+)\\{([^}]*)} ([0-9.eE+-]+)$", Pattern.MULTILINE);
+
+    /** The agent's per-container series of a pod, from its metrics on the node's address. */
+    private Map<String, Double> containerSeries(String pod) throws Exception {
+        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8081/q/metrics"))
+                .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body();
+        Map<String, Double> series = new java.util.HashMap<>();
+        Matcher m = SERIES.matcher(body);
+        while (m.find()) {
+            if (m.group(2).contains("pod=\"" + pod + "\"") && m.group(2).contains("namespace=\"" + NS + "\"")) {
+                series.put(m.group(1), Double.parseDouble(m.group(3)));
+            }
+        }
+        return series;
+    }
+
+    private String allocationOf(String pod) {
+        try {
+            Matcher m = Pattern.compile("dilu_container_blocks_launched\\{[^}]*allocation=\"([^\"]+)\"[^}]*pod=\"" + pod + "\"")
+                    .matcher(HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8081/q/metrics"))
+                            .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body());
+            return m.find() ? m.group(1) : "";
+        } catch (IOException | InterruptedException e) {
+            return ""; // the agent is restarting
+        }
+    }
+
+    private static void await(Duration limit, BooleanSupplier condition) {
+        long until = System.nanoTime() + limit.toNanos();
+        while (!condition.getAsBoolean()) {
+            assertThat(System.nanoTime()).as("waited %s", limit).isLessThan(until);
+            try {
+                Thread.sleep(500);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    private static String run(Duration limit, String... command) throws Exception {
+        Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        byte[] out = p.getInputStream().readAllBytes();
+        assertThat(p.waitFor(limit.toSeconds(), TimeUnit.SECONDS)).as("%s finished", List.of(command)).isTrue();
+        String text = new String(out, StandardCharsets.UTF_8);
+        assertThat(p.exitValue()).as("%s: %s", List.of(command), text).isZero();
+        return text;
+    }
+}
