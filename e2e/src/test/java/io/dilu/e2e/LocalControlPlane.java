@@ -104,7 +104,11 @@ public final class LocalControlPlane {
         String config = cm.getData().get("scheduler-config.yaml")
                 .replace("http://127.0.0.1:8082", "http://127.0.0.1:" + extenderPort)
                 .replace("leaderElect: true", "leaderElect: false");
-        Path file = Files.writeString(dir.resolve("scheduler-config.yaml"), "clientConnection:\n  kubeconfig: " + kubeconfig + "\n" + config);
+        // Its health and metrics on free loopback ports: with --config, kube-scheduler 1.20 ignores --port and
+        // would take 0.0.0.0:10251, which another scheduler on the machine (./dilu cluster) may hold.
+        Path file = Files.writeString(dir.resolve("scheduler-config.yaml"), "clientConnection:\n  kubeconfig: " + kubeconfig
+                + "\nhealthzBindAddress: 127.0.0.1:" + freePort() + "\nmetricsBindAddress: 127.0.0.1:" + freePort() + "\n"
+                + config);
         return ChildProcess.start(List.of(RealApiServer.kubeScheduler().toString(), "--config=" + file, "--port=0",
                 "--secure-port=0", "--v=2"), Map.of(), log);
     }
