@@ -115,7 +115,7 @@ public final class BuildImages {
         FileEntriesLayer.Builder files = FileEntriesLayer.builder().setName("workloads");
         files.addEntry(build.resolve("emu/libcuda.so.1"), AbsoluteUnixPath.get("/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
                 FilePermissions.fromOctalString("755"), Instant.EPOCH);
-        for (String tool : List.of("emu-infer", "emu-train")) {
+        for (String tool : List.of("emu-infer", "emu-serve", "emu-train")) {
             files.addEntry(build.resolve("bin/" + tool), AbsoluteUnixPath.get("/usr/local/bin/" + tool),
                     FilePermissions.fromOctalString("755"), Instant.EPOCH);
         }
