@@ -145,6 +145,10 @@ public class NodeAgent {
         }
         Gauge.builder("dilu_allocations", this, a -> a.allocations.all().size())
                 .description("GPU shares handed out on this node").register(metrics);
+        FunctionCounter.builder("dilu_kubelet_registrations_total", this,
+                        a -> a.endpoint == null ? 0 : a.endpoint.registrations())
+                .description("times the device plugin registered with the kubelet (again after each kubelet restart)")
+                .register(metrics);
         List<MultiGauge> perContainer = List.of(
                 containerGauge("dilu_container_tokens_granted", "cumulative thread blocks granted by the end of the period",
                         b -> Math.max(b.tokensGranted(0), b.pacedUntil(0))),

@@ -189,15 +189,6 @@ public final class ControlBlock implements AutoCloseable {
         INTS.setRelease(grant, GRANT_PERIOD, micros);
     }
 
-    public int periodMicros() {
-        return (int) INTS.getAcquire(grant, GRANT_PERIOD);
-    }
-
-    /** The latest heartbeat written, on CLOCK_MONOTONIC. */
-    public long heartbeatNanos() {
-        return (long) LONGS.getAcquire(grant, GRANT_HEARTBEAT);
-    }
-
     /** Tells the hook the agent is alive; {@code monotonicNanos} on the hook's clock (CLOCK_MONOTONIC). */
     public void heartbeat(long monotonicNanos) {
         LONGS.setRelease(grant, GRANT_HEARTBEAT, monotonicNanos);

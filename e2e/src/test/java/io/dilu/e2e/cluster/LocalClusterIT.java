@@ -90,8 +90,8 @@ class LocalClusterIT {
     @Order(1)
     void aTrainingPodBesideAnInferencePodRunsAtItsGrant() throws Exception {
         // 30% each: their limits (60%) sum to 120%, within a GPU's 150%, so they may share one.
-        gpuPod("infer", 30, 4096, "busybox awk 'BEGIN { for (i = 0; i < 6000; i++) printf \"%.3f\\n\", i * 0.01 }' > /tmp/a"
-                + " && exec emu-infer --arrivals /tmp/a --batch 8 --kernels 20 --blocks 108 --block-us 100");
+        gpuPod("infer", 30, 4096,
+                "exec emu-infer --rate 100 --seconds 86400 --batch 8 --kernels 20 --blocks 108 --block-us 100");
         gpuPod("train", 30, 4096, "exec emu-train --seconds 600 --kernels 8 --blocks 432 --block-us 100 --gap-ms 1");
         Pod infer = running("infer");
         Pod train = running("train");
@@ -151,8 +151,13 @@ class LocalClusterIT {
     @Order(5)
     void restartingTheKubeletKeepsEveryPlacementAndRegistersThePluginAgain() throws Exception {
         Map<String, String> placed = Map.of("infer", assigned("infer"), "train", assigned("train"), "shell", assigned("shell"));
+        double registrations = agentCounter("dilu_kubelet_registrations_total");
         run(Duration.ofMinutes(1), CLUSTER.toString(), "restart-kubelet", "1");
-        await(Duration.ofMinutes(2), () -> "True".equals(nodeReady()));
+        // The new kubelet knows no plugin: the agent sees its socket come back and registers again, and only
+        // then are shares allocatable (a pod admitted before that fails: that is the kubelet's rule).
+        await(Duration.ofMinutes(2), () -> agentCounter("dilu_kubelet_registrations_total") > registrations);
+        await(Duration.ofMinutes(2), () -> "True".equals(nodeReady()) && new Quantity("400").equals(client.nodes()
+                .withName("127.0.0.1").get().getStatus().getAllocatable().get("dilu.io/gpu-sm")));
         gpuPod("after-restart", 10, 1024, "exec sleep 3600");
         running("after-restart"); // Allocate answered: the plugin registered with the new kubelet
         for (var e : placed.entrySet()) {
@@ -232,6 +237,18 @@ class LocalClusterIT {
             }
         }
         return series;
+    }
+
+    /** A counter of the node agent's, or -1 while it does not answer. */
+    private double agentCounter(String name) {
+        try {
+            Matcher m = Pattern.compile("^" + name + " ([0-9.eE+-]+)$", Pattern.MULTILINE)
+                    .matcher(HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8081/q/metrics"))
+                            .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body());
+            return m.find() ? Double.parseDouble(m.group(1)) : -1;
+        } catch (IOException | InterruptedException e) {
+            return -1;
+        }
     }
 
     private String allocationOf(String pod) {
