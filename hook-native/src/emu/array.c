@@ -11,21 +11,71 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-struct CUarray_st {
+/* Device memory booked for an array or a mipmapped array, on the list of its kind. */
+typedef struct booking {
     uint64_t bytes;
     int device;
-    struct CUarray_st *next;
+    struct booking *next;
+} booking;
+
+/* A handle is its booking: the first (only) member, so the handle's address is the booking's. */
+struct CUarray_st {
+    booking b;
 };
 
 struct CUmipmappedArray_st {
-    uint64_t bytes;
-    int device;
-    struct CUmipmappedArray_st *next;
+    booking b;
 };
 
 static pthread_mutex_t arrays_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct CUarray_st *arrays;
-static struct CUmipmappedArray_st *mipmaps;
+static booking *arrays;
+static booking *mipmaps;
+
+/* Books `bytes` on the current device and puts the booking on `list`; NULL with *rc set when it cannot. */
+static booking *book(booking **list, uint64_t bytes, CUresult *rc) {
+    if (emu_state() == NULL) {
+        *rc = CUDA_ERROR_NOT_INITIALIZED;
+        return NULL;
+    }
+    booking *b = malloc(sizeof(*b));
+    if (b == NULL) {
+        *rc = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    b->bytes = bytes;
+    b->device = emu_current_device();
+    if (!emu_reserve_memory(b->device, bytes)) {
+        free(b);
+        *rc = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    pthread_mutex_lock(&arrays_lock);
+    b->next = *list;
+    *list = b;
+    pthread_mutex_unlock(&arrays_lock);
+    *rc = CUDA_SUCCESS;
+    return b;
+}
+
+/* Takes `handle` off `list` and frees its memory; an unknown handle is refused. */
+static CUresult unbook(booking **list, const void *handle) {
+    pthread_mutex_lock(&arrays_lock);
+    booking **link = list;
+    while (*link != NULL && (const void *)*link != handle) {
+        link = &(*link)->next;
+    }
+    booking *found = *link;
+    if (found != NULL) {
+        *link = found->next;
+    }
+    pthread_mutex_unlock(&arrays_lock);
+    if (found == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    emu_release_memory(found->device, found->bytes);
+    free(found);
+    return CUDA_SUCCESS;
+}
 
 /* Bytes of `texels` texels of a format, with `channels` channels where the format leaves that open; 0 for a
  * format or channel count the driver refuses. Block-compressed formats store 4×4 texels in 8 or 16 bytes. */
@@ -82,25 +132,12 @@ static CUresult create_array(CUarray *out, uint64_t bytes) {
     if (out == NULL || bytes == 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (emu_state() == NULL) {
-        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult rc;
+    booking *b = book(&arrays, bytes, &rc);
+    if (b != NULL) {
+        *out = (struct CUarray_st *)b;
     }
-    struct CUarray_st *a = malloc(sizeof(*a));
-    if (a == NULL) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    a->bytes = bytes;
-    a->device = emu_current_device();
-    if (!emu_reserve_memory(a->device, bytes)) {
-        free(a);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_mutex_lock(&arrays_lock);
-    a->next = arrays;
-    arrays = a;
-    pthread_mutex_unlock(&arrays_lock);
-    *out = a;
-    return CUDA_SUCCESS;
+    return rc;
 }
 
 EXPORT CUresult cuArrayCreate_v2(CUarray *out, const CUDA_ARRAY_DESCRIPTOR_v2 *d) {
@@ -124,22 +161,7 @@ EXPORT CUresult cuArray3DCreate(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR_v1 *
 }
 
 EXPORT CUresult cuArrayDestroy(CUarray a) {
-    pthread_mutex_lock(&arrays_lock);
-    struct CUarray_st **link = &arrays;
-    while (*link != NULL && *link != a) {
-        link = &(*link)->next;
-    }
-    struct CUarray_st *found = *link;
-    if (found != NULL) {
-        *link = found->next;
-    }
-    pthread_mutex_unlock(&arrays_lock);
-    if (found == NULL) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    emu_release_memory(found->device, found->bytes);
-    free(found);
-    return CUDA_SUCCESS;
+    return unbook(&arrays, a);
 }
 
 static uint64_t halve(uint64_t x, unsigned int level) {
@@ -173,42 +195,14 @@ EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *out, const CUDA_ARRAY3D
     if (bytes == 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (emu_state() == NULL) {
-        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult rc;
+    booking *b = book(&mipmaps, bytes, &rc);
+    if (b != NULL) {
+        *out = (struct CUmipmappedArray_st *)b;
     }
-    struct CUmipmappedArray_st *m = malloc(sizeof(*m));
-    if (m == NULL) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    m->bytes = bytes;
-    m->device = emu_current_device();
-    if (!emu_reserve_memory(m->device, bytes)) {
-        free(m);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_mutex_lock(&arrays_lock);
-    m->next = mipmaps;
-    mipmaps = m;
-    pthread_mutex_unlock(&arrays_lock);
-    *out = m;
-    return CUDA_SUCCESS;
+    return rc;
 }
 
 EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray m) {
-    pthread_mutex_lock(&arrays_lock);
-    struct CUmipmappedArray_st **link = &mipmaps;
-    while (*link != NULL && *link != m) {
-        link = &(*link)->next;
-    }
-    struct CUmipmappedArray_st *found = *link;
-    if (found != NULL) {
-        *link = found->next;
-    }
-    pthread_mutex_unlock(&arrays_lock);
-    if (found == NULL) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    emu_release_memory(found->device, found->bytes);
-    free(found);
-    return CUDA_SUCCESS;
+    return unbook(&mipmaps, m);
 }
