@@ -75,35 +75,31 @@ static long load_arrivals(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    double rate = 100, seconds = 5, batch = 8, max_wait_ms = 5, kernels = 20, blocks = 108, block_us = 50, scale = 1;
+    double rate = 100, seconds = 5, scale = 1;
+    model m = MODEL_DEFAULTS;
     const char *trace = NULL, *latencies = NULL, *arrival_file = NULL;
     unsigned seed = 42;
     static const struct option options[] = {
         {"rate", required_argument, NULL, 'r'},    {"seconds", required_argument, NULL, 's'},
         {"trace", required_argument, NULL, 't'},   {"scale", required_argument, NULL, 'x'},
-        {"batch", required_argument, NULL, 'n'},   {"max-wait-ms", required_argument, NULL, 'w'},
-        {"kernels", required_argument, NULL, 'k'}, {"blocks", required_argument, NULL, 'b'},
-        {"block-us", required_argument, NULL, 'u'}, {"latencies", required_argument, NULL, 'l'},
-        {"seed", required_argument, NULL, 'e'},    {"arrivals", required_argument, NULL, 'a'},
-        {NULL, 0, NULL, 0}};
+        {"latencies", required_argument, NULL, 'l'}, {"seed", required_argument, NULL, 'e'},
+        {"arrivals", required_argument, NULL, 'a'}, MODEL_OPTIONS, {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (model_option(&m, c, optarg)) {
+            continue;
+        }
         switch (c) {
         case 'r': rate = parse_double("rate", optarg, 0.001, 1e6); break;
         case 's': seconds = parse_double("seconds", optarg, 0.001, 86400); break;
         case 't': trace = optarg; break;
         case 'x': scale = parse_double("scale", optarg, 0, 1e6); break;
-        case 'n': batch = parse_double("batch", optarg, 1, 4096); break;
-        case 'w': max_wait_ms = parse_double("max-wait-ms", optarg, 0, 1e5); break;
-        case 'k': kernels = parse_double("kernels", optarg, 1, 10000); break;
-        case 'b': blocks = parse_double("blocks", optarg, 1, 2147483647.0); break;
-        case 'u': block_us = parse_double("block-us", optarg, 0, 1e7); break;
         case 'l': latencies = optarg; break;
         case 'e': seed = (unsigned)parse_double("seed", optarg, 0, 4294967295.0); break;
         case 'a': arrival_file = optarg; break;
         default:
-            fprintf(stderr, "usage: emu-infer [--rate R --seconds S | --trace FILE [--scale X] | --arrivals FILE] [--batch N] "
-                            "[--max-wait-ms W] [--kernels K] [--blocks B] [--block-us U] [--latencies FILE]\n");
+            fprintf(stderr, "usage: emu-infer [--rate R --seconds S | --trace FILE [--scale X] | --arrivals FILE] "
+                            MODEL_USAGE " [--latencies FILE]\n");
             return 2;
         }
     }
@@ -141,7 +137,7 @@ int main(int argc, char **argv) {
     CHECK(cuInit(0));
     CHECK(cuCtxCreate_v2(&ctx, 0, 0));
     CHECK(cuStreamCreate(&stream, 0));
-    CUfunction f = load_kernel(block_us);
+    CUfunction f = load_kernel(m.block_us);
 
     uint64_t start = now_ns();
     long next = 0;
@@ -154,14 +150,14 @@ int main(int argc, char **argv) {
             continue;
         }
         /* The oldest waiting request opens a batch; wait for more until it is full or the wait is over. */
-        uint64_t deadline = arrivals[next] + (uint64_t)(max_wait_ms * 1e6);
+        uint64_t deadline = arrivals[next] + (uint64_t)(m.max_wait_ms * 1e6);
         long end = next;
         for (;;) {
             now = now_ns() - start;
-            while (end < total && end - next < (long)batch && arrivals[end] <= now) {
+            while (end < total && end - next < (long)m.batch && arrivals[end] <= now) {
                 end++;
             }
-            if (end - next >= (long)batch || now >= deadline || end == total) {
+            if (end - next >= (long)m.batch || now >= deadline || end == total) {
                 break;
             }
             uint64_t until = end < total && arrivals[end] < deadline ? arrivals[end] : deadline;
@@ -171,10 +167,7 @@ int main(int argc, char **argv) {
                 nanosleep(&ts, NULL);
             }
         }
-        for (int k = 0; k < (int)kernels; k++) {
-            CHECK(cuLaunchKernel(f, (unsigned)blocks, 1, 1, 128, 1, 1, 0, stream, NULL, NULL));
-        }
-        CHECK(cuStreamSynchronize(stream));
+        run_batch(&m, f, stream);
         uint64_t done = now_ns() - start;
         for (long i = next; i < end; i++) {
             latency[i] = (double)(done - arrivals[i]) / 1e6;

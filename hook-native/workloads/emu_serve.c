@@ -47,7 +47,8 @@ static struct {
 } server = {.lock = PTHREAD_MUTEX_INITIALIZER, .queued = PTHREAD_COND_INITIALIZER,
             .finished = PTHREAD_COND_INITIALIZER};
 
-static double batch = 8, max_wait_ms = 5, kernels = 20, blocks = 108, block_us = 50, idle_s = 30;
+static model m = MODEL_DEFAULTS;
+static double idle_s = 30;
 static atomic_int connections;
 static int max_connections = 256;
 
@@ -89,7 +90,7 @@ static void *batcher(void *arg) {
     CHECK(cuInit(0));
     CHECK(cuCtxCreate_v2(&ctx, 0, 0));
     CHECK(cuStreamCreate(&stream, 0));
-    CUfunction f = load_kernel(block_us);
+    CUfunction f = load_kernel(m.block_us);
     lock();
     server.ready = 1;
     wake(&server.finished);
@@ -98,8 +99,8 @@ static void *batcher(void *arg) {
             wait_on(&server.queued);
         }
         /* The oldest request opens the batch; more may join until it is full or the oldest waited enough. */
-        uint64_t deadline = server.head->arrived + (uint64_t)(max_wait_ms * 1e6);
-        while (server.waiting < (long)batch && now_ns() < deadline) {
+        uint64_t deadline = server.head->arrived + (uint64_t)(m.max_wait_ms * 1e6);
+        while (server.waiting < (long)m.batch && now_ns() < deadline) {
             uint64_t left = deadline - now_ns();
             struct timespec until;
             if (clock_gettime(CLOCK_REALTIME, &until) != 0) {
@@ -116,7 +117,7 @@ static void *batcher(void *arg) {
                 abort();
             }
         }
-        long n = server.waiting < (long)batch ? server.waiting : (long)batch;
+        long n = server.waiting < (long)m.batch ? server.waiting : (long)m.batch;
         request *first = server.head, *last = first;
         for (long i = 1; i < n; i++) {
             last = last->next;
@@ -128,10 +129,7 @@ static void *batcher(void *arg) {
         last->next = NULL;
         server.waiting -= n;
         unlock();
-        for (int k = 0; k < (int)kernels; k++) {
-            CHECK(cuLaunchKernel(f, (unsigned)blocks, 1, 1, 128, 1, 1, 0, stream, NULL, NULL));
-        }
-        CHECK(cuStreamSynchronize(stream));
+        run_batch(&m, f, stream);
         uint64_t done = now_ns();
         lock();
         for (request *r = first; r != NULL; r = r->next) {
@@ -309,25 +307,20 @@ int main(int argc, char **argv) {
     const char *host = "0.0.0.0";
     static const struct option options[] = {
         {"port", required_argument, NULL, 'p'},    {"host", required_argument, NULL, 'h'},
-        {"batch", required_argument, NULL, 'n'},   {"max-wait-ms", required_argument, NULL, 'w'},
-        {"kernels", required_argument, NULL, 'k'}, {"blocks", required_argument, NULL, 'b'},
-        {"block-us", required_argument, NULL, 'u'}, {"max-connections", required_argument, NULL, 'c'},
-        {"idle-s", required_argument, NULL, 'i'},  {NULL, 0, NULL, 0}};
+        {"max-connections", required_argument, NULL, 'c'}, {"idle-s", required_argument, NULL, 'i'},
+        MODEL_OPTIONS, {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (model_option(&m, c, optarg)) {
+            continue;
+        }
         switch (c) {
         case 'p': port = parse_double("port", optarg, 0, 65535); break;
         case 'h': host = optarg; break;
-        case 'n': batch = parse_double("batch", optarg, 1, 4096); break;
-        case 'w': max_wait_ms = parse_double("max-wait-ms", optarg, 0, 1e5); break;
-        case 'k': kernels = parse_double("kernels", optarg, 1, 10000); break;
-        case 'b': blocks = parse_double("blocks", optarg, 1, 2147483647.0); break;
-        case 'u': block_us = parse_double("block-us", optarg, 0, 1e7); break;
         case 'c': max_connections = (int)parse_double("max-connections", optarg, 1, 65536); break;
         case 'i': idle_s = parse_double("idle-s", optarg, 0.1, 86400); break;
         default:
-            fprintf(stderr, "usage: emu-serve --port P [--host A] [--batch N] [--max-wait-ms W] [--kernels K] "
-                            "[--blocks B] [--block-us U] [--max-connections C] [--idle-s S]\n");
+            fprintf(stderr, "usage: emu-serve --port P [--host A] " MODEL_USAGE " [--max-connections C] [--idle-s S]\n");
             return 2;
         }
     }

@@ -2,6 +2,7 @@
 #ifndef DILU_WORKLOAD_H
 #define DILU_WORKLOAD_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,41 @@ static inline double parse_double(const char *option, const char *text, double m
         exit(2);
     }
     return v;
+}
+
+/*
+ * An inference model as the emulated servers run it: batches of up to `batch` requests, the oldest waiting at
+ * most `max_wait_ms`; each batch is `kernels` kernels of `blocks` blocks of `block_us` each, then a sync.
+ */
+typedef struct model {
+    double batch, max_wait_ms, kernels, blocks, block_us;
+} model;
+
+#define MODEL_DEFAULTS {.batch = 8, .max_wait_ms = 5, .kernels = 20, .blocks = 108, .block_us = 50}
+#define MODEL_OPTIONS                                                                       \
+    {"batch", required_argument, NULL, 'n'}, {"max-wait-ms", required_argument, NULL, 'w'}, \
+        {"kernels", required_argument, NULL, 'k'}, {"blocks", required_argument, NULL, 'b'}, \
+        {"block-us", required_argument, NULL, 'u'}
+#define MODEL_USAGE "[--batch N] [--max-wait-ms W] [--kernels K] [--blocks B] [--block-us U]"
+
+/* Parses one of MODEL_OPTIONS into m; 0 when `option` is none of them. */
+static inline int model_option(model *m, int option, const char *arg) {
+    switch (option) {
+    case 'n': m->batch = parse_double("batch", arg, 1, 4096); return 1;
+    case 'w': m->max_wait_ms = parse_double("max-wait-ms", arg, 0, 1e5); return 1;
+    case 'k': m->kernels = parse_double("kernels", arg, 1, 10000); return 1;
+    case 'b': m->blocks = parse_double("blocks", arg, 1, 2147483647.0); return 1;
+    case 'u': m->block_us = parse_double("block-us", arg, 0, 1e7); return 1;
+    default: return 0;
+    }
+}
+
+/* One batch: the model's kernels on `stream`, then a synchronisation. */
+static inline void run_batch(const model *m, CUfunction f, CUstream stream) {
+    for (int k = 0; k < (int)m->kernels; k++) {
+        CHECK(cuLaunchKernel(f, (unsigned)m->blocks, 1, 1, 128, 1, 1, 0, stream, NULL, NULL));
+    }
+    CHECK(cuStreamSynchronize(stream));
 }
 
 #endif
