@@ -129,12 +129,10 @@ public final class GpuTokenLoop {
      * @param monotonicNanos the same moment on CLOCK_MONOTONIC, the hook's clock, for the heartbeat
      */
     public TokenPlan tick(Instant now, long monotonicNanos) {
-        List<Tracked> order = new ArrayList<>(tenants.values());
-        List<Tracked> read = new ArrayList<>(order.size());
-        List<InstanceSample> samples = new ArrayList<>(order.size());
-        List<Long> launched = new ArrayList<>(order.size());
+        List<Tracked> read = new ArrayList<>(tenants.size());
+        List<InstanceSample> samples = new ArrayList<>(tenants.size());
         long launchedThisPeriod = 0;
-        for (Tracked t : order) {
+        for (Tracked t : tenants.values()) {
             Tenant tenant = t.tenant;
             try {
                 ReportReading r = ReportReading.of(t.lastLaunched, t.lastKlcCount,
@@ -145,7 +143,6 @@ public final class GpuTokenLoop {
                         r.launchedDelta(), r.klcMillis(), tenant.klcThreshold()));
                 t.lastLaunched = r.launched();
                 t.lastKlcCount = r.klcCount();
-                launched.add(r.launched());
                 read.add(t);
                 launchedThisPeriod += r.launchedDelta();
             } catch (RuntimeException e) {
@@ -165,7 +162,7 @@ public final class GpuTokenLoop {
             // What the previous period allowed by its end: the hook released a paced refill up to there itself.
             long previous = Math.max(tenant.block().tokensGranted(tenant.device()),
                     tenant.block().pacedUntil(tenant.device()));
-            long base = Math.min(previous, launched.get(i));
+            long base = Math.min(previous, t.lastLaunched); // this period's reading, validated
             long tokens = grants.get(i).tokens();
             // Pacing protects SLO neighbours; without one (NONE) there is nobody to protect.
             boolean paced = !tenant.sloSensitive() && plan.state() != ControllerState.NONE;
