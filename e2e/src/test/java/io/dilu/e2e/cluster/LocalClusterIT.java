@@ -227,8 +227,7 @@ class LocalClusterIT {
 
     /** The agent's per-container series of a pod, from its metrics on the node's address. */
     private Map<String, Double> containerSeries(String pod) throws Exception {
-        String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8081/q/metrics"))
-                .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body();
+        String body = agentMetrics();
         Map<String, Double> series = new java.util.HashMap<>();
         Matcher m = SERIES.matcher(body);
         while (m.find()) {
@@ -239,12 +238,17 @@ class LocalClusterIT {
         return series;
     }
 
+    /** The node agent's metrics, from its address on node 1. */
+    private static String agentMetrics() throws IOException, InterruptedException {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8081/q/metrics"))
+                .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body();
+    }
+
     /** A counter of the node agent's, or -1 while it does not answer. */
     private double agentCounter(String name) {
         try {
             Matcher m = Pattern.compile("^" + name + " ([0-9.eE+-]+)$", Pattern.MULTILINE)
-                    .matcher(HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8081/q/metrics"))
-                            .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body());
+                    .matcher(agentMetrics());
             return m.find() ? Double.parseDouble(m.group(1)) : -1;
         } catch (IOException | InterruptedException e) {
             return -1;
@@ -254,8 +258,7 @@ class LocalClusterIT {
     private String allocationOf(String pod) {
         try {
             Matcher m = Pattern.compile("dilu_container_blocks_launched\\{[^}]*allocation=\"([^\"]+)\"[^}]*pod=\"" + pod + "\"")
-                    .matcher(HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8081/q/metrics"))
-                            .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body());
+                    .matcher(agentMetrics());
             return m.find() ? m.group(1) : "";
         } catch (IOException | InterruptedException e) {
             return ""; // the agent is restarting
