@@ -278,13 +278,22 @@ class LocalClusterIT {
         }
     }
 
+    /** Runs a command to its end or its limit; its output goes to a file, so a child it leaves behind cannot hold us. */
     private static String run(Duration limit, String... command) throws Exception {
-        Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
-        p.getOutputStream().close();
-        byte[] out = p.getInputStream().readAllBytes();
-        assertThat(p.waitFor(limit.toSeconds(), TimeUnit.SECONDS)).as("%s finished", List.of(command)).isTrue();
-        String text = new String(out, StandardCharsets.UTF_8);
-        assertThat(p.exitValue()).as("%s: %s", List.of(command), text).isZero();
-        return text;
+        Path out = Files.createTempFile("dilu-cluster-it", ".log");
+        try {
+            Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).redirectOutput(out.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile())).start();
+            boolean finished = p.waitFor(limit.toSeconds(), TimeUnit.SECONDS);
+            if (!finished) {
+                p.destroyForcibly();
+            }
+            String text = Files.readString(out, StandardCharsets.UTF_8);
+            assertThat(finished).as("%s finished within %s: %s", List.of(command), limit, text).isTrue();
+            assertThat(p.exitValue()).as("%s: %s", List.of(command), text).isZero();
+            return text;
+        } finally {
+            Files.deleteIfExists(out);
+        }
     }
 }
