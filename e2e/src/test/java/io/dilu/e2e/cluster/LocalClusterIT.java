@@ -56,6 +56,7 @@ class LocalClusterIT {
 
     @BeforeAll
     void up() throws Exception {
+        anInterruptedUpTakesItselfDown();
         String out = run(Duration.ofMinutes(10), CLUSTER.toString(), "up", "--nodes", "1");
         assertThat(out).contains("installed: node agents, dilu-scheduler, webhook and autoscaler Ready");
         client = new KubernetesClientBuilder()
@@ -70,8 +71,36 @@ class LocalClusterIT {
             client.close();
         }
         run(Duration.ofMinutes(3), CLUSTER.toString(), "down");
-        // Nothing of the cluster remains: no cgroup (a cgroup with a process in it cannot be removed, so no
-        // process either), no bridge, no mount.
+        assertNothingRemains();
+        assertThat(DIR).doesNotExist();
+    }
+
+    /**
+     * {@code up} stopped by SIGTERM (what Ctrl-C or a CI timeout sends) once its first node is starting: it takes
+     * down what it had started, and nothing remains.
+     */
+    private void anInterruptedUpTakesItselfDown() throws Exception {
+        Path log = Files.createTempFile("dilu-cluster-up", ".log");
+        Process up = new ProcessBuilder(CLUSTER.toString(), "up", "--nodes", "1").redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
+        try {
+            await(Duration.ofMinutes(5), () -> Files.exists(DIR.resolve("run/node1-kubelet.pid")) || !up.isAlive());
+            assertThat(up.isAlive()).as("up was still starting the node: %s", Files.readString(log)).isTrue();
+            up.toHandle().destroy(); // SIGTERM
+            assertThat(up.waitFor(5, TimeUnit.MINUTES)).as("up took itself down").isTrue();
+            assertThat(Files.readString(log)).contains("taking down what was started");
+        } finally {
+            up.destroyForcibly();
+            Files.deleteIfExists(log);
+        }
+        assertNothingRemains();
+    }
+
+    /**
+     * Nothing of the cluster remains: no cgroup (a cgroup with a process in it cannot be removed, so no process
+     * either), no bridge, no mount, no pid file of a live process.
+     */
+    private static void assertNothingRemains() throws Exception {
         try (var hierarchies = Files.list(Path.of("/sys/fs/cgroup"))) {
             for (Path h : hierarchies.toList()) {
                 try (var dirs = Files.list(h)) {
@@ -83,7 +112,8 @@ class LocalClusterIT {
         assertThat(run(Duration.ofSeconds(30), "ip", "-o", "link", "show")).doesNotContain("dilu-br");
         assertThat(Files.readString(Path.of("/proc/self/mountinfo"))).doesNotContain("/var/lib/dilu-cluster")
                 .doesNotContain(" /var/lib/kubelet ");
-        assertThat(DIR).doesNotExist();
+        assertThat(Files.exists(DIR.resolve("up"))).as("marked up").isFalse();
+        assertThat(DIR.resolve("run")).doesNotExist();
     }
 
     @Test
