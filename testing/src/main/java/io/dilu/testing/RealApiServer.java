@@ -66,7 +66,9 @@ public final class RealApiServer implements AutoCloseable {
         }
         client.apiextensions().v1().customResourceDefinitions().resource(crd).create();
         return client.apiextensions().v1().customResourceDefinitions().withName(crd.getMetadata().getName())
-                .waitUntilCondition(c -> c != null && c.getStatus() != null && c.getStatus().getConditions().stream()
+                // A CRD just created may have a status without conditions yet: not established.
+                .waitUntilCondition(c -> c != null && c.getStatus() != null && c.getStatus().getConditions() != null
+                        && c.getStatus().getConditions().stream()
                         .anyMatch(cond -> "Established".equals(cond.getType()) && "True".equals(cond.getStatus())),
                         60, TimeUnit.SECONDS);
     }
