@@ -162,4 +162,25 @@ class DevicePluginIT {
         assertThat(kubelet.deviceLists.poll(10, TimeUnit.SECONDS)).isNotNull();
         assertThat(endpoint.registrations()).isGreaterThanOrEqualTo(2);
     }
+
+    @Test
+    void registersWithANewKubeletSocketEvenWhenItsOwnSocketWasLeftAlone() throws Exception {
+        assertThat(kubelet.registrations.poll(10, TimeUnit.SECONDS)).isNotNull();
+        int before = endpoint.registrations();
+        kubelet.close();
+        // A kubelet socket that answers nothing for a while (a kubelet still starting): attempts fail until the
+        // real one replaces it.
+        Files.deleteIfExists(dir.resolve(DevicePluginEndpoint.KUBELET_SOCKET));
+        try (var notListening = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            notListening.bind(java.net.UnixDomainSocketAddress.of(dir.resolve(DevicePluginEndpoint.KUBELET_SOCKET)), 1);
+            Thread.sleep(2_500);
+            assertThat(kubelet.registrations).isEmpty();
+        }
+        kubelet = new FakeKubelet(dir);
+        RegisterRequest again = kubelet.registrations.poll(20, TimeUnit.SECONDS);
+        assertThat(again).as("registration with the kubelet socket that replaced the first").isNotNull();
+        assertThat(kubelet.connect(again).getDevicePluginOptions(io.dilu.deviceplugin.kubelet.v1beta1.Empty.getDefaultInstance())
+                .getGetPreferredAllocationAvailable()).isTrue();
+        assertThat(endpoint.registrations()).isGreaterThan(before);
+    }
 }

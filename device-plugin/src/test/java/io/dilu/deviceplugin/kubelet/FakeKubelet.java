@@ -6,7 +6,6 @@ import io.dilu.deviceplugin.kubelet.v1beta1.ListAndWatchResponse;
 import io.dilu.deviceplugin.kubelet.v1beta1.RegisterRequest;
 import io.dilu.deviceplugin.kubelet.v1beta1.RegistrationGrpc;
 import io.grpc.ManagedChannel;
-import io.grpc.Server;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -22,7 +21,7 @@ final class FakeKubelet implements AutoCloseable {
     final BlockingQueue<RegisterRequest> registrations = new LinkedBlockingQueue<>();
     final BlockingQueue<ListAndWatchResponse> deviceLists = new LinkedBlockingQueue<>();
     private final Path dir;
-    private final Server server;
+    private final UnixSockets.Served server;
     private ManagedChannel plugin;
 
     FakeKubelet(Path dir) throws IOException {
@@ -63,6 +62,6 @@ final class FakeKubelet implements AutoCloseable {
         if (plugin != null) {
             plugin.shutdownNow();
         }
-        server.shutdownNow();
+        server.close();
     }
 }

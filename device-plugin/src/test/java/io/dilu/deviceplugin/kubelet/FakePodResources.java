@@ -7,7 +7,6 @@ import io.dilu.deviceplugin.kubelet.podresources.v1.ListPodResourcesRequest;
 import io.dilu.deviceplugin.kubelet.podresources.v1.ListPodResourcesResponse;
 import io.dilu.deviceplugin.kubelet.podresources.v1.PodResources;
 import io.dilu.deviceplugin.kubelet.podresources.v1.PodResourcesListerGrpc;
-import io.grpc.Server;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -24,7 +23,7 @@ import java.util.stream.Collectors;
 public final class FakePodResources implements AutoCloseable {
 
     private final Map<ContainerRef, Set<String>> allocated = new ConcurrentHashMap<>();
-    private final Server server;
+    private final UnixSockets.Served server;
 
     public FakePodResources(Path socket) throws IOException {
         server = UnixSockets.serve(socket, new PodResourcesListerGrpc.PodResourcesListerImplBase() {
@@ -57,6 +56,6 @@ public final class FakePodResources implements AutoCloseable {
 
     @Override
     public void close() {
-        server.shutdownNow();
+        server.close();
     }
 }
