@@ -71,12 +71,11 @@ public class ExtenderResource {
         if (!watcher.synced()) {
             return refuseFilter(Reason.NOT_SYNCED, "the Dilu extender is still reading the cluster; retry");
         }
-        Optional<Pod> pod = watcher.pod(ref.namespace(), ref.name(), ref.uid());
+        Optional<Pod> pod = watcher.podOrRead(ref.namespace(), ref.name(), ref.uid());
         if (pod.isEmpty()) {
-            // Most often the extender's watch is a moment behind the scheduler's for a pod just created; the
-            // scheduler retries the pod, by then it is known. A made-up pod stays unknown and reserves nothing.
+            // A made-up pod stays unknown and reserves nothing.
             return refuseFilter(Reason.UNKNOWN_POD, "pod " + ref + " is not in the Dilu extender's view of the "
-                    + "cluster (not seen yet, or no such pod); nothing was reserved, the scheduler retries");
+                    + "cluster nor on the API server; nothing was reserved");
         }
         Optional<PodShare> share = PodShares.of(pod.get());
         if (share.isEmpty()) {

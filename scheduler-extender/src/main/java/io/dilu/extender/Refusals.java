@@ -25,7 +25,7 @@ public class Refusals {
         BAD_REQUEST("bad-request"),
         /** Asked before Nodes and Pods were read: the scheduler retries. */
         NOT_SYNCED("not-synced"),
-        /** The pod named is not one the watch knows under that namespace, name and UID. */
+        /** The pod named is not one the watch (or, at filter, the API server) knows under that namespace, name and UID. */
         UNKNOWN_POD("unknown-pod"),
         /** The pod is bound or finished already: there is nothing to place. */
         NOT_PENDING("not-pending"),

@@ -56,6 +56,9 @@ class ExtenderResourceTest {
     ClusterWatcher watcher;
 
     @Inject
+    ExtenderWarmUp warmUp;
+
+    @Inject
     KubernetesClient client;
 
     @MockApiServer.Server
@@ -201,6 +204,34 @@ class ExtenderResourceTest {
         calls = apiCallsDuring(() -> assertThat(post("/bind", bindArgs(NS, "made-up", "0000-1111", "n0")).then()
                 .statusCode(200).extract().jsonPath().getString("Error")).contains("not in the Dilu extender's view"));
         assertThat(calls).isEmpty();
+    }
+
+    @Test
+    void readyOnlyOnceTheClusterIsReadAndTheFilterPathWarmedUp() {
+        await().atMost(Duration.ofSeconds(30)).until(() -> given().get(management + "health/ready").statusCode() == 200);
+        assertThat(watcher.synced()).isTrue();
+        assertThat(warmUp.done()).isTrue();
+    }
+
+    @Test
+    void aPodTheWatchHasNotDeliveredYetIsReadOnceAndPlaced() throws Exception {
+        // On the API server (an expectation answers its GET) but never in the watch: kube-scheduler's watch
+        // was faster than ours.
+        Pod lagging = new PodBuilder().withNewMetadata().withName("lagging").withNamespace(NS).withUid("lagging-uid")
+                .endMetadata().withNewSpec().withSchedulerName(DiluNames.SCHEDULER_NAME).addNewContainer().withName("c")
+                .withImage("x").withNewResources().addToLimits(DiluNames.GPU_SM, new Quantity("30"))
+                .addToLimits(DiluNames.GPU_MEMORY, new Quantity("2048")).endResources().endContainer().endSpec().build();
+        server.expect().get().withPath("/api/v1/namespaces/" + NS + "/pods/lagging").andReturn(200, lagging).always();
+        assertThat(watcher.pod(NS, "lagging", "lagging-uid")).isEmpty();
+        List<String> calls = apiCallsDuring(() -> assertThat(post("/filter", args(lagging)).then().statusCode(200)
+                .extract().jsonPath().getList("NodeNames", String.class)).hasSize(1));
+        assertThat(calls).containsExactly("GET /api/v1/namespaces/" + NS + "/pods/lagging");
+        assertThat(book.placement("lagging-uid")).isPresent();
+        // The same name under another UID is another pod: nothing is reserved for it.
+        var forged = post("/filter", args(new PodBuilder(lagging).editMetadata().withUid("other-uid").endMetadata()
+                .build())).then().statusCode(200).extract().jsonPath();
+        assertThat(forged.getString("Error")).contains("nothing was reserved");
+        assertThat(book.placement("other-uid")).isEmpty();
     }
 
     @Test

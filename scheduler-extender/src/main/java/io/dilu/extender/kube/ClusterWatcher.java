@@ -6,6 +6,7 @@ import io.dilu.kube.PodShares;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.fabric8.kubernetes.client.informers.cache.Cache;
@@ -105,7 +106,7 @@ public class ClusterWatcher {
     /**
      * The pod {@code namespace/name} as the watch last saw it, when its UID is {@code uid}: a name alone may
      * belong to a pod re-created since, and a UID alone is what a forged request would bring. The watch may be
-     * a moment behind the scheduler's for a pod just created; the scheduler retries the pod then.
+     * a moment behind the scheduler's for a pod just created: {@link #podOrRead} covers that.
      */
     public Optional<Pod> pod(String namespace, String name, String uid) {
         if (pods == null) {
@@ -113,6 +114,27 @@ public class ClusterWatcher {
         }
         return Optional.ofNullable(pods.getStore().getByKey(Cache.namespaceKeyFunc(namespace, name)))
                 .filter(p -> uid.equals(p.getMetadata().getUid()));
+    }
+
+    /**
+     * The pod as {@link #pod} sees it or, when the watch has not delivered it yet, as the API server has it now
+     * (one GET, UID checked). kube-scheduler's own watch is often a moment ahead of ours for a pod just
+     * created; refusing it would park the pod in kube-scheduler's unschedulable queue until some cluster event
+     * or the queue's flush (60 s in kube-scheduler 1.20), which a pod started on its own sees as a minute's
+     * delay. A request naming no pod that exists still finds none.
+     */
+    public Optional<Pod> podOrRead(String namespace, String name, String uid) {
+        Optional<Pod> seen = pod(namespace, name, uid);
+        if (seen.isPresent() || pods == null) {
+            return seen;
+        }
+        try {
+            return Optional.ofNullable(client.pods().inNamespace(namespace).withName(name).get())
+                    .filter(p -> uid.equals(p.getMetadata().getUid()));
+        } catch (KubernetesClientException e) {
+            LOG.debugf("reading pod %s/%s failed: %s", namespace, name, e.getMessage());
+            return Optional.empty();
+        }
     }
 
     /** Whether the watch has seen Node {@code name}: the API server binds a pod to a node that does not exist. */
