@@ -397,6 +397,5 @@ public final class ClusterDemo {
             System.out.printf(Locale.ROOT, "  gpt2-train: each worker ran on average at %.1f%% of a GPU's thread-block"
                     + " capacity (its request: 40%%; it takes what the inference beside it leaves)%n", train[0] / train[1]);
         }
-        System.out.printf("The cluster stays up: ./dilu cluster status, kubectl (./dilu cluster env), ./dilu cluster down.%n");
     }
 }
