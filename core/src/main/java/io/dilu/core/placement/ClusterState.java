@@ -3,10 +3,12 @@ package io.dilu.core.placement;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
+import java.util.Set;
 import java.util.TreeSet;
 
 /**
@@ -41,6 +43,8 @@ public final class ClusterState {
     private final String[] shapeOfNode;
     /** function → GPU ordinal → instances of that function on the GPU. */
     private final Map<String, Map<Integer, Integer>> functionGpus = new HashMap<>();
+    /** GPU ordinal → function → instances of that function on the GPU (the same counts, read the other way). */
+    private final Map<String, Integer>[] gpuFunctions;
     private final Map<String, Booking> bookings = new HashMap<>();
     private final long largestGpuMemory;
     private final int mostGpusPerNode;
@@ -87,6 +91,9 @@ public final class ClusterState {
         limitSum = new int[total];
         memoryUsed = new long[total];
         instancesOnGpu = new int[total];
+        @SuppressWarnings("unchecked")
+        Map<String, Integer>[] byGpu = new Map[total];
+        gpuFunctions = byGpu;
         activeGpusOfNode = new int[nodes.size()];
         activeGpus = new OrdinalSet(total);
         usedNodes = new OrdinalSet(nodes.size());
@@ -155,6 +162,10 @@ public final class ClusterState {
             if (hosted.isEmpty()) {
                 functionGpus.remove(function);
             }
+        }
+        Map<String, Integer> residents = gpuFunctions[g] == null ? (gpuFunctions[g] = new HashMap<>(4)) : gpuFunctions[g];
+        if (residents.merge(function, count, Integer::sum) <= 0) {
+            residents.remove(function);
         }
         boolean isActive = instancesOnGpu[g] > 0;
         if (wasActive != isActive) {
@@ -272,6 +283,36 @@ public final class ClusterState {
     /** GPU ordinal → instances of {@code function} on it; empty when the function runs nowhere. */
     Map<Integer, Integer> gpusHosting(String function) {
         return functionGpus.getOrDefault(function, Map.of());
+    }
+
+    /**
+     * The GPUs of {@code function}'s partners that do not host {@code function} itself: a partner is another
+     * function sharing a GPU with one of its instances (a training job its earlier instance sits beside), and
+     * its other GPUs are where the paper's workload affinity sends the next instance (§3.3, Principle 1), so
+     * that every worker of that job has the same neighbour.
+     */
+    Set<Integer> partnerGpus(String function) {
+        Map<Integer, Integer> own = gpusHosting(function);
+        if (own.isEmpty()) {
+            return Set.of();
+        }
+        Set<String> partners = new HashSet<>();
+        for (int g : own.keySet()) {
+            for (String f : gpuFunctions[g].keySet()) {
+                if (!f.equals(function)) {
+                    partners.add(f);
+                }
+            }
+        }
+        Set<Integer> gpus = new HashSet<>();
+        for (String partner : partners) {
+            for (int g : gpusHosting(partner).keySet()) {
+                if (!own.containsKey(g)) {
+                    gpus.add(g);
+                }
+            }
+        }
+        return gpus;
     }
 
     // ---- reads, public ----

@@ -1,18 +1,26 @@
 package io.dilu.core.placement;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Dilu's resourcing-complementary placement (the paper's Algorithm 1).
  *
- * <p>For an instance on one GPU: among the GPUs already hosting its function (workload affinity), then
- * among all other active GPUs, take the feasible one with the lowest score
- * {@code α(1 − Σreq/SM) + β(1 − Σmem/M)} — best fit, so the fullest GPU that still holds it; feasible
- * means Σrequest ≤ Ω, Σlimit ≤ γ and Σmemory ≤ M after adding it. Only when no active GPU can take it is
- * a new GPU opened, preferring idle GPUs of nodes already in use so whole nodes stay free for multi-GPU
- * instances.
+ * <p>For an instance on one GPU, the GPUs are tried in tiers, and within a tier the feasible one with the
+ * lowest score {@code α(1 − Σreq/SM) + β(1 − Σmem/M)} wins — best fit, so the fullest GPU that still holds
+ * it; feasible means Σrequest ≤ Ω, Σlimit ≤ γ and Σmemory ≤ M after adding it:
+ * <ol>
+ *   <li>workload affinity (§3.3, Principle 1): the other GPUs of the functions its earlier instances sit
+ *       beside — a training job's workers each get the same neighbour, so no worker lags (the barrel effect);</li>
+ *   <li>the other active GPUs that do not host its function;</li>
+ *   <li>active GPUs that host its function already: replicas of one function burst together and would spend
+ *       one GPU's γ twice, so they stack only when nothing else active holds them;</li>
+ *   <li>a new GPU, preferring idle GPUs of nodes already in use so whole nodes stay free for multi-GPU
+ *       instances.</li>
+ * </ol>
  *
  * <p>A splittable model (LLM inference) that fits no single fragment is cut into pipeline stages over
  * active GPUs of one node before a new GPU is opened, choosing GPUs by worst fit on free memory so the
@@ -20,13 +28,14 @@ import java.util.Map;
  * model it holds. A model larger than any GPU is split the same way over idle GPUs too.
  *
  * <p>An instance that needs several GPUs (training workers, tensor parallelism) gets them on one node,
- * each chosen in the same order of preference: affinity, active, new.
+ * each chosen in the same order of preference: affinity, active, stacked, new.
  */
 public final class ComplementaryPlacement implements PlacementPolicy {
 
     private static final int AFFINITY = 0;
     private static final int ACTIVE = 1;
-    private static final int IDLE = 2;
+    private static final int STACKED = 2;
+    private static final int IDLE = 3;
 
     private final PlacementParameters params;
 
@@ -56,7 +65,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
      * The same decision among the GPUs of {@code nodes} only: what a scheduler extender needs, whose candidate
      * nodes have passed the scheduler's own filters. Unknown node names are ignored.
      */
-    public PlacementDecision decide(ClusterState state, InstanceRequest req, java.util.Collection<String> nodes) {
+    public PlacementDecision decide(ClusterState state, InstanceRequest req, Collection<String> nodes) {
         return decide(state, req, state.nodeMask(nodes));
     }
 
@@ -93,9 +102,13 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     private PlacementDecision.Placed onOneGpu(ClusterState state, InstanceRequest req, boolean largerThanAnyGpu,
             boolean[] allowed) {
         if (!largerThanAnyGpu) {
-            int g = bestAmong(state, state.gpusHosting(req.function()), req, allowed);
+            Map<Integer, Integer> own = state.gpusHosting(req.function());
+            int g = bestAmong(state, state.partnerGpus(req.function()), req, allowed);
             if (g < 0) {
-                g = bestActive(state, req, allowed);
+                g = bestActive(state, req, own, allowed);
+            }
+            if (g < 0) {
+                g = bestAmong(state, own.keySet(), req, allowed);
             }
             if (g < 0 && req.splittable()) {
                 PlacementDecision.Placed split = split(state, req, false, allowed);
@@ -114,7 +127,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return split(state, req, true, allowed);
     }
 
-    // ---- single GPU, Algorithm 1 lines 11-16 ----
+    // ---- single GPU, Algorithm 1 lines 11-16, with replicas of one function stacked last ----
 
     /** The lowest-scoring feasible GPU seen so far; ties go to the lower ordinal so decisions are repeatable. */
     private final class Best {
@@ -141,17 +154,20 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         }
     }
 
-    private int bestAmong(ClusterState state, Map<Integer, Integer> candidates, InstanceRequest req, boolean[] allowed) {
+    private int bestAmong(ClusterState state, Collection<Integer> candidates, InstanceRequest req, boolean[] allowed) {
         Best best = new Best(state, req, allowed);
-        candidates.keySet().forEach(best::consider);
+        candidates.forEach(best::consider);
         return best.gpu;
     }
 
-    private int bestActive(ClusterState state, InstanceRequest req, boolean[] allowed) {
+    /** The best active GPU that hosts none of {@code own}'s instances. */
+    private int bestActive(ClusterState state, InstanceRequest req, Map<Integer, Integer> own, boolean[] allowed) {
         Best best = new Best(state, req, allowed);
         ClusterState.OrdinalSet active = state.activeGpus();
         for (int i = 0; i < active.size(); i++) {
-            best.consider(active.get(i));
+            if (!own.containsKey(active.get(i))) {
+                best.consider(active.get(i));
+            }
         }
         return best.gpu;
     }
@@ -181,7 +197,8 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     // ---- several GPUs of one node ----
 
     private PlacementDecision.Placed onOneNode(ClusterState state, InstanceRequest req, boolean[] allowed) {
-        Map<Integer, Integer> affinity = state.gpusHosting(req.function());
+        Set<Integer> affinity = state.partnerGpus(req.function());
+        Map<Integer, Integer> own = state.gpusHosting(req.function());
         int[] chosen = new int[req.gpus()];
         int[] bestChoice = null;
         long bestCost = Long.MAX_VALUE;
@@ -203,7 +220,8 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                             || !fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
                         continue;
                     }
-                    int tier = !state.isActive(g) ? IDLE : affinity.containsKey(g) ? AFFINITY : ACTIVE;
+                    int tier = !state.isActive(g) ? IDLE : affinity.contains(g) ? AFFINITY
+                            : own.containsKey(g) ? STACKED : ACTIVE;
                     double s = score(state, g, req.requestMilli(), req.memoryMib());
                     if (tier < pickTier || (tier == pickTier && s < pickScore)) {
                         pick = g;

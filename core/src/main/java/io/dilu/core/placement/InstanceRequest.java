@@ -5,7 +5,8 @@ package io.dilu.core.placement;
  * ("milli-GPU", the unit of Ω and γ × 1000), memory per GPU in MiB.
  *
  * @param id unique instance identity (a pod UID in the cluster)
- * @param function the function it serves: instances of one function attract each other (workload affinity)
+ * @param function the function it serves: a later instance follows the functions its earlier ones sit beside
+ *     (workload affinity), and instances of one function share a GPU only when nothing else holds them
  * @param gpus GPUs it needs on one node (training workers, tensor-parallel models); each gets the shares below
  * @param requestMilli guaranteed SM share per GPU, 1..1000
  * @param limitMilli most SM share per GPU, requestMilli..1000

@@ -48,16 +48,52 @@ class ComplementaryPlacementTest {
         assertThat(state.activeGpuCount()).isEqualTo(2);
     }
 
+    /**
+     * The paper's example (§3.3, Principle 1): instance-1 of Func-b shares a GPU with one worker of training
+     * Func-a; the new instance-2 of Func-b goes beside Func-a's other worker — not beside Func-c, the better
+     * fit, and not onto its own replica's GPU — so both workers of Func-a have the same neighbour.
+     */
     @Test
-    void workloadAffinityComesBeforeABetterFit() {
+    void aFunctionsNextInstanceFollowsTheTrainingJobItsFirstSitsBeside() {
         ClusterState state = cluster(1, 4);
-        String fGpu = gpuOf(place(state, req("f-1", "f", 200, 300, 5)));
-        String gGpu = gpuOf(place(state, req("g-1", "g", 900, 1000, 5))); // new GPU: no room beside f-1? it fits
-        // g-1 went beside f-1 (Σreq 1.1 > Ω), so it opened a new GPU.
-        assertThat(gGpu).isNotEqualTo(fGpu);
-        place(state, req("h-1", "h", 50, 100, 5)); // fits both; best fit is g's fuller GPU
-        String second = gpuOf(place(state, req("f-2", "f", 50, 100, 5)));
-        assertThat(second).as("f-2 joins f-1 although g's GPU is the better fit").isEqualTo(fGpu);
+        PlacementDecision.Placed a = place(state, new InstanceRequest("a", "func-a", 2, 400, 1000, 10 * GB, false));
+        String worker1 = a.slots().get(0).gpuUuid();
+        String worker2 = a.slots().get(1).gpuUuid();
+        // Func-c cannot join a worker (Σlimit 1.9 > γ): a GPU of its own, fuller than either worker's.
+        String c = gpuOf(place(state, req("c", "func-c", 500, 900, 10)));
+        assertThat(c).isNotIn(worker1, worker2);
+        // Given, as in the paper: Func-b's instance-1 sits beside worker 1.
+        state.apply("b-1", "func-b", new PlacementDecision.Placed(a.node(),
+                List.of(new Slot(worker1, 200, 300, 5 * GB))));
+        String b2 = gpuOf(place(state, req("b-2", "func-b", 200, 300, 5)));
+        assertThat(b2).as("Func-b's instance-2 beside Func-a's worker 2").isEqualTo(worker2);
+    }
+
+    /** The local-cluster demo's mix: every worker of the training job gets an inference neighbour. */
+    @Test
+    void eachTrainingWorkerGetsAnInferenceNeighbour() {
+        ClusterState state = cluster(1, 4);
+        PlacementDecision.Placed train = place(state, new InstanceRequest("train", "gpt2-train", 2, 400, 800, 8 * GB, false));
+        for (String id : List.of("resnet50-1", "bert-1", "resnet50-2", "bert-2")) {
+            String fn = id.substring(0, id.indexOf('-'));
+            place(state, fn.equals("resnet50") ? req(id, fn, 300, 600, 4) : req(id, fn, 200, 400, 3));
+        }
+        for (Slot worker : train.slots()) {
+            assertThat(state.usage(worker.gpuUuid()).instances()).as("instances on %s", worker.gpuUuid()).isGreaterThan(1);
+        }
+    }
+
+    @Test
+    void replicasOfOneFunctionShareAGpuOnlyWhenNoOtherActiveGpuHoldsThem() {
+        ClusterState state = cluster(1, 4);
+        String f1 = gpuOf(place(state, req("f-1", "f", 600, 800, 5)));
+        String g1 = gpuOf(place(state, req("g-1", "g", 300, 800, 5))); // Σlimit 1.6 > γ beside f-1: a new GPU
+        assertThat(g1).isNotEqualTo(f1);
+        String f2 = gpuOf(place(state, req("f-2", "f", 100, 200, 5)));
+        assertThat(f2).as("beside g-1, although f-1's GPU is the better fit").isEqualTo(g1);
+        String f3 = gpuOf(place(state, req("f-3", "f", 100, 200, 5)));
+        assertThat(f3).as("every active GPU hosts f: stacked rather than a new GPU").isIn(f1, g1);
+        assertThat(state.activeGpuCount()).isEqualTo(2);
     }
 
     @Test
