@@ -219,9 +219,14 @@ public final class ColocationBench {
     }
 
     private List<String> command(Workload w, Path dir, int index) throws IOException {
+        return command(nativeDir, seconds, w, w instanceof Inference inf ? arrivals(inf, dir, index) : null);
+    }
+
+    /** The emulated workload's command line: emu-infer over an arrivals file, or emu-train for {@code seconds}. */
+    static List<String> command(Path nativeDir, int seconds, Workload w, Path arrivals) {
         return switch (w) {
             case Inference inf -> List.of(nativeDir.resolve("bin/emu-infer").toString(),
-                    "--arrivals", arrivals(inf, dir, index).toString(), "--batch", Integer.toString(inf.batch()),
+                    "--arrivals", arrivals.toString(), "--batch", Integer.toString(inf.batch()),
                     "--max-wait-ms", Double.toString(inf.maxWaitMs()), "--kernels", Integer.toString(inf.kernels()), "--blocks",
                     Integer.toString(inf.blocks()), "--block-us", Double.toString(inf.blockUs()));
             case Training t -> List.of(nativeDir.resolve("bin/emu-train").toString(), "--seconds",
@@ -233,17 +238,26 @@ public final class ColocationBench {
 
     /** Gamma inter-arrival times, seeded by the workload's position, so every mode serves the same requests. */
     private Path arrivals(Inference inf, Path dir, int index) throws IOException {
-        SplittableRandom random = new SplittableRandom(42 + index);
-        double shape = 1 / (inf.cv() * inf.cv());
-        double scale = 1 / (inf.rps() * shape);
         StringBuilder lines = new StringBuilder();
-        for (double t = GammaSampler.next(random, shape) * scale; t < seconds; t += GammaSampler.next(random, shape) * scale) {
+        for (double t : arrivalTimes(inf, seconds, 42 + index)) {
             lines.append(String.format(Locale.ROOT, "%.6f%n", t));
         }
         return Files.writeString(dir.resolve(inf.name() + "-arrivals.txt"), lines);
     }
 
-    private static double number(String text, String key) {
+    /** Request times (seconds from the start) with Gamma inter-arrival times of the function's rate and CV. */
+    static List<Double> arrivalTimes(Inference inf, int seconds, long seed) {
+        SplittableRandom random = new SplittableRandom(seed);
+        double shape = 1 / (inf.cv() * inf.cv());
+        double scale = 1 / (inf.rps() * shape);
+        List<Double> times = new ArrayList<>();
+        for (double t = GammaSampler.next(random, shape) * scale; t < seconds; t += GammaSampler.next(random, shape) * scale) {
+            times.add(t);
+        }
+        return times;
+    }
+
+    static double number(String text, String key) {
         Matcher m = Pattern.compile(key + "=([0-9.]+)").matcher(text);
         if (!m.find()) {
             throw new IllegalStateException("no " + key + " in: " + text);
