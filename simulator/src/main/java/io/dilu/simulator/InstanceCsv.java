@@ -62,20 +62,11 @@ public final class InstanceCsv {
                 continue;
             }
             List<String> rowProblems = new ArrayList<>();
-            String prefix = "line " + number + ": ";
-            InstanceType type = InstanceType.fromLabel(cells[0].strip()).orElse(null);
-            if (type == null) {
-                rowProblems.add(prefix + "type='" + cells[0].strip() + "' is not allowed: must be one of inference, llm-inference, training");
-            }
-            int gpus = (int) number(cells[1], "gpus", 1, 64, true, prefix, rowProblems);
-            double request = number(cells[2], "sm_request", 0.001, 1.0, false, prefix, rowProblems);
-            double limitLow = Double.isNaN(request) ? 0.001 : request;
-            double limit = number(cells[3], "sm_limit", limitLow, 1.0, false, prefix, rowProblems);
-            double memoryGb = number(cells[4], "memory_gb", 0.001, 1024, false, prefix, rowProblems);
             String function = withFunction && !cells[5].isBlank() ? cells[5].strip() : "row-" + number;
-            if (rowProblems.isEmpty()) {
-                out.add(new SimInstance("line" + number, function, type, gpus, request, limit,
-                        Math.max(1, Math.round(memoryGb * 1024))));
+            SimInstance instance = Cells.instance("line" + number, function, cells[0], cells[1], cells[2], cells[3],
+                    cells[4], "line " + number + ": ", rowProblems);
+            if (instance != null) {
+                out.add(instance);
             }
             problems.addAll(rowProblems);
         }
@@ -86,27 +77,5 @@ public final class InstanceCsv {
             throw new InvalidCsvException(List.of("no instances: the file has a header and no rows"));
         }
         return out;
-    }
-
-    private static double number(String cell, String field, double low, double high, boolean integer, String prefix,
-            List<String> problems) {
-        String text = cell.strip();
-        double value;
-        try {
-            value = integer ? Integer.parseInt(text) : Double.parseDouble(text);
-        } catch (NumberFormatException e) {
-            problems.add(prefix + field + "='" + text + "' is not " + (integer ? "an integer" : "a number"));
-            return Double.NaN;
-        }
-        if (!(value >= low && value <= high)) {
-            problems.add(prefix + field + "=" + text + " is not allowed: must be in " + format(low, integer) + ".."
-                    + format(high, integer) + ("sm_limit".equals(field) ? " (sm_request..1)" : ""));
-            return Double.NaN;
-        }
-        return value;
-    }
-
-    private static String format(double v, boolean integer) {
-        return integer ? Long.toString((long) v) : Double.toString(v);
     }
 }

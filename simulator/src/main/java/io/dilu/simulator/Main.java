@@ -9,6 +9,7 @@ import io.dilu.core.placement.PlacementPolicy;
 import io.dilu.core.placement.StaticQuotaPlacement;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -50,6 +51,18 @@ public final class Main implements Runnable {
                 description = "CSV of your own instances (header: " + InstanceCsv.HEADER + "[,function]); default: the paper's mix")
         Path instances;
 
+        @Option(names = "--events", paramLabel = "FILE", description = "Replay an event list (header: " + EventCsv.HEADER
+                + "; action start|stop) with Dilu and the baselines; reports active GPUs over time and the peak")
+        Path events;
+
+        @Option(names = "--generate-events", paramLabel = "FILE", description = "Write the paper's mix as a seeded "
+                + "event list (Poisson arrivals, exponential lifetimes by type; see --count, --seed) and exit")
+        Path generateEvents;
+
+        @Option(names = "--series", paramLabel = "FILE", description = "With --events: write active GPUs over time "
+                + "(time_s,policy,active_gpus) to FILE")
+        Path series;
+
         @Option(names = "--count", defaultValue = "3200", description = "Instances of the paper's mix (default ${DEFAULT-VALUE})")
         int count;
 
@@ -82,6 +95,32 @@ public final class Main implements Runnable {
             } catch (IllegalArgumentException e) {
                 err.println("--omega/--gamma: " + e.getMessage());
                 return 2;
+            }
+            ClusterShape eventShape = new ClusterShape(gpusPerNode, gpuMemoryGb * 1024L, gpuMemoryGb + "GB");
+            if (generateEvents != null) {
+                try (Writer w = Files.newBufferedWriter(generateEvents, StandardCharsets.UTF_8)) {
+                    EventCsv.write(w, EventGenerator.paperMix(count, seed));
+                }
+                out.printf("wrote %s: the paper's mix, %d instances, seed %d, as start and stop events%n", generateEvents,
+                        count, seed);
+                return 0;
+            }
+            if (events != null) {
+                List<EventCsv.Event> list;
+                try (var reader = Files.newBufferedReader(events, StandardCharsets.UTF_8)) {
+                    list = EventCsv.read(reader);
+                } catch (InstanceCsv.InvalidCsvException e) {
+                    err.println(events + ": " + e.problems().size() + " problem(s):");
+                    e.problems().forEach(p -> err.println("  " + p));
+                    return 2;
+                } catch (java.nio.file.NoSuchFileException e) {
+                    err.println(events + ": no such file");
+                    return 2;
+                }
+                try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
+                    EventReplay.run(out, events.toString(), list, eventShape, params, w);
+                }
+                return 0;
             }
             List<SimInstance> mix;
             String source;

@@ -38,9 +38,4 @@ public record InstanceRequest(
             throw new IllegalArgumentException("memoryMib must be at least 1, got " + memoryMib);
         }
     }
-
-    /** The same request with the limit raised to the request's level everywhere: static MPS-style quotas. */
-    public InstanceRequest atLimit() {
-        return new InstanceRequest(id, function, gpus, limitMilli, limitMilli, memoryMib, splittable);
-    }
 }
