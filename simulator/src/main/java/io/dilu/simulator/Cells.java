@@ -7,6 +7,23 @@ final class Cells {
 
     private Cells() {}
 
+    /** What a reader does with one data row: its 1-based line number and its cells. */
+    interface Row {
+        void read(int number, String[] cells);
+    }
+
+    /** Every row after the header, skipping blank lines and {@code #} comments, split on commas. */
+    static void rows(java.io.BufferedReader in, Row row) throws java.io.IOException {
+        String line;
+        int number = 1;
+        while ((line = in.readLine()) != null) {
+            number++;
+            if (!line.isBlank() && !line.startsWith("#")) {
+                row.read(number, line.split(",", -1));
+            }
+        }
+    }
+
     /** An instance from its type, GPU count, shares and memory cells, or null with the problems added. */
     static SimInstance instance(String id, String function, String type, String gpus, String request, String limit,
             String memoryGb, String prefix, List<String> problems) {

@@ -52,24 +52,17 @@ public final class EventCsv {
         List<Event> events = new ArrayList<>();
         Set<String> started = new HashSet<>();
         Set<String> stopped = new HashSet<>();
-        double lastTime = 0;
-        String line;
-        int number = 1;
-        while ((line = in.readLine()) != null) {
-            number++;
-            if (line.isBlank() || line.startsWith("#")) {
-                continue;
-            }
+        double[] lastTime = {0};
+        Cells.rows(in, (number, cells) -> {
             String prefix = "line " + number + ": ";
-            String[] cells = line.split(",", -1);
             if (cells.length != 9) {
                 problems.add(prefix + cells.length + " columns, expected 9 (" + HEADER + ")");
-                continue;
+                return;
             }
             List<String> row = new ArrayList<>();
             double time = Cells.number(cells[0], "time_s", 0, 1e9, false, prefix, row);
-            if (!Double.isNaN(time) && time < lastTime) {
-                row.add(prefix + "time_s=" + cells[0].strip() + " is earlier than the row before (" + lastTime
+            if (!Double.isNaN(time) && time < lastTime[0]) {
+                row.add(prefix + "time_s=" + cells[0].strip() + " is earlier than the row before (" + lastTime[0]
                         + "): rows must be in time order");
             }
             String action = cells[1].strip();
@@ -101,10 +94,10 @@ public final class EventCsv {
                 default -> row.add(prefix + "action='" + action + "' is not allowed: must be start or stop");
             }
             if (row.isEmpty()) {
-                lastTime = time;
+                lastTime[0] = time;
             }
             problems.addAll(row);
-        }
+        });
         if (!problems.isEmpty()) {
             throw new InstanceCsv.InvalidCsvException(problems);
         }

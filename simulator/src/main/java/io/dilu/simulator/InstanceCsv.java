@@ -1,8 +1,8 @@
 package io.dilu.simulator;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.Reader;
-import java.io.BufferedReader;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -48,28 +48,19 @@ public final class InstanceCsv {
                     + " (optionally followed by ,function)"));
         }
         List<SimInstance> out = new ArrayList<>();
-        String line;
-        int number = 1;
-        while ((line = in.readLine()) != null) {
-            number++;
-            if (line.isBlank() || line.startsWith("#")) {
-                continue;
-            }
-            String[] cells = line.split(",", -1);
-            int expected = withFunction ? 6 : 5;
+        int expected = withFunction ? 6 : 5;
+        Cells.rows(in, (number, cells) -> {
             if (cells.length != expected) {
                 problems.add("line " + number + ": " + cells.length + " columns, expected " + expected);
-                continue;
+                return;
             }
-            List<String> rowProblems = new ArrayList<>();
             String function = withFunction && !cells[5].isBlank() ? cells[5].strip() : "row-" + number;
             SimInstance instance = Cells.instance("line" + number, function, cells[0], cells[1], cells[2], cells[3],
-                    cells[4], "line " + number + ": ", rowProblems);
+                    cells[4], "line " + number + ": ", problems);
             if (instance != null) {
                 out.add(instance);
             }
-            problems.addAll(rowProblems);
-        }
+        });
         if (!problems.isEmpty()) {
             throw new InvalidCsvException(problems);
         }

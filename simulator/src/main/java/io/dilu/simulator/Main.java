@@ -106,15 +106,8 @@ public final class Main implements Runnable {
                 return 0;
             }
             if (events != null) {
-                List<EventCsv.Event> list;
-                try (var reader = Files.newBufferedReader(events, StandardCharsets.UTF_8)) {
-                    list = EventCsv.read(reader);
-                } catch (InstanceCsv.InvalidCsvException e) {
-                    err.println(events + ": " + e.problems().size() + " problem(s):");
-                    e.problems().forEach(p -> err.println("  " + p));
-                    return 2;
-                } catch (java.nio.file.NoSuchFileException e) {
-                    err.println(events + ": no such file");
+                List<EventCsv.Event> list = readCsv(events, EventCsv::read, err);
+                if (list == null) {
                     return 2;
                 }
                 try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
@@ -125,14 +118,8 @@ public final class Main implements Runnable {
             List<SimInstance> mix;
             String source;
             if (instances != null) {
-                try (var reader = Files.newBufferedReader(instances, StandardCharsets.UTF_8)) {
-                    mix = InstanceCsv.read(reader);
-                } catch (InstanceCsv.InvalidCsvException e) {
-                    err.println(instances + ": " + e.problems().size() + " problem(s):");
-                    e.problems().forEach(p -> err.println("  " + p));
-                    return 2;
-                } catch (java.nio.file.NoSuchFileException e) {
-                    err.println(instances + ": no such file");
+                mix = readCsv(instances, InstanceCsv::read, err);
+                if (mix == null) {
                     return 2;
                 }
                 source = instances.toString();
@@ -162,6 +149,24 @@ public final class Main implements Runnable {
             }
             return 0;
         }
+    }
+
+    /** A CSV reader of this simulator: every bad row is one problem naming its line. */
+    interface CsvReader<T> {
+        T read(java.io.Reader source) throws IOException, InstanceCsv.InvalidCsvException;
+    }
+
+    /** The file read by {@code reader}, or null after printing why not (each problem, or no such file). */
+    static <T> T readCsv(Path file, CsvReader<T> reader, PrintWriter err) throws IOException {
+        try (var in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            return reader.read(in);
+        } catch (InstanceCsv.InvalidCsvException e) {
+            err.println(file + ": " + e.problems().size() + " problem(s):");
+            e.problems().forEach(p -> err.println("  " + p));
+        } catch (java.nio.file.NoSuchFileException e) {
+            err.println(file + ": no such file");
+        }
+        return null;
     }
 
     @Command(name = "bench", mixinStandardHelpOptions = true, description = "Run a benchmark; each ends with a BENCH line.",
