@@ -286,33 +286,36 @@ public final class ClusterState {
     }
 
     /**
-     * The GPUs of {@code function}'s partners that do not host {@code function} itself: a partner is another
-     * function sharing a GPU with one of its instances (a training job its earlier instance sits beside), and
-     * its other GPUs are where the paper's workload affinity sends the next instance (§3.3, Principle 1), so
-     * that every worker of that job has the same neighbour.
+     * {@code function}'s partners: the other functions sharing a GPU with one of its instances (a training job
+     * its earlier instance sits beside). The other GPUs of a partner are where the paper's workload affinity
+     * sends the function's next instance (§3.3, Principle 1), so that every worker of that job has the same
+     * neighbour.
      */
-    Set<Integer> partnerGpus(String function) {
+    Set<String> partners(String function) {
         Map<Integer, Integer> own = gpusHosting(function);
         if (own.isEmpty()) {
             return Set.of();
         }
         Set<String> partners = new HashSet<>();
         for (int g : own.keySet()) {
-            for (String f : gpuFunctions[g].keySet()) {
-                if (!f.equals(function)) {
-                    partners.add(f);
-                }
+            partners.addAll(gpuFunctions[g].keySet());
+        }
+        partners.remove(function);
+        return partners;
+    }
+
+    /** Whether GPU {@code g} hosts an instance of any of {@code functions}. */
+    boolean hostsAny(int g, Set<String> functions) {
+        Map<String, Integer> residents = gpuFunctions[g];
+        if (residents == null || functions.isEmpty()) {
+            return false;
+        }
+        for (String f : residents.keySet()) {
+            if (functions.contains(f)) {
+                return true;
             }
         }
-        Set<Integer> gpus = new HashSet<>();
-        for (String partner : partners) {
-            for (int g : gpusHosting(partner).keySet()) {
-                if (!own.containsKey(g)) {
-                    gpus.add(g);
-                }
-            }
-        }
-        return gpus;
+        return false;
     }
 
     // ---- reads, public ----

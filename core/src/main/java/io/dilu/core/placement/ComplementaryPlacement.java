@@ -103,7 +103,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
             boolean[] allowed) {
         if (!largerThanAnyGpu) {
             Map<Integer, Integer> own = state.gpusHosting(req.function());
-            int g = bestAmong(state, state.partnerGpus(req.function()), req, allowed);
+            int g = bestBesidePartners(state, req, own, allowed);
             if (g < 0) {
                 g = bestActive(state, req, own, allowed);
             }
@@ -160,6 +160,19 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return best.gpu;
     }
 
+    /** The best GPU of the function's partners that does not host the function itself (G_WA). */
+    private int bestBesidePartners(ClusterState state, InstanceRequest req, Map<Integer, Integer> own, boolean[] allowed) {
+        Best best = new Best(state, req, allowed);
+        for (String partner : state.partners(req.function())) {
+            for (int g : state.gpusHosting(partner).keySet()) {
+                if (!own.containsKey(g)) {
+                    best.consider(g);
+                }
+            }
+        }
+        return best.gpu;
+    }
+
     /** The best active GPU that hosts none of {@code own}'s instances. */
     private int bestActive(ClusterState state, InstanceRequest req, Map<Integer, Integer> own, boolean[] allowed) {
         Best best = new Best(state, req, allowed);
@@ -197,7 +210,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     // ---- several GPUs of one node ----
 
     private PlacementDecision.Placed onOneNode(ClusterState state, InstanceRequest req, boolean[] allowed) {
-        Set<Integer> affinity = state.partnerGpus(req.function());
+        Set<String> partners = state.partners(req.function());
         Map<Integer, Integer> own = state.gpusHosting(req.function());
         int[] chosen = new int[req.gpus()];
         int[] bestChoice = null;
@@ -220,8 +233,8 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                             || !fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
                         continue;
                     }
-                    int tier = !state.isActive(g) ? IDLE : affinity.contains(g) ? AFFINITY
-                            : own.containsKey(g) ? STACKED : ACTIVE;
+                    int tier = !state.isActive(g) ? IDLE : own.containsKey(g) ? STACKED
+                            : state.hostsAny(g, partners) ? AFFINITY : ACTIVE;
                     double s = score(state, g, req.requestMilli(), req.memoryMib());
                     if (tier < pickTier || (tier == pickTier && s < pickScore)) {
                         pick = g;
