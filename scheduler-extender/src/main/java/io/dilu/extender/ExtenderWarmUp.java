@@ -3,6 +3,7 @@ package io.dilu.extender;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.dilu.extender.api.ExtenderArgs;
 import io.dilu.extender.api.ExtenderFilterResult;
+import io.dilu.extender.api.HostPriority;
 import io.dilu.kube.PodShares;
 import io.quarkus.runtime.StartupEvent;
 import jakarta.enterprise.context.ApplicationScoped;
@@ -48,7 +49,7 @@ public class ExtenderWarmUp {
                 args.podRef();
                 PodShares.of(args.pod());
                 json.writeValueAsString(new ExtenderFilterResult(args.candidates(), Map.of(), null));
-                json.writeValueAsString(List.of());
+                json.writeValueAsString(List.of(new HostPriority("node-a", HostPriority.MAX_SCORE)));
             }
         } catch (IOException e) {
             throw new UncheckedIOException("the warm-up request no longer reads: " + e.getMessage(), e);

@@ -10,7 +10,8 @@ import io.dilu.core.placement.StaticQuotaPlacement;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
-import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -30,7 +31,7 @@ final class EventReplay {
         List<SimInstance> started = events.stream().filter(e -> e instanceof EventCsv.Start)
                 .map(e -> ((EventCsv.Start) e).asked()).toList();
         List<NodeInventory> nodes = shape.nodesFor(started);
-        Map<String, Supplier<PlacementPolicy>> policies = new java.util.LinkedHashMap<>();
+        Map<String, Supplier<PlacementPolicy>> policies = new LinkedHashMap<>();
         policies.put("dilu", () -> new ComplementaryPlacement(params));
         policies.put("exclusive", ExclusivePlacement::new);
         policies.put("static-limit", () -> new StaticQuotaPlacement(params));
@@ -39,44 +40,45 @@ final class EventReplay {
         out.printf(Locale.ROOT, "Replaying %s: %d instances, %d events over %.0f s, on nodes of %d GPUs × %d GB%n%n", source,
                 started.size(), events.size(), events.getLast().timeS() - events.getFirst().timeS(), shape.gpusPerNode(),
                 shape.gpuMemoryMib() / 1024);
-        // The replay's own time, for Dilu: one warm-up pass, then the median of five.
-        for (int i = 0; i < 2; i++) {
-            EventSimulation.run(policies.get("dilu").get(), nodes, events);
-        }
-        double[] times = new double[5];
+        // The replay's own time, for Dilu: two warm-up passes, then the median of five; the last is its result.
+        EventSimulation.Result dilu = null;
+        double[] times = new double[7];
         for (int i = 0; i < times.length; i++) {
             long t0 = System.nanoTime();
-            EventSimulation.run(policies.get("dilu").get(), nodes, events);
+            dilu = EventSimulation.run(policies.get("dilu").get(), nodes, events);
             times[i] = (System.nanoTime() - t0) / 1e9;
         }
-        java.util.Arrays.sort(times);
+        double[] timed = Arrays.copyOfRange(times, 2, times.length);
+        Arrays.sort(timed);
         out.printf("%-15s %6s %8s %9s %12s %12s %9s%n", "policy", "peak", "at s", "mean", "SM frag@peak", "mem frag@peak",
                 "unplaced");
-        List<EventSimulation.Result> results = new ArrayList<>();
+        Map<String, EventSimulation.Result> results = new LinkedHashMap<>();
         for (var p : policies.entrySet()) {
-            EventSimulation.Result r = EventSimulation.run(p.getValue().get(), nodes, events);
-            results.add(r);
+            EventSimulation.Result r = p.getKey().equals("dilu") ? dilu : EventSimulation.run(p.getValue().get(), nodes, events);
+            results.put(p.getKey(), r);
             out.printf(Locale.ROOT, "%-15s %6d %8.0f %9.1f %11.1f%% %12.1f%% %9d%n", p.getKey(), r.peakGpus(),
                     r.peakTimeS(), r.meanGpus(), 100 * r.smFragmentationAtPeak(), 100 * r.memoryFragmentationAtPeak(),
                     r.unplaced());
         }
-        EventSimulation.Result dilu = results.getFirst();
-        for (EventSimulation.Result r : results.subList(1, results.size())) {
-            out.printf(Locale.ROOT, "  dilu's peak is %.1f%% below %s's%n", 100.0 * (r.peakGpus() - dilu.peakGpus()) / r.peakGpus(),
-                    r.policy());
+        for (EventSimulation.Result r : results.values()) {
+            if (r != dilu) {
+                out.printf(Locale.ROOT, "  dilu's peak is %.1f%% below %s's%n",
+                        100.0 * (r.peakGpus() - dilu.peakGpus()) / r.peakGpus(), r.policy());
+            }
         }
         if (series != null) {
             series.write("time_s,policy,active_gpus\n");
-            for (EventSimulation.Result r : results) {
+            for (EventSimulation.Result r : results.values()) {
                 for (EventSimulation.Point point : r.series()) {
                     series.write(String.format(Locale.ROOT, "%.3f,%s,%d%n", point.timeS(), r.policy(), point.activeGpus()));
                 }
             }
         }
         out.printf(Locale.ROOT, "BENCH events instances=%d seconds=%.4f peak_dilu=%d peak_exclusive=%d peak_static_limit=%d "
-                + "peak_static_request=%d peak_bestfit=%d%n", started.size(), times[times.length / 2], dilu.peakGpus(),
-                results.get(1).peakGpus(), results.get(2).peakGpus(), results.get(3).peakGpus(), results.get(4).peakGpus());
+                + "peak_static_request=%d peak_bestfit=%d%n", started.size(), timed[timed.length / 2], dilu.peakGpus(),
+                results.get("exclusive").peakGpus(), results.get("static-limit").peakGpus(),
+                results.get("static-request").peakGpus(), results.get("bestfit").peakGpus());
         out.flush();
-        return results;
+        return List.copyOf(results.values());
     }
 }

@@ -96,7 +96,7 @@ public final class Main implements Runnable {
                 err.println("--omega/--gamma: " + e.getMessage());
                 return 2;
             }
-            ClusterShape eventShape = new ClusterShape(gpusPerNode, gpuMemoryGb * 1024L, gpuMemoryGb + "GB");
+            ClusterShape shape = new ClusterShape(gpusPerNode, gpuMemoryGb * 1024L, gpuMemoryGb + "GB");
             if (generateEvents != null) {
                 try (Writer w = Files.newBufferedWriter(generateEvents, StandardCharsets.UTF_8)) {
                     EventCsv.write(w, EventGenerator.paperMix(count, seed));
@@ -111,7 +111,7 @@ public final class Main implements Runnable {
                     return 2;
                 }
                 try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
-                    EventReplay.run(out, events.toString(), list, eventShape, params, w);
+                    EventReplay.run(out, events.toString(), list, shape, params, w);
                 }
                 return 0;
             }
@@ -127,7 +127,6 @@ public final class Main implements Runnable {
                 mix = PaperMix.generate(count, seed);
                 source = "the paper's mix, " + count + " instances, seed " + seed;
             }
-            ClusterShape shape = new ClusterShape(gpusPerNode, gpuMemoryGb * 1024L, gpuMemoryGb + "GB");
             List<NodeInventory> nodes = shape.nodesFor(mix);
             List<InstanceRequest> requests = mix.stream().map(SimInstance::toRequest).toList();
             out.printf("Placing %s on nodes of %d GPUs × %d GB (Ω = %.2f, γ = %.2f)%n%n", source, gpusPerNode,

@@ -217,30 +217,24 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
             if (k < req.gpus()) {
                 continue;
             }
-            refresh(state, n);
+            int[] free = new int[k];
+            boolean[] fits = new boolean[k];
             int fitting = 0;
             boolean memoryBinds = false;
             for (int i = 0; i < k; i++) {
-                if (1000 - state.requestSum(first + i) >= req.requestMilli()) {
-                    if (state.freeMemory(first + i) >= req.memoryMib()) {
-                        fitting++;
-                    } else {
-                        memoryBinds = true;
-                    }
-                }
+                free[i] = Math.max(0, 1000 - state.requestSum(first + i));
+                boolean roomy = free[i] >= req.requestMilli();
+                fits[i] = roomy && state.freeMemory(first + i) >= req.memoryMib();
+                fitting += fits[i] ? 1 : 0;
+                memoryBinds |= roomy && !fits[i];
             }
             if (fitting < req.gpus()) {
                 continue;
             }
+            refresh(state, n);
             // Nodes alike in free shares score alike, unless memory rules out a GPU: the lowest node stands for all.
             if (!memoryBinds && !seen.add(cachedKey[n])) {
                 continue;
-            }
-            int[] free = new int[k];
-            boolean[] fits = new boolean[k];
-            for (int i = 0; i < k; i++) {
-                free[i] = Math.max(0, 1000 - state.requestSum(first + i));
-                fits[i] = free[i] >= req.requestMilli() && state.freeMemory(first + i) >= req.memoryMib();
             }
             double before = cachedExpected[n];
             if (sharing) {

@@ -21,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -166,7 +167,7 @@ public final class AffinityBench {
     }
 
     private static String describe(List<Placed> layout) {
-        Map<Integer, List<String>> byGpu = new java.util.TreeMap<>();
+        Map<Integer, List<String>> byGpu = new TreeMap<>();
         layout.forEach(p -> byGpu.computeIfAbsent(p.gpu(), g -> new ArrayList<>()).add(p.name()));
         return byGpu.toString();
     }
@@ -179,9 +180,11 @@ public final class AffinityBench {
         int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 20;
         AffinityBench bench = new AffinityBench(Path.of(args[0]), seconds);
         System.out.printf(Locale.ROOT, "EMULATED GPUs (4 × 108 SMs), %d s per layout, node agent defaults%n", seconds);
+        Map<String, List<Placed>> layouts = new LinkedHashMap<>();
+        layouts.put("stacked", stacked());
+        layouts.put("paper", paper());
         Map<String, Outcome> outcomes = new LinkedHashMap<>();
-        for (var layout : Map.of("stacked", stacked(), "paper", paper()).entrySet().stream()
-                .sorted(Map.Entry.comparingByKey(java.util.Comparator.reverseOrder())).toList()) {
+        for (var layout : layouts.entrySet()) {
             Outcome o = bench.run(layout.getKey(), layout.getValue());
             outcomes.put(layout.getKey(), o);
             System.out.printf(Locale.ROOT, "  %-8s GPUs %s: p95 ms %s, iteration ms %s%n", layout.getKey(),
