@@ -30,7 +30,6 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
-import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.jboss.logging.Logger;
@@ -78,16 +77,15 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     private final List<GpuDevice> gpus;
     private final TokenManager tokens;
     private final InstantSource clock;
-    private final Supplier<Collection<PodView>> pods;
+    private final NodePods pods;
     private final Map<String, Allocation> byId = new LinkedHashMap<>();
     private final Map<String, Tenant> tenants = new HashMap<>();
     private final Map<String, Path> dirs = new HashMap<>();
 
     /**
-     * @param pods the pods on this node as last seen from the API server (empty when it is unreachable)
+     * @param pods the pods on this node, to guess which container an Allocate is for
      */
-    public Allocations(Paths config, List<GpuDevice> gpus, TokenManager tokens, InstantSource clock,
-            Supplier<Collection<PodView>> pods) {
+    public Allocations(Paths config, List<GpuDevice> gpus, TokenManager tokens, InstantSource clock, NodePods pods) {
         this.config = config;
         this.gpus = List.copyOf(gpus);
         this.tokens = tokens;
@@ -153,12 +151,29 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 a.klcThreshold());
     }
 
+    /**
+     * Creates the share. The owner is guessed from the watch's pods, or, when none of them can be the one
+     * being admitted (the watch lags on a loaded node), from the API server read outside the lock.
+     */
     @Override
-    public synchronized ContainerAllocateResponse allocate(GpuDevice gpu, List<String> deviceIds) {
+    public ContainerAllocateResponse allocate(GpuDevice gpu, List<String> deviceIds) {
+        int smPercent = deviceIds.size();
+        Optional<PodMatcher.Candidate> guess = guessOwner(pods.seen(), gpu, smPercent);
+        if (guess.isEmpty()) {
+            guess = guessOwner(pods.read(), gpu, smPercent);
+        }
+        return create(gpu, deviceIds, guess);
+    }
+
+    private synchronized Optional<PodMatcher.Candidate> guessOwner(Collection<PodView> pods, GpuDevice gpu, int smPercent) {
+        return PodMatcher.forAllocate(pods, owned(), gpu.uuid(), smPercent);
+    }
+
+    private synchronized ContainerAllocateResponse create(GpuDevice gpu, List<String> deviceIds,
+            Optional<PodMatcher.Candidate> guess) {
         int smPercent = deviceIds.size();
         String id = UUID.randomUUID().toString();
         Path dir = config.controlRoot().resolve(gpu.uuid() + "_" + smPercent + "_" + id);
-        Optional<PodMatcher.Candidate> guess = PodMatcher.forAllocate(pods.get(), owned(), gpu.uuid(), smPercent);
         Allocation a = new Allocation(id, gpu.uuid(), Set.copyOf(deviceIds), clock.instant(), Optional.empty(),
                 Allocation.ShareQuota.defaults(smPercent), Optional.empty());
         if (guess.isPresent()) {
@@ -209,9 +224,15 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 .putEnvs("DILU_EMU_SMS", Integer.toString(gpu.smCount()));
     }
 
+    /** The scheduler's GPU for the container being admitted, from the watch's pods or else the API server's. */
     @Override
-    public synchronized Optional<String> preferredGpu(int size, Map<String, Integer> available) {
-        return PodMatcher.preferredGpu(pods.get(), owned(), size, available);
+    public Optional<String> preferredGpu(int size, Map<String, Integer> available) {
+        Optional<String> gpu = preferredGpu(pods.seen(), size, available);
+        return gpu.isPresent() ? gpu : preferredGpu(pods.read(), size, available);
+    }
+
+    private synchronized Optional<String> preferredGpu(Collection<PodView> pods, int size, Map<String, Integer> available) {
+        return PodMatcher.preferredGpu(pods, owned(), size, available);
     }
 
     private Set<ContainerRef> owned() {

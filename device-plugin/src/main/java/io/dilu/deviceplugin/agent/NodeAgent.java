@@ -48,7 +48,7 @@ public class NodeAgent {
     private TokenManager tokens;
     private DevicePluginEndpoint endpoint;
     private Allocations allocations;
-    private volatile PodIdentity identity;
+    private PodIdentity identity;
     private volatile double[] estimatedBusy = new double[0];
     private PodResourcesClient kubelet;
     private List<GpuDevice> gpus = List.of();
@@ -74,14 +74,16 @@ public class NodeAgent {
                         "no GPUs: NVML is not available and dilu.agent.emulated-gpus is not set"));
         gpus = inventory.gpus();
         tokens = new TokenManager(tokenParameters(config, gpus), config.refillSteps(), InstantSource.system(), 4096);
-        allocations = new Allocations(Allocations.Paths.of(config), gpus, tokens, InstantSource.system(),
-                () -> identity == null ? List.of() : identity.pods());
-        int recovered = allocations.recover();
         if (config.matchPods()) {
             kubelet = new PodResourcesClient(config.podResourcesSocket(), Duration.ofSeconds(2));
-            identity = new PodIdentity(kubernetes, config.nodeName(), allocations, kubelet, InstantSource.system(),
+            identity = new PodIdentity(kubernetes, config.nodeName(), kubelet, InstantSource.system(),
                     config.releaseGrace(), metrics);
             identity.start();
+        }
+        allocations = new Allocations(Allocations.Paths.of(config), gpus, tokens, InstantSource.system(),
+                identity != null ? identity : List::of);
+        int recovered = allocations.recover();
+        if (identity != null) {
             long every = config.reconcileInterval().toMillis();
             refresher.scheduleWithFixedDelay(this::reconcile, every, every, TimeUnit.MILLISECONDS);
         }
@@ -110,7 +112,7 @@ public class NodeAgent {
 
     private void reconcile() {
         try {
-            identity.reconcile();
+            identity.reconcile(allocations);
         } catch (RuntimeException e) {
             LOG.errorf(e, "matching shares to pods failed; the next round retries");
         }

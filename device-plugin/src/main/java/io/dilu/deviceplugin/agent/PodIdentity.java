@@ -30,12 +30,12 @@ import org.jboss.logging.Logger;
  * kubelet does not answer, nothing changes; when the API server does not, shares keep their quotas and the
  * annotations wait.
  */
-public final class PodIdentity implements AutoCloseable {
+public final class PodIdentity implements NodePods, AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(PodIdentity.class);
 
     private final KubernetesClient kubernetes;
-    private final Allocations allocations;
+    private final String nodeName;
     private final PodResourcesClient kubelet;
     private final InstantSource clock;
     private final Duration grace;
@@ -46,10 +46,10 @@ public final class PodIdentity implements AutoCloseable {
     private final Counter guessCorrected;
     private final Counter kubeletFailures;
 
-    public PodIdentity(KubernetesClient kubernetes, String nodeName, Allocations allocations, PodResourcesClient kubelet,
+    public PodIdentity(KubernetesClient kubernetes, String nodeName, PodResourcesClient kubelet,
             InstantSource clock, Duration grace, MeterRegistry metrics) {
         this.kubernetes = kubernetes;
-        this.allocations = allocations;
+        this.nodeName = nodeName;
         this.kubelet = kubelet;
         this.clock = clock;
         this.grace = grace;
@@ -86,16 +86,30 @@ public final class PodIdentity implements AutoCloseable {
         }
     }
 
-    /** The pods of this node as last seen. */
-    public Collection<PodView> pods() {
-        return informer.getStore().list().stream().map(p -> {
+    @Override
+    public Collection<PodView> seen() {
+        return views(informer.getStore().list());
+    }
+
+    @Override
+    public Collection<PodView> read() {
+        try {
+            return views(kubernetes.pods().inAnyNamespace().withField("spec.nodeName", nodeName).list().getItems());
+        } catch (KubernetesClientException e) {
+            LOG.debugf("cannot read the pods of node %s, using the watch's: %s", nodeName, e.getMessage());
+            return seen();
+        }
+    }
+
+    private List<PodView> views(List<Pod> pods) {
+        return pods.stream().map(p -> {
             Namespace ns = namespaces.getStore().getByKey(p.getMetadata().getNamespace());
             return PodViews.of(p, ns == null ? null : ns.getMetadata().getLabels());
         }).toList();
     }
 
-    /** One round: read the kubelet, decide, apply. Safe to call from one thread at a time. */
-    public void reconcile() {
+    /** One round: read the kubelet, decide, apply to {@code allocations}. Safe to call from one thread at a time. */
+    public void reconcile(Allocations allocations) {
         Map<ContainerRef, java.util.Set<String>> listing;
         try {
             listing = kubelet.list(DiluNames.GPU_SM);
@@ -104,7 +118,7 @@ public final class PodIdentity implements AutoCloseable {
             LOG.debugf("PodResources List failed, changing nothing: %s", e.getStatus());
             return;
         }
-        Map<ContainerRef.PodKey, PodView> pods = pods().stream()
+        Map<ContainerRef.PodKey, PodView> pods = seen().stream()
                 .collect(Collectors.toMap(PodView::key, Function.identity(), (a, b) -> a));
         List<Reconciler.Change> plan = Reconciler.plan(allocations.all().values(), listing, pods, clock.instant(), grace);
         allocations.apply(plan);

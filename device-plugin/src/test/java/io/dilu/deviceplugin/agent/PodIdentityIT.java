@@ -65,8 +65,12 @@ class PodIdentityIT {
     }
 
     static Pod pod(String name, Map<String, String> annotations, int... sm) {
+        return podOn(NODE, name, annotations, sm);
+    }
+
+    static Pod podOn(String node, String name, Map<String, String> annotations, int... sm) {
         PodBuilder b = new PodBuilder().withNewMetadata().withName(name).withNamespace(NS).withAnnotations(annotations)
-                .endMetadata().withNewSpec().withNodeName(NODE).withAutomountServiceAccountToken(false).endSpec();
+                .endMetadata().withNewSpec().withNodeName(node).withAutomountServiceAccountToken(false).endSpec();
         for (int i = 0; i < sm.length; i++) {
             Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm[i])));
             b.editSpec().addNewContainer().withName("c" + i).withImage("registry.local/fn:1")
@@ -107,12 +111,11 @@ class PodIdentityIT {
         try (TokenManager tokens = new TokenManager(2, TokenParameters.DEFAULTS, 1, clock, 16);
                 FakePodResources kubelet = new FakePodResources(socket);
                 PodResourcesClient podResources = new PodResourcesClient(socket, Duration.ofSeconds(2))) {
-            PodIdentity[] identity = new PodIdentity[1];
-            Allocations allocations = new Allocations(paths, gpus, tokens, clock, () -> identity[0].pods());
-            identity[0] = new PodIdentity(client, NODE, allocations, podResources, clock, Duration.ofSeconds(30), metrics);
-            identity[0].start();
-            await().atMost(Duration.ofSeconds(20)).until(() -> identity[0].pods().size() == 3
-                    && identity[0].pods().stream().allMatch(PodView::sloRight));
+            PodIdentity identity = new PodIdentity(client, NODE, podResources, clock, Duration.ofSeconds(30), metrics);
+            Allocations allocations = new Allocations(paths, gpus, tokens, clock, identity);
+            identity.start();
+            await().atMost(Duration.ofSeconds(20)).until(() -> identity.seen().size() == 3
+                    && identity.seen().stream().allMatch(PodView::sloRight));
 
             // The kubelet asks where to take 30 percent from: the GPU the scheduler gave the pod being admitted.
             Map<String, Integer> free = Map.of(gpu0.uuid(), 100, gpu1.uuid(), 100);
@@ -137,14 +140,14 @@ class PodIdentityIT {
             kubelet.put(new ContainerRef(NS, "infer", "c0"), ids(gpu1, 0, 30));
             kubelet.put(new ContainerRef(NS, "train", "c0"), ids(gpu1, 30, 40));
             kubelet.put(new ContainerRef(NS, "plain", "c0"), ids(gpu0, 0, 10));
-            identity[0].reconcile();
+            identity.reconcile(allocations);
             assertThat(assignment("train")).as("the node is the truth").isEqualTo(gpu1.uuid());
             assertThat(assignment("plain")).as("a pod placed without Dilu's scheduler is annotated").isEqualTo(gpu0.uuid());
             assertThat(assignment("infer")).isEqualTo(gpu1.uuid());
             assertThat(counter(metrics, "annotation-different")).isEqualTo(1);
             assertThat(counter(metrics, "annotation-missing")).isEqualTo(1);
             await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
-                identity[0].reconcile();
+                identity.reconcile(allocations);
                 assertThat(counter(metrics, "annotation-different")).as("corrected once, not every round").isEqualTo(1);
             });
 
@@ -152,13 +155,13 @@ class PodIdentityIT {
             // listing puts each quota where it belongs.
             pod("a", Map.of(DiluNames.ASSIGNED_GPUS, gpu0.uuid(), DiluNames.SM_LIMIT, "25"), 20);
             pod("b", Map.of(DiluNames.ASSIGNED_GPUS, gpu0.uuid(), DiluNames.SM_LIMIT, "80", DiluNames.PRIORITY, "slo"), 20);
-            await().atMost(Duration.ofSeconds(20)).until(() -> identity[0].pods().size() == 5);
+            await().atMost(Duration.ofSeconds(20)).until(() -> identity.seen().size() == 5);
             String first = allocations.allocate(gpu0, ids(gpu0, 10, 20)).getEnvsOrThrow("DILU_ALLOCATION");
             String second = allocations.allocate(gpu0, ids(gpu0, 30, 20)).getEnvsOrThrow("DILU_ALLOCATION");
             assertThat(allocations.all().get(first).owner()).contains(new ContainerRef(NS, "a", "c0"));
             kubelet.put(new ContainerRef(NS, "b", "c0"), ids(gpu0, 10, 20));
             kubelet.put(new ContainerRef(NS, "a", "c0"), ids(gpu0, 30, 20));
-            identity[0].reconcile();
+            identity.reconcile(allocations);
             assertThat(allocations.all().get(first).owner()).contains(new ContainerRef(NS, "b", "c0"));
             assertThat(allocations.all().get(first).smLimit()).isEqualTo(80);
             assertThat(allocations.tenants().get(first).sloSensitive()).isTrue();
@@ -177,14 +180,14 @@ class PodIdentityIT {
             client.pods().inNamespace(NS).withName("infer").delete();
             kubelet.remove(new ContainerRef(NS, "infer", "c0"));
             Path inferDir = paths.controlRoot().resolve(gpu1.uuid() + "_30_" + inferId);
-            identity[0].reconcile();
+            identity.reconcile(allocations);
             clock.advance(Duration.ofSeconds(29));
-            identity[0].reconcile();
+            identity.reconcile(allocations);
             assertThat(allocations.all()).containsKey(inferId);
             assertThat(inferDir).exists();
             kubelet.close();
             clock.advance(Duration.ofMinutes(5));
-            identity[0].reconcile();
+            identity.reconcile(allocations);
             assertThat(allocations.all()).as("nothing released while the kubelet does not answer").hasSize(5);
             assertThat(metrics.get("dilu_podresources_failures_total").counter().count()).isEqualTo(1);
 
@@ -196,7 +199,7 @@ class PodIdentityIT {
                 still.put(new ContainerRef(NS, "a", "c0"), ids(gpu0, 30, 20));
                 still.forEach(back::put);
                 await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
-                    identity[0].reconcile();
+                    identity.reconcile(allocations);
                     assertThat(allocations.all()).doesNotContainKey(inferId).hasSize(4);
                 });
                 assertThat(inferDir).doesNotExist();
@@ -204,7 +207,42 @@ class PodIdentityIT {
                 assertThat(allocations.all().get(trainId).priority()).isEqualTo(Priority.BEST_EFFORT);
                 assertThat(allocations.all().get(plainId).owner()).contains(new ContainerRef(NS, "plain", "c0"));
             }
-            identity[0].close();
+            identity.close();
+        }
+    }
+
+    @Test
+    void aPodTheWatchHasNotDeliveredIsReadFromTheApiServerWhenTheKubeletAsks() throws Exception {
+        String node = "gpu-node-lagging";
+        List<GpuDevice> gpus = EmulatedInventory.parse(node, "2x A100-40GB, 108 SMs").gpus();
+        GpuDevice gpu1 = gpus.get(1);
+        Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
+                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"),
+                Optional.empty());
+        Files.createDirectories(paths.controlRoot());
+        TestingClock clock = new TestingClock(Instant.parse("2026-11-23T10:00:00Z"));
+        podOn(node, "late", Map.of(DiluNames.ASSIGNED_GPUS, gpu1.uuid(), DiluNames.SM_LIMIT, "50"), 35);
+        podOn("another-node", "elsewhere", Map.of(DiluNames.ASSIGNED_GPUS, gpus.get(0).uuid()), 20);
+
+        try (TokenManager tokens = new TokenManager(2, TokenParameters.DEFAULTS, 1, clock, 16);
+                PodResourcesClient podResources = new PodResourcesClient(tmp.resolve("no-kubelet.sock"), Duration.ofSeconds(2))) {
+            // Never started: its watch has delivered nothing, as on a loaded node where it lags the scheduler's bind.
+            PodIdentity identity = new PodIdentity(client, node, podResources, clock, Duration.ofSeconds(30),
+                    new SimpleMeterRegistry());
+            Allocations allocations = new Allocations(paths, gpus, tokens, clock, identity);
+            assertThat(identity.seen()).isEmpty();
+
+            Map<String, Integer> free = Map.of(gpus.get(0).uuid(), 100, gpu1.uuid(), 100);
+            assertThat(allocations.preferredGpu(35, free)).as("the scheduler's GPU, read from the API server").contains(gpu1.uuid());
+            var response = allocations.allocate(gpu1, ids(gpu1, 0, 35));
+            String id = response.getEnvsOrThrow("DILU_ALLOCATION");
+            assertThat(allocations.all().get(id).owner()).contains(new ContainerRef(NS, "late", "c0"));
+            assertThat(response.getEnvsMap()).containsEntry("DILU_SM_LIMIT", "50");
+            // Pods of other nodes are not candidates, read or seen.
+            assertThat(allocations.preferredGpu(20, free)).isEmpty();
+            String stranger = allocations.allocate(gpus.get(0), ids(gpus.get(0), 0, 20)).getEnvsOrThrow("DILU_ALLOCATION");
+            assertThat(allocations.all().get(stranger).owner()).isEmpty();
+            identity.close();
         }
     }
 }
