@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.IntStream;
 
 /**
@@ -21,7 +22,9 @@ import java.util.stream.IntStream;
  * model it ran on. GPU memory per model — public figures where the model is public: P100 16 GiB, V100M16
  * 16 GiB, V100M32 32 GiB, T4 16 GiB, A10 24 GiB; G2 and G3 are unnamed Alibaba models, taken as 24 GiB
  * and 32 GiB (an assumption; with memory in proportion to the smallest GPU it never decides a placement).
- * Pods without GPUs are skipped; each pod is its own function (the trace has no function identity).
+ * Pods without GPUs are skipped; each pod is its own function (the trace has no function identity). A pod's
+ * {@code gpu_spec} ({@code |}-separated models, as in Weng et al.'s gpuspec lists) restricts it to those
+ * models. A list without {@code creation_time} (the multigpu lists) is taken in file order.
  */
 public final class OpenbTrace {
 
@@ -32,7 +35,7 @@ public final class OpenbTrace {
     static final int SMS = 80;
 
     /** One pod of the trace that asks for GPUs. */
-    public record Pod(String name, int gpus, int gpuMilli, long creation, long deletion) {}
+    public record Pod(String name, int gpus, int gpuMilli, long creation, long deletion, Set<String> gpuSpec) {}
 
     private OpenbTrace() {}
 
@@ -57,27 +60,35 @@ public final class OpenbTrace {
         return nodes;
     }
 
-    /** The pods that ask for GPUs, in creation order (ties by name). */
+    /**
+     * The pods that ask for GPUs, in creation order (ties by name), or in file order when the list has no
+     * {@code creation_time} (creation is then the row's position and deletion never).
+     */
     public static List<Pod> readPods(Reader in, String source) throws IOException {
         List<Pod> pods = new ArrayList<>();
-        Rows rows = new Rows(in, source, "name", "num_gpu", "gpu_milli", "creation_time", "deletion_time");
+        Rows rows = new Rows(in, source, "name", "num_gpu", "gpu_milli");
+        boolean timed = rows.has("creation_time");
         for (String[] r = rows.next(); r != null; r = rows.next()) {
             int gpus = rows.integer(r, "num_gpu", 0, 64);
             int milli = rows.integer(r, "gpu_milli", 0, 1000);
             if (gpus > 0 && milli > 0) {
-                long created = rows.integer(r, "creation_time", 0, Long.MAX_VALUE);
-                pods.add(new Pod(rows.text(r, "name"), gpus, milli, created,
-                        rows.integer(r, "deletion_time", created, Long.MAX_VALUE)));
+                long created = timed ? rows.integer(r, "creation_time", 0, Long.MAX_VALUE) : pods.size();
+                long deleted = timed && rows.has("deletion_time")
+                        ? rows.integer(r, "deletion_time", created, Long.MAX_VALUE) : Long.MAX_VALUE;
+                pods.add(new Pod(rows.text(r, "name"), gpus, milli, created, deleted, rows.models(r, "gpu_spec")));
             }
         }
-        pods.sort(Comparator.comparingLong(Pod::creation).thenComparing(Pod::name));
+        if (timed) {
+            pods.sort(Comparator.comparingLong(Pod::creation).thenComparing(Pod::name));
+        }
         return pods;
     }
 
     /** A pod as a placement request: memory in proportion to its share of the smallest GPU. */
     public static InstanceRequest request(Pod pod, long smallestGpuMib) {
         long memory = Math.max(1, Math.ceilDiv(pod.gpuMilli() * smallestGpuMib, 1000));
-        return new InstanceRequest(pod.name(), pod.name(), pod.gpus(), pod.gpuMilli(), pod.gpuMilli(), memory, false);
+        return new InstanceRequest(pod.name(), pod.name(), pod.gpus(), pod.gpuMilli(), pod.gpuMilli(), memory, false,
+                pod.gpuSpec());
     }
 
     /** CSV rows with named columns (the trace has no quoting). */
@@ -103,6 +114,27 @@ public final class OpenbTrace {
                     throw new InvalidTraceException(source, 1, "no column " + c + " in the header");
                 }
             }
+        }
+
+        boolean has(String column) {
+            return columns.containsKey(column);
+        }
+
+        /** A {@code |}-separated list of GPU model names; empty when the column is absent or blank. */
+        Set<String> models(String[] row, String column) throws InvalidTraceException {
+            Integer i = columns.get(column);
+            if (i == null || i >= row.length || row[i].isBlank()) {
+                return Set.of();
+            }
+            Set<String> models = new java.util.TreeSet<>();
+            for (String m : row[i].split("\\|", -1)) {
+                if (!m.strip().matches("[A-Za-z0-9_.-]{1,64}")) {
+                    throw new InvalidTraceException(source, line, "column " + column + "=" + row[i]
+                            + " is not a |-separated list of GPU models (letters, digits, _ . -; at most 64 each)");
+                }
+                models.add(m.strip());
+            }
+            return models;
         }
 
         String[] next() throws IOException {

@@ -3,7 +3,14 @@ package io.dilu.simulator;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.dilu.core.placement.BestFitPlacement;
+import io.dilu.core.placement.ClusterState;
+import io.dilu.core.placement.ComplementaryPlacement;
+import io.dilu.core.placement.FragmentationGradientPlacement;
 import io.dilu.core.placement.InstanceRequest;
+import io.dilu.core.placement.PlacementDecision;
+import io.dilu.core.placement.PlacementPolicy;
+import io.dilu.core.placement.Slot;
 import io.dilu.core.placement.NodeInventory;
 import java.io.StringReader;
 import java.util.List;
@@ -37,6 +44,34 @@ class OpenbTraceTest {
         assertThat(quarter.limitMilli()).isEqualTo(250);
         assertThat(quarter.memoryMib()).isEqualTo(4096);
         assertThat(OpenbTrace.request(pods.get(0), 16_384).gpus()).isEqualTo(2);
+    }
+
+    @Test
+    void aGpuSpecKeepsAPodOnItsModelsAndAListWithoutTimesIsReadInFileOrder() throws Exception {
+        List<NodeInventory> nodes = OpenbTrace.readNodes(new StringReader(NODES), "nodes.csv");
+        String untimed = """
+                name,num_gpu,gpu_milli,gpu_spec
+                second,1,500,
+                first,1,500,V100M32|T4
+                """;
+        List<OpenbTrace.Pod> pods = OpenbTrace.readPods(new StringReader(untimed), "multigpu.csv");
+        assertThat(pods).extracting(OpenbTrace.Pod::name).containsExactly("second", "first");
+        assertThat(pods.get(1).gpuSpec()).containsExactlyInAnyOrder("V100M32", "T4");
+        // A half-GPU pod sits on a G2 of n1: best fit would put the next one beside it, but its spec says V100M32 or T4.
+        InstanceRequest free = OpenbTrace.request(pods.get(0), 16_384);
+        InstanceRequest pinned = OpenbTrace.request(pods.get(1), 16_384);
+        InstanceRequest nowhere = new InstanceRequest("p", "p", 1, 500, 500, 1024, false, java.util.Set.of("A100"));
+        for (PlacementPolicy policy : List.of(new ComplementaryPlacement(), new BestFitPlacement(),
+                new FragmentationGradientPlacement(FragmentationGradientPlacement.workloadOf(List.of(free), 1)))) {
+            ClusterState state = new ClusterState(nodes);
+            state.apply(free.id(), free.function(), new PlacementDecision.Placed("n1",
+                    List.of(new Slot(nodes.get(1).gpus().getFirst().uuid(), 500, 500, free.memoryMib()))));
+            PlacementDecision.Placed second = (PlacementDecision.Placed) policy.decide(state, pinned);
+            assertThat(second.node()).as(policy.name()).isEqualTo("n0");
+            assertThat(policy.decide(state, nowhere)).as(policy.name()).isInstanceOf(PlacementDecision.Infeasible.class);
+        }
+        assertThatThrownBy(() -> OpenbTrace.readPods(new StringReader(untimed.replace("V100M32|T4", "G2|")), "multigpu.csv"))
+                .hasMessageStartingWith("multigpu.csv:3: column gpu_spec=G2| is not a |-separated list of GPU models");
     }
 
     @Test

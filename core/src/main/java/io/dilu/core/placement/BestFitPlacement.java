@@ -62,7 +62,8 @@ public final class BestFitPlacement implements PlacementPolicy {
     /** Free SM request the GPU would keep, or -1 when the instance does not fit on it. */
     private static int left(ClusterState state, int g, InstanceRequest req) {
         int left = 1000 - state.requestSum(g) - req.requestMilli();
-        return left >= 0 && state.memoryUsed(g) + req.memoryMib() <= state.gpu(g).memoryMib() ? left : -1;
+        return left >= 0 && state.memoryUsed(g) + req.memoryMib() <= state.gpu(g).memoryMib() && req.runsOn(state.gpu(g))
+                ? left : -1;
     }
 
     private static Slot slot(ClusterState state, int g, InstanceRequest req) {

@@ -46,6 +46,9 @@ public final class ClusterState {
     /** GPU ordinal → function → instances of that function on the GPU (the same counts, read the other way). */
     private final Map<String, Integer>[] gpuFunctions;
     private final Map<String, Booking> bookings = new HashMap<>();
+    /** Booked instances by shape: the request mix the cluster serves. */
+    private final Map<RequestClass, Integer> requestMix = new HashMap<>();
+    private long requestMixVersion;
     private final long largestGpuMemory;
     private final int mostGpusPerNode;
 
@@ -134,6 +137,8 @@ public final class ClusterState {
             add(ordinals[i], function, requests[i], limits[i], memory[i], +1);
         }
         bookings.put(instanceId, new Booking(function, ordinals, requests, limits, memory));
+        requestMix.merge(RequestClass.of(requests), 1, Integer::sum);
+        requestMixVersion++;
     }
 
     /** Frees what an instance booked; returns false when it was not placed. */
@@ -146,6 +151,10 @@ public final class ClusterState {
             add(booking.gpuOrdinals()[i], booking.function(), -booking.requests()[i], -booking.limits()[i],
                     -booking.memory()[i], -1);
         }
+        if (requestMix.merge(RequestClass.of(booking.requests()), -1, Integer::sum) <= 0) {
+            requestMix.remove(RequestClass.of(booking.requests()));
+        }
+        requestMixVersion++;
         return true;
     }
 
@@ -316,6 +325,30 @@ public final class ClusterState {
             }
         }
         return false;
+    }
+
+    /**
+     * The shape of a booked instance: its SM request per GPU and its GPU count. A model split into pipeline
+     * stages counts by its largest stage.
+     */
+    record RequestClass(int requestMilli, int gpus) {
+        static RequestClass of(int[] requests) {
+            int largest = 0;
+            for (int r : requests) {
+                largest = Math.max(largest, r);
+            }
+            return new RequestClass(largest, requests.length);
+        }
+    }
+
+    /** Booked instances by shape. */
+    Map<RequestClass, Integer> requestMix() {
+        return requestMix;
+    }
+
+    /** Changes whenever {@link #requestMix()} does. */
+    long requestMixVersion() {
+        return requestMixVersion;
     }
 
     // ---- reads, public ----

@@ -38,6 +38,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     private static final int IDLE = 3;
 
     private final PlacementParameters params;
+    private final FragmentationOutlook outlook;
 
     public ComplementaryPlacement() {
         this(PlacementParameters.DEFAULTS);
@@ -45,6 +46,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
 
     public ComplementaryPlacement(PlacementParameters params) {
         this.params = params;
+        this.outlook = new FragmentationOutlook(params.omegaMilli());
     }
 
     @Override
@@ -93,7 +95,8 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         if (placed != null) {
             return placed;
         }
-        return new PlacementDecision.Infeasible("no node has " + (req.gpus() > 1 ? req.gpus() + " GPUs" : "a GPU")
+        String models = req.gpuModels().isEmpty() ? "" : " of model " + String.join("|", new java.util.TreeSet<>(req.gpuModels()));
+        return new PlacementDecision.Infeasible("no node has " + (req.gpus() > 1 ? req.gpus() + " GPUs" : "a GPU") + models
                 + " with " + req.memoryMib() + " MiB free and room for SM request " + percent(req.requestMilli())
                 + " / limit " + percent(req.limitMilli()) + " under Ω = " + percent(params.omegaMilli())
                 + ", γ = " + percent(params.gammaMilli()));
@@ -144,8 +147,12 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         }
 
         void consider(int g) {
-            if ((allowed == null || allowed[state.nodeOf(g)]) && fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+            if ((allowed == null || allowed[state.nodeOf(g)]) && req.runsOn(state.gpu(g))
+                    && fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
                 double s = score(state, g, req.requestMilli(), req.memoryMib());
+                if (params.fragmentation() > 0) {
+                    s += params.fragmentation() * outlook.delta(state, g, req.requestMilli());
+                }
                 if (s < score || (s == score && g < gpu)) {
                     score = s;
                     gpu = g;
@@ -229,7 +236,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                 int pickTier = Integer.MAX_VALUE;
                 double pickScore = Double.POSITIVE_INFINITY;
                 for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
-                    if (contains(chosen, found, g)
+                    if (contains(chosen, found, g) || !req.runsOn(state.gpu(g))
                             || !fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
                         continue;
                     }
@@ -280,7 +287,8 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         for (int n : candidateNodes(state, includeIdle, allowed)) {
             List<Integer> gpus = new ArrayList<>();
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
-                if ((includeIdle || state.isActive(g)) && state.freeMemory(g) >= params.minStageMemoryMib()) {
+                if ((includeIdle || state.isActive(g)) && req.runsOn(state.gpu(g))
+                        && state.freeMemory(g) >= params.minStageMemoryMib()) {
                     gpus.add(g);
                 }
             }

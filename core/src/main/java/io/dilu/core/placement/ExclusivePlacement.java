@@ -32,7 +32,7 @@ public final class ExclusivePlacement implements PlacementPolicy {
         for (int n : nodes) {
             int idleFitting = 0;
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
-                if (!state.isActive(g) && state.gpu(g).memoryMib() >= req.memoryMib()) {
+                if (!state.isActive(g) && state.gpu(g).memoryMib() >= req.memoryMib() && req.runsOn(state.gpu(g))) {
                     idleFitting++;
                 }
             }
@@ -49,7 +49,7 @@ public final class ExclusivePlacement implements PlacementPolicy {
         }
         List<Slot> slots = new ArrayList<>(req.gpus());
         for (int g = state.firstGpu(bestNode); g < state.endGpu(bestNode) && slots.size() < req.gpus(); g++) {
-            if (!state.isActive(g) && state.gpu(g).memoryMib() >= req.memoryMib()) {
+            if (!state.isActive(g) && state.gpu(g).memoryMib() >= req.memoryMib() && req.runsOn(state.gpu(g))) {
                 slots.add(new Slot(state.gpu(g).uuid(), req.requestMilli(), req.limitMilli(), req.memoryMib()));
             }
         }

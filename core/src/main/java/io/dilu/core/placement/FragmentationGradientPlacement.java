@@ -224,7 +224,7 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
             for (int i = 0; i < k; i++) {
                 free[i] = Math.max(0, 1000 - state.requestSum(first + i));
                 boolean roomy = free[i] >= req.requestMilli();
-                fits[i] = roomy && state.freeMemory(first + i) >= req.memoryMib();
+                fits[i] = roomy && state.freeMemory(first + i) >= req.memoryMib() && req.runsOn(state.gpu(first + i));
                 fitting += fits[i] ? 1 : 0;
                 memoryBinds |= roomy && !fits[i];
             }

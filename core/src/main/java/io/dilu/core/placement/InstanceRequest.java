@@ -13,9 +13,16 @@ package io.dilu.core.placement;
  * @param memoryMib device memory per GPU
  * @param splittable whether the model may be cut into pipeline stages over several GPUs of one node when
  *     no single fragment holds it (LLM inference)
+ * @param gpuModels the GPU models it may run on; empty for any (the openb trace's {@code gpu_spec})
  */
-public record InstanceRequest(
-        String id, String function, int gpus, int requestMilli, int limitMilli, long memoryMib, boolean splittable) {
+public record InstanceRequest(String id, String function, int gpus, int requestMilli, int limitMilli, long memoryMib,
+        boolean splittable, java.util.Set<String> gpuModels) {
+
+    /** An instance that runs on any GPU model. */
+    public InstanceRequest(String id, String function, int gpus, int requestMilli, int limitMilli, long memoryMib,
+            boolean splittable) {
+        this(id, function, gpus, requestMilli, limitMilli, memoryMib, splittable, java.util.Set.of());
+    }
 
     public InstanceRequest {
         if (id == null || id.isBlank()) {
@@ -37,5 +44,11 @@ public record InstanceRequest(
         if (memoryMib < 1) {
             throw new IllegalArgumentException("memoryMib must be at least 1, got " + memoryMib);
         }
+        gpuModels = java.util.Set.copyOf(gpuModels);
+    }
+
+    /** Whether {@code gpu} is of a model this instance may run on. */
+    public boolean runsOn(GpuDevice gpu) {
+        return gpuModels.isEmpty() || gpuModels.contains(gpu.model());
     }
 }

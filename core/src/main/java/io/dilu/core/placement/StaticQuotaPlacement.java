@@ -22,7 +22,7 @@ public final class StaticQuotaPlacement implements PlacementPolicy {
     private StaticQuotaPlacement(PlacementParameters params, boolean atRequest) {
         // With one share per instance, Σlimit = Σrequest ≤ Ω: γ never binds.
         this.packing = new ComplementaryPlacement(new PlacementParameters(params.omegaMilli(), params.omegaMilli(),
-                params.alpha(), params.beta(), 1, params.minStageMemoryMib()));
+                params.alpha(), params.beta(), params.fragmentation(), 1, params.minStageMemoryMib()));
         this.atRequest = atRequest;
     }
 
@@ -40,6 +40,6 @@ public final class StaticQuotaPlacement implements PlacementPolicy {
     public PlacementDecision decide(ClusterState state, InstanceRequest request) {
         int share = atRequest ? request.requestMilli() : request.limitMilli();
         return packing.decide(state, new InstanceRequest(request.id(), request.function(), request.gpus(), share, share,
-                request.memoryMib(), false));
+                request.memoryMib(), false, request.gpuModels()));
     }
 }

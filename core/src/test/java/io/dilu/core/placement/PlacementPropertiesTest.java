@@ -36,7 +36,7 @@ class PlacementPropertiesTest {
             @ForAll @IntRange(min = 0, max = 1000) int gammaExtra,
             @ForAll("policies") String policyName) {
         Random rnd = new Random(seed);
-        PlacementParameters params = new PlacementParameters(omega, omega + gammaExtra, 0.6, 0.4, 4, 1024);
+        PlacementParameters params = new PlacementParameters(omega, omega + gammaExtra, 0.6, 0.4, 1.0, 4, 1024);
         PlacementPolicy policy = switch (policyName) {
             case "dilu" -> new ComplementaryPlacement(params);
             case "static" -> new StaticQuotaPlacement(params);
