@@ -131,6 +131,41 @@ static int rate_mode(const char *seconds, const char *block_us) {
     return 0;
 }
 
+/*
+ * A container with shares of several GPUs (pipeline stages): 300 blocks and 3 MiB on device 1, 100 blocks
+ * and 1 MiB on device 0, a 5 MiB allocation that device 1's share cannot hold, device 1's memory freed while
+ * device 0 is current, and a launch on device 2, which the grant does not cover. Keeps device 0's MiB.
+ */
+static int devices_mode(void) {
+    CUcontext c0, c1, c2;
+    CHECK(cuInit(0));
+    int count = 0;
+    CHECK(cuDeviceGetCount(&count));
+    if (count < 3) {
+        fprintf(stderr, "the emulated GPU has %d devices, 3 needed\n", count);
+        return 3;
+    }
+    CHECK(cuCtxCreate_v2(&c1, 0, 1));
+    CUfunction f = load_kernel(0);
+    CUdeviceptr p1, big;
+    CHECK(cuMemAlloc_v2(&p1, 3 << 20));
+    CUresult too_big = cuMemAlloc_v2(&big, 5 << 20);
+    CHECK(cuLaunchKernel(f, 300, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuCtxCreate_v2(&c0, 0, 0));
+    CUdeviceptr p0;
+    CHECK(cuMemAlloc_v2(&p0, 1 << 20));
+    CHECK(cuLaunchKernel(f, 100, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(p1));
+    size_t free_bytes = 0, total = 0;
+    CHECK(cuMemGetInfo_v2(&free_bytes, &total));
+    CHECK(cuCtxCreate_v2(&c2, 0, 2));
+    CUresult ungranted = cuLaunchKernel(f, 10, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+    printf("too_big=%d ungranted=%d total_mib=%zu\n", (int)too_big, (int)ungranted, total >> 20);
+    return 0;
+}
+
 /* A graph of 3 kernel nodes of 50 blocks, launched twice. */
 static int graph_mode(void) {
     CUfunction f = setup(0);
@@ -166,6 +201,9 @@ int main(int argc, char **argv) {
     }
     if (argc >= 4 && strcmp(argv[1], "rate") == 0) {
         return rate_mode(argv[2], argv[3]);
+    }
+    if (argc >= 2 && strcmp(argv[1], "devices") == 0) {
+        return devices_mode();
     }
     if (argc >= 2 && strcmp(argv[1], "graph") == 0) {
         return graph_mode();
@@ -204,6 +242,6 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr, "usage: hook-probe bypass|wait|alloc MIB HOLD_MS|rate SECONDS BLOCK_US|graph|graph_paths|"
                     "graph_update|graph_capture|graph_race|graph_memory|arrays|vmm|hold array|vmm|alloc MIB HOLD_MS|"
-                    "next|init\n");
+                    "next|init|devices\n");
     return 2;
 }

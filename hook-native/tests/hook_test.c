@@ -717,6 +717,39 @@ static void test_rtld_next(void) {
     }
 }
 
+/* A container granted shares of two GPUs: each launch and allocation is charged to the device that ran it. */
+static void test_devices(void) {
+    control_block(1ull << 40, 64ull << 20, 1);
+    grant->devices = report->devices = 2;
+    grant->device[1].tokens_granted = 1ull << 40;
+    grant->device[1].memory_limit_bytes = 4ull << 20;
+    grant->device[1].throttled = 1;
+    start_agent(0);
+    char out[4096], err[4096];
+    char *argv[] = {PROBE, "devices", NULL};
+    int code = run_and_read(MOUNTED, argv, out, sizeof(out), err, sizeof(err));
+    stop_agent();
+    EXPECT(code == 0, "devices probe exited %d: %s", code, err);
+    int too_big = -1, ungranted = -1;
+    size_t total_mib = 0;
+    EXPECT(sscanf(out, "too_big=%d ungranted=%d total_mib=%zu", &too_big, &ungranted, &total_mib) == 3, "output: %s", out);
+    EXPECT(report->device[0].blocks_launched == 100, "device 0 launched %llu blocks, 100 expected",
+           (unsigned long long)report->device[0].blocks_launched);
+    EXPECT(report->device[1].blocks_launched == 300, "device 1 launched %llu blocks, 300 expected",
+           (unsigned long long)report->device[1].blocks_launched);
+    EXPECT(report->device[0].memory_used_bytes == 1ull << 20, "device 0 holds %llu bytes, 1 MiB expected",
+           (unsigned long long)report->device[0].memory_used_bytes);
+    EXPECT(report->device[1].memory_used_bytes == 0, "device 1 holds %llu bytes after its free, 0 expected",
+           (unsigned long long)report->device[1].memory_used_bytes);
+    EXPECT(report->device[0].klc_count == 1 && report->device[1].klc_count == 1, "cycles %llu and %llu, 1 each expected",
+           (unsigned long long)report->device[0].klc_count, (unsigned long long)report->device[1].klc_count);
+    EXPECT(too_big == 2, "5 MiB on device 1 (4 MiB share) answered %d, OUT_OF_MEMORY (2) expected", too_big);
+    EXPECT(total_mib == 64, "device 0 shows %zu MiB, its 64 MiB share expected", total_mib);
+    EXPECT(ungranted == 800, "a launch on an ungranted device answered %d, NOT_PERMITTED (800) expected", ungranted);
+    EXPECT(report->device[2].blocks_launched == 0, "device 2 launched %llu blocks",
+           (unsigned long long)report->device[2].blocks_launched);
+}
+
 static void test_non_cuda_program(void) {
     char out[4096], err[4096];
     char *argv[] = {"/bin/sh", "-c", "echo hello; ls / >/dev/null", NULL};
@@ -737,7 +770,8 @@ int main(int argc, char **argv) {
                  {"graph_update", test_graph_update},   {"graph_capture", test_graph_capture},
                  {"graph_race", test_graph_race},     {"graph_memory", test_graph_memory},
                  {"arrays", test_arrays},               {"vmm", test_vmm},
-                 {"memory_kinds", test_memory_kinds},   {"rtld_next", test_rtld_next}};
+                 {"memory_kinds", test_memory_kinds},   {"rtld_next", test_rtld_next},
+                 {"devices", test_devices}};
     if (argc != 2) {
         fprintf(stderr, "usage: hook-test NAME\n");
         return 2;

@@ -184,6 +184,14 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
     return ready();
 }
 
+EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
+    if (device == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *device = current_device;
+    return ready();
+}
+
 EXPORT CUresult cuCtxSynchronize(void) {
     CUresult rc = ready();
     return rc != CUDA_SUCCESS ? rc : emu_sync_all();

@@ -89,15 +89,16 @@ static uint64_t mipmap_bytes(const CUDA_ARRAY3D_DESCRIPTOR_v2 *d, unsigned int l
 #define BOOKED(kind, bytes, out, call)                                                   \
     do {                                                                                 \
         uint64_t bytes_ = (bytes);                                                       \
-        CUresult rc_ = hook_memory_book(bytes_);                                         \
+        int d_;                                                                          \
+        CUresult rc_ = hook_memory_book(bytes_, &d_);                                    \
         if (rc_ != CUDA_SUCCESS) {                                                       \
             return rc_;                                                                  \
         }                                                                                \
         rc_ = (call);                                                                    \
         if (rc_ == CUDA_SUCCESS && (out) != NULL) {                                      \
-            hook_memory_remember((kind), (uint64_t)(uintptr_t) * (out), bytes_);         \
+            hook_memory_remember((kind), (uint64_t)(uintptr_t) * (out), bytes_, d_);     \
         } else {                                                                         \
-            hook_memory_unbook(bytes_);                                                  \
+            hook_memory_unbook(d_, bytes_);                                              \
         }                                                                                \
         return rc_;                                                                      \
     } while (0)
@@ -141,7 +142,9 @@ HOOK_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *out, const CUDA_AR
 HOOK_EXPORT CUresult cuArrayDestroy(CUarray a) {
     CUresult rc = CALL(array_destroy_fn, cuArrayDestroy, a);
     if (rc == CUDA_SUCCESS) {
-        hook_memory_unbook(hook_memory_forget(HOOK_HELD_ARRAY, (uint64_t)(uintptr_t)a));
+        int d;
+        uint64_t bytes = hook_memory_forget(HOOK_HELD_ARRAY, (uint64_t)(uintptr_t)a, &d);
+        hook_memory_unbook(d, bytes);
     }
     return rc;
 }
@@ -149,7 +152,9 @@ HOOK_EXPORT CUresult cuArrayDestroy(CUarray a) {
 HOOK_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray m) {
     CUresult rc = CALL(mipmap_destroy_fn, cuMipmappedArrayDestroy, m);
     if (rc == CUDA_SUCCESS) {
-        hook_memory_unbook(hook_memory_forget(HOOK_HELD_MIPMAP, (uint64_t)(uintptr_t)m));
+        int d;
+        uint64_t bytes = hook_memory_forget(HOOK_HELD_MIPMAP, (uint64_t)(uintptr_t)m, &d);
+        hook_memory_unbook(d, bytes);
     }
     return rc;
 }

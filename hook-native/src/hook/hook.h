@@ -72,6 +72,12 @@ typedef struct hook_control {
 hook_control *hook_control_get(void);
 uint64_t hook_now_ns(void);
 
+/* device.c: which of the container's devices a call is charged to — the calling thread's current one. Returns
+ * CUDA_SUCCESS with *device in 0..grant devices - 1; the driver's error when the thread has no context; and
+ * CUDA_ERROR_NOT_PERMITTED for a device the grant does not cover (fail closed: nothing runs unaccounted).
+ * With one device granted (the common case) it answers 0 without asking the driver. */
+CUresult hook_device(const hook_control *c, int *device);
+
 /* launch.c */
 CUresult hook_admit(uint64_t blocks); /* spends tokens, waits for them if none are left */
 
@@ -98,15 +104,17 @@ void hook_capture_leave(void);
 int hook_stream_capturing(CUstream s, int per_thread);
 
 /* klc.c */
-void hook_klc_launch(void);
+void hook_klc_launch(int device);
 void hook_klc_sync(void);
 
 /* memory.c: the container's memory share, booked in the report page */
 typedef enum { HOOK_HELD_POINTER, HOOK_HELD_ARRAY, HOOK_HELD_MIPMAP } hook_held_kind;
-CUresult hook_memory_book(uint64_t bytes); /* CUDA_SUCCESS (booked), OUT_OF_MEMORY, or NOT_PERMITTED */
-void hook_memory_unbook(uint64_t bytes);
-void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes); /* released by forget */
-uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key);              /* the bytes; 0 if unknown */
+/* Booked on the current device (hook_device), which *device receives: CUDA_SUCCESS (booked), OUT_OF_MEMORY,
+ * NOT_PERMITTED, or the driver's error for a thread without a context. */
+CUresult hook_memory_book(uint64_t bytes, int *device);
+void hook_memory_unbook(int device, uint64_t bytes);
+void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int device); /* released by forget */
+uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device); /* the bytes (0 if unknown), its device */
 
 /* interpose.c */
 /* Our function for what cuGetProcAddress answers for `name` at `version` with `flags`; NULL if we do not

@@ -6,23 +6,30 @@
 #define _GNU_SOURCE
 #include "hook.h"
 
-static _Atomic uint64_t first_launch_ns; /* 0: no launch since the last synchronisation */
+/* Per device, 0: no launch on it since the last synchronisation. */
+static _Atomic uint64_t first_launch_ns[DILU_MAX_DEVICES];
 
-void hook_klc_launch(void) {
-    if (atomic_load_explicit(&first_launch_ns, memory_order_relaxed) == 0) {
+void hook_klc_launch(int device) {
+    _Atomic uint64_t *first = &first_launch_ns[device];
+    if (atomic_load_explicit(first, memory_order_relaxed) == 0) {
         uint64_t expected = 0;
         uint64_t now = hook_now_ns(); /* vDSO clock: no system call */
-        atomic_compare_exchange_strong(&first_launch_ns, &expected, now == 0 ? 1 : now);
+        atomic_compare_exchange_strong(first, &expected, now == 0 ? 1 : now);
     }
 }
 
+/* A synchronisation ends the cycle of the calling thread's current device. */
 void hook_klc_sync(void) {
-    uint64_t start = atomic_exchange(&first_launch_ns, 0);
     hook_control *c = hook_control_get();
-    if (start == 0 || c->refuse) {
+    int device;
+    if (c->refuse || hook_device(c, &device) != CUDA_SUCCESS) {
         return;
     }
-    dilu_report_device *d = &c->report->device[0];
+    uint64_t start = atomic_exchange(&first_launch_ns[device], 0);
+    if (start == 0) {
+        return;
+    }
+    dilu_report_device *d = &c->report->device[device];
     uint64_t n = __atomic_load_n(&d->klc_count, __ATOMIC_RELAXED);
     /* Write the sample before publishing the count, so a reader of count n finds cycle n in place. */
     __atomic_store_n(&d->klc_ns[n % DILU_KLC_RING], hook_now_ns() - start, __ATOMIC_RELAXED);

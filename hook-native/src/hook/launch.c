@@ -49,8 +49,8 @@ static uint64_t allowed_now(const dilu_grant_page *g, const dilu_grant_device *d
 }
 
 /* Slow path: sleep in short steps until what the grant allows covers what we launched. */
-static CUresult wait_for_tokens(hook_control *c, uint64_t launched) {
-    const dilu_grant_device *d = &c->grant->device[0];
+static CUresult wait_for_tokens(hook_control *c, int device, uint64_t launched) {
+    const dilu_grant_device *d = &c->grant->device[device];
     struct timespec step = {.tv_sec = 0, .tv_nsec = WAIT_STEP_NS};
     while (allowed_now(c->grant, d) < launched && __atomic_load_n(&d->throttled, __ATOMIC_RELAXED) != 0) {
         nanosleep(&step, NULL);
@@ -66,12 +66,17 @@ CUresult hook_admit(uint64_t blocks) {
     if (blocks > MAX_BLOCKS) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    hook_klc_launch();
-    uint64_t launched = __atomic_add_fetch(&c->report->device[0].blocks_launched, blocks, __ATOMIC_RELAXED);
-    if (launched <= __atomic_load_n(&c->grant->device[0].tokens_granted, __ATOMIC_ACQUIRE)) {
+    int d;
+    CUresult rc = hook_device(c, &d);
+    if (rc != CUDA_SUCCESS) {
+        return rc;
+    }
+    hook_klc_launch(d);
+    uint64_t launched = __atomic_add_fetch(&c->report->device[d].blocks_launched, blocks, __ATOMIC_RELAXED);
+    if (launched <= __atomic_load_n(&c->grant->device[d].tokens_granted, __ATOMIC_ACQUIRE)) {
         return CUDA_SUCCESS; /* the fast path: two atomics, no system call, no lock */
     }
-    return wait_for_tokens(c, launched);
+    return wait_for_tokens(c, d, launched);
 }
 
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,

@@ -12,6 +12,9 @@
  * would leave memory in use unbooked. The capture is not invalidated (the driver never sees the call): it goes
  * on without the allocation. A capture beginning on another thread between the check and the driver's call
  * can still slip one in; its graph is then refused at instantiation, so it never gets memory.
+ *
+ * Each allocation is booked on the device of the calling thread's current context (device.c) and
+ * remembered with it, so a free gives the bytes back to that device's share whichever thread frees them.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -25,6 +28,7 @@ typedef struct held {
     uint64_t key; /* a device pointer, or an array's handle: of `kind`, since their values may coincide */
     hook_held_kind kind;
     uint64_t bytes;
+    int device;
     struct held *next;
 } held;
 
@@ -35,35 +39,35 @@ static size_t bucket(uint64_t key) {
     return (size_t)((key >> 8) * 0x9E3779B97F4A7C15ull >> 54) % BUCKETS;
 }
 
-static uint64_t limit_of(const hook_control *c) {
-    return c->refuse ? 0 : __atomic_load_n(&c->grant->device[0].memory_limit_bytes, __ATOMIC_ACQUIRE);
+static uint64_t limit_of(const hook_control *c, int device) {
+    return c->refuse ? 0 : __atomic_load_n(&c->grant->device[device].memory_limit_bytes, __ATOMIC_ACQUIRE);
 }
 
-/* 1 if the bytes fit the share (and are now booked), 0 if not. */
-static int reserve(hook_control *c, uint64_t bytes) {
+/* 1 if the bytes fit the device's share (and are now booked), 0 if not. */
+static int reserve(hook_control *c, int device, uint64_t bytes) {
     if (c->refuse) {
         return 0;
     }
-    uint64_t limit = limit_of(c);
-    _Atomic uint64_t *used = (_Atomic uint64_t *)&c->report->device[0].memory_used_bytes;
+    uint64_t limit = limit_of(c, device);
+    _Atomic uint64_t *used = (_Atomic uint64_t *)&c->report->device[device].memory_used_bytes;
     uint64_t now = atomic_load(used);
     do {
         if (bytes > limit || now > limit - bytes) {
             return 0;
         }
     } while (!atomic_compare_exchange_weak(used, &now, now + bytes));
-    atomic_fetch_add((_Atomic uint64_t *)&c->self->memory_bytes[0], bytes);
+    atomic_fetch_add((_Atomic uint64_t *)&c->self->memory_bytes[device], bytes);
     return 1;
 }
 
-static void unreserve(hook_control *c, uint64_t bytes) {
-    if (!c->refuse) {
-        atomic_fetch_sub((_Atomic uint64_t *)&c->report->device[0].memory_used_bytes, bytes);
-        atomic_fetch_sub((_Atomic uint64_t *)&c->self->memory_bytes[0], bytes);
+static void unreserve(hook_control *c, int device, uint64_t bytes) {
+    if (!c->refuse && bytes != 0) {
+        atomic_fetch_sub((_Atomic uint64_t *)&c->report->device[device].memory_used_bytes, bytes);
+        atomic_fetch_sub((_Atomic uint64_t *)&c->self->memory_bytes[device], bytes);
     }
 }
 
-static void remember(hook_held_kind kind, uint64_t key, uint64_t bytes) {
+static void remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int device) {
     held *h = malloc(sizeof(*h));
     if (h == NULL) {
         return; /* the bytes stay booked until the process exits: errs on the safe side */
@@ -71,20 +75,23 @@ static void remember(hook_held_kind kind, uint64_t key, uint64_t bytes) {
     h->key = key;
     h->kind = kind;
     h->bytes = bytes;
+    h->device = device;
     pthread_mutex_lock(&lock);
     h->next = table[bucket(key)];
     table[bucket(key)] = h;
     pthread_mutex_unlock(&lock);
 }
 
-static uint64_t forget(hook_held_kind kind, uint64_t key) {
+static uint64_t forget(hook_held_kind kind, uint64_t key, int *device) {
     pthread_mutex_lock(&lock);
     uint64_t bytes = 0;
+    *device = 0;
     for (held **link = &table[bucket(key)]; *link != NULL; link = &(*link)->next) {
         if ((*link)->key == key && (*link)->kind == kind) {
             held *gone = *link;
             *link = gone->next;
             bytes = gone->bytes;
+            *device = gone->device;
             free(gone);
             break;
         }
@@ -93,24 +100,28 @@ static uint64_t forget(hook_held_kind kind, uint64_t key) {
     return bytes;
 }
 
-CUresult hook_memory_book(uint64_t bytes) {
+CUresult hook_memory_book(uint64_t bytes, int *device) {
     hook_control *c = hook_control_get();
     if (c->refuse) {
         return CUDA_ERROR_NOT_PERMITTED;
     }
-    return reserve(c, bytes) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = hook_device(c, device);
+    if (rc != CUDA_SUCCESS) {
+        return rc;
+    }
+    return reserve(c, *device, bytes) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-void hook_memory_unbook(uint64_t bytes) {
-    unreserve(hook_control_get(), bytes);
+void hook_memory_unbook(int device, uint64_t bytes) {
+    unreserve(hook_control_get(), device, bytes);
 }
 
-void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes) {
-    remember(kind, key, bytes);
+void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int device) {
+    remember(kind, key, bytes, device);
 }
 
-uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key) {
-    return forget(kind, key);
+uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device) {
+    return forget(kind, key, device);
 }
 
 /* Runs an allocation: book, allocate, remember; or refuse with OUT_OF_MEMORY without asking the driver. */
@@ -120,14 +131,19 @@ uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key) {
         if (c_->refuse) {                                             \
             return CUDA_ERROR_NOT_PERMITTED;                          \
         }                                                             \
-        if (!reserve(c_, (bytes))) {                                  \
+        int d_;                                                       \
+        CUresult dev_rc_ = hook_device(c_, &d_);                      \
+        if (dev_rc_ != CUDA_SUCCESS) {                                \
+            return dev_rc_;                                           \
+        }                                                             \
+        if (!reserve(c_, d_, (bytes))) {                              \
             return CUDA_ERROR_OUT_OF_MEMORY;                          \
         }                                                             \
         CUresult rc_ = (call);                                        \
         if (rc_ == CUDA_SUCCESS && (key_ptr) != NULL) {               \
-            remember(HOOK_HELD_POINTER, (uint64_t) * (key_ptr), (bytes)); \
+            remember(HOOK_HELD_POINTER, (uint64_t) * (key_ptr), (bytes), d_); \
         } else {                                                      \
-            unreserve(c_, (bytes));                                   \
+            unreserve(c_, d_, (bytes));                               \
         }                                                             \
         return rc_;                                                   \
     } while (0)
@@ -150,8 +166,9 @@ static CUresult capture_refused(const char *call) {
     do {                                                              \
         CUresult rc_ = (call);                                        \
         if (rc_ == CUDA_SUCCESS) {                                    \
-            uint64_t bytes_ = forget(HOOK_HELD_POINTER, (uint64_t)(key)); \
-            unreserve(hook_control_get(), bytes_);                    \
+            int d_;                                                   \
+            uint64_t bytes_ = forget(HOOK_HELD_POINTER, (uint64_t)(key), &d_); \
+            unreserve(hook_control_get(), d_, bytes_);                \
         }                                                             \
         return rc_;                                                   \
     } while (0)
@@ -220,9 +237,10 @@ HOOK_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 HOOK_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
     CUresult rc = CALL(info_fn, cuMemGetInfo_v2, free_bytes, total);
     hook_control *c = hook_control_get();
-    uint64_t limit = limit_of(c);
-    if (rc == CUDA_SUCCESS && !c->refuse) {
-        uint64_t used = __atomic_load_n(&c->report->device[0].memory_used_bytes, __ATOMIC_ACQUIRE);
+    int d;
+    if (rc == CUDA_SUCCESS && !c->refuse && hook_device(c, &d) == CUDA_SUCCESS) {
+        uint64_t limit = limit_of(c, d);
+        uint64_t used = __atomic_load_n(&c->report->device[d].memory_used_bytes, __ATOMIC_ACQUIRE);
         uint64_t left = used >= limit ? 0 : limit - used;
         *free_bytes = left < *free_bytes ? left : *free_bytes;
         *total = limit < *total ? limit : *total;
@@ -233,8 +251,10 @@ HOOK_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
 HOOK_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
     CUresult rc = CALL(total_fn, cuDeviceTotalMem_v2, bytes, dev);
     hook_control *c = hook_control_get();
-    uint64_t limit = limit_of(c);
-    if (rc == CUDA_SUCCESS && !c->refuse && limit < *bytes) {
+    /* A device the grant does not cover shows no memory: nothing may be allocated there. */
+    uint32_t granted = c->refuse ? 0 : __atomic_load_n(&c->grant->devices, __ATOMIC_RELAXED);
+    uint64_t limit = dev >= 0 && (uint32_t)dev < granted && dev < DILU_MAX_DEVICES ? limit_of(c, dev) : 0;
+    if (rc == CUDA_SUCCESS && limit < *bytes) {
         *bytes = limit;
     }
     return rc;

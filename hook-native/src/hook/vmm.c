@@ -16,6 +16,7 @@ typedef struct handle_books {
     uint64_t bytes;
     uint64_t refs; /* references not released */
     uint64_t maps; /* ranges mapping it */
+    int device;    /* booked on the creating thread's current device */
     struct handle_books *next;
 } handle_books;
 
@@ -49,7 +50,7 @@ static void unbook_if_freed(handle_books *b) {
             break;
         }
     }
-    hook_memory_unbook(b->bytes);
+    hook_memory_unbook(b->device, b->bytes);
     free(b);
 }
 
@@ -69,9 +70,10 @@ HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
     if (b == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUresult rc = hook_memory_book(n);
+    int device;
+    CUresult rc = hook_memory_book(n, &device);
     if (rc == CUDA_SUCCESS && (rc = real(h, n, prop, flags)) != CUDA_SUCCESS) {
-        hook_memory_unbook(n);
+        hook_memory_unbook(device, n);
     }
     if (rc != CUDA_SUCCESS || h == NULL) {
         free(b);
@@ -79,6 +81,7 @@ HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
     }
     b->handle = *h;
     b->bytes = n;
+    b->device = device;
     b->refs = 1;
     pthread_mutex_lock(&vmm_lock);
     b->next = handles;
