@@ -43,7 +43,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The extender behind a real kube-scheduler, configured from {@code manifests/scheduler-extender}, against a
  * real kube-apiserver: 200 seeded random GPU pods land on nodes and GPUs within Ω, γ and memory (checked from
  * the API server); the extender is restarted halfway and loses nothing; an impossible pod stays Pending with a
- * reason a user can read.
+ * reason a user can read. An LLM pod opted in to pipeline splitting is cut over fragments of one node's GPUs.
  */
 class SchedulerExtenderIT {
 
@@ -163,6 +163,84 @@ class SchedulerExtenderIT {
             scheduler.close();
             extender.close();
         }
+    }
+
+    /**
+     * An LLM pod that no single GPU has the memory for, opted in with {@code dilu.io/split: pipeline}, is cut into
+     * stages over fragments of two GPUs of one node, whose shares add up to what it asked; one that even the
+     * node's fragments cannot hold stays Pending with the reason. On a node of its own (tainted, so the other
+     * test's pods stay off it).
+     */
+    @Test
+    void splitsAPipelinePodOverFragmentsOfOneNodeAndExplainsWhenTheyAreTooFew() throws Exception {
+        String ns = "split";
+        String node = "split-node";
+        api.createNamespace(ns, Map.of());
+        createNode(node);
+        client.nodes().withName(node).edit(n -> {
+            Map<String, String> labels = new HashMap<>(n.getMetadata().getLabels() == null ? Map.of() : n.getMetadata().getLabels());
+            labels.put("dilu.io/test", "split");
+            n.getMetadata().setLabels(labels);
+            n.getSpec().setTaints(List.of(new io.fabric8.kubernetes.api.model.TaintBuilder().withKey("dilu.io/test")
+                    .withValue("split").withEffect("NoSchedule").build()));
+            return n;
+        });
+        Path kubeconfig = api.writeKubeconfig(tmp.resolve("kubeconfig-split"));
+        int port = freePort();
+        ChildProcess extender = startExtender(kubeconfig, port, "extender-split.log");
+        ChildProcess scheduler = LocalControlPlane.startScheduler(client, kubeconfig, port, tmp,
+                LOGS.resolve("kube-scheduler-split.log"));
+        try {
+            // 25 GB on each GPU: every GPU keeps 15 GB free, too little for a 24 GB model on one GPU.
+            for (int i = 0; i < GPUS_PER_NODE; i++) {
+                onSplitNode(ns, "filler-" + i, "filler-" + i, 20, 25_600, Map.of());
+            }
+            awaitPhaseBound(ns, GPUS_PER_NODE);
+            onSplitNode(ns, "llm", "llm", 20, 24_576, Map.of(DiluNames.SPLIT, DiluNames.SPLIT_PIPELINE));
+            awaitPhaseBound(ns, GPUS_PER_NODE + 1);
+            Pod llm = client.pods().inNamespace(ns).withName("llm").get();
+            assertThat(llm.getSpec().getNodeName()).isEqualTo(node);
+            AssignedGpus stages = AssignedGpus.parse(llm.getMetadata().getAnnotations().get(DiluNames.ASSIGNED_GPUS));
+            assertThat(stages.isSplit()).isTrue();
+            assertThat(stages.stages()).hasSize(2).allMatch(s -> s.uuid().startsWith("GPU-" + node + "-"));
+            assertThat(stages.splitPercent()).as("the stages add up to the pod's dilu.io/gpu-sm").isEqualTo(20);
+            assertThat(stages.stages().stream().mapToLong(AssignedGpus.Stage::memoryMib).sum()).isEqualTo(24_576);
+            assertThat(stages.stages().getFirst().memoryMib()).as("worst fit: a whole fragment first").isEqualTo(15_360);
+
+            // 36 GB are left in fragments of at most 15 GB, too few for 40 GB: Pending, with the reason.
+            onSplitNode(ns, "llm-too-big", "llm-big", 20, 40_960, Map.of(DiluNames.SPLIT, DiluNames.SPLIT_PIPELINE));
+            await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
+                Pod p = client.pods().inNamespace(ns).withName("llm-too-big").get();
+                assertThat(p.getSpec().getNodeName()).isNull();
+                PodCondition scheduled = p.getStatus().getConditions().stream()
+                        .filter(c -> "PodScheduled".equals(c.getType())).findFirst().orElseThrow();
+                assertThat(scheduled.getStatus()).isEqualTo("False");
+                assertThat(scheduled.getMessage()).contains("40960 MiB").contains("pipeline stages");
+            });
+        } finally {
+            scheduler.close();
+            extender.close();
+        }
+    }
+
+    static void onSplitNode(String ns, String name, String function, int sm, long memoryMib, Map<String, String> extra) {
+        Map<String, String> annotations = new HashMap<>(extra);
+        annotations.put(DiluNames.FUNCTION, function);
+        Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)),
+                DiluNames.GPU_MEMORY, new Quantity(Long.toString(memoryMib)));
+        client.pods().inNamespace(ns).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(ns)
+                .withAnnotations(annotations).endMetadata().withNewSpec().withSchedulerName(DiluNames.SCHEDULER_NAME)
+                .withAutomountServiceAccountToken(false).withNodeSelector(Map.of("dilu.io/test", "split"))
+                .addNewToleration().withKey("dilu.io/test").withValue("split").withEffect("NoSchedule").endToleration()
+                .addNewContainer().withName("c0").withImage("registry.local/" + function + ":1")
+                .withNewResources().withRequests(share).withLimits(share).endResources().endContainer().endSpec()
+                .build()).create();
+    }
+
+    static void awaitPhaseBound(String ns, int expected) {
+        await().atMost(Duration.ofSeconds(Long.getLong("dilu.it.bind-timeout-s", 180))).pollInterval(Duration.ofMillis(500))
+                .untilAsserted(() -> assertThat(client.pods().inNamespace(ns).list().getItems().stream()
+                        .filter(p -> p.getSpec().getNodeName() != null).count()).as("pods bound in %s", ns).isEqualTo(expected));
     }
 
     static Map<String, String> assignments() {

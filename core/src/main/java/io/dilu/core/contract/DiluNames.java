@@ -28,6 +28,13 @@ public final class DiluNames {
     public static final String LLM = "dilu.io/llm";
     /** Pod annotation: inference batch size, at least 1. */
     public static final String BATCH_SIZE = "dilu.io/batch-size";
+    /**
+     * Pod annotation: {@code pipeline} lets the scheduler split the pod's one GPU container into pipeline
+     * stages over several GPUs of a node when no single GPU has its memory free (LLM inference).
+     */
+    public static final String SPLIT = "dilu.io/split";
+    /** The one value of {@link #SPLIT}. */
+    public static final String SPLIT_PIPELINE = "pipeline";
     /** Pod annotation written at bind and corrected by the node agent: see {@link AssignedGpus}. */
     public static final String ASSIGNED_GPUS = "dilu.io/assigned-gpus";
 

@@ -44,6 +44,10 @@ public final class PodQuotaAnnotations {
         if (llm != null && !llm.equals("true") && !llm.equals("false")) {
             errors.add(new FieldError(DiluNames.LLM, llm, "true or false"));
         }
+        String split = annotations.get(DiluNames.SPLIT);
+        if (split != null && !split.equals(DiluNames.SPLIT_PIPELINE)) {
+            errors.add(new FieldError(DiluNames.SPLIT, split, DiluNames.SPLIT_PIPELINE));
+        }
         String assigned = annotations.get(DiluNames.ASSIGNED_GPUS);
         if (assigned != null) {
             AssignedGpus.validate(assigned).ifPresent(errors::add);

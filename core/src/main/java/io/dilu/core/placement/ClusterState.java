@@ -215,6 +215,11 @@ public final class ClusterState {
         return gpus[g];
     }
 
+    /** The ordinal of the GPU with {@code uuid}; -1 when no node lists it. */
+    int gpuOrdinal(String uuid) {
+        return gpuOrdinal.getOrDefault(uuid, -1);
+    }
+
     int nodeOf(int g) {
         return nodeOfGpu[g];
     }

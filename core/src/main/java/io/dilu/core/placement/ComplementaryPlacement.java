@@ -25,7 +25,9 @@ import java.util.Set;
  * <p>A splittable model (LLM inference) that fits no single fragment is cut into pipeline stages over
  * active GPUs of one node before a new GPU is opened, choosing GPUs by worst fit on free memory so the
  * stages are as few as possible; each stage takes SM request and limit in proportion to the share of the
- * model it holds. A model larger than any GPU is split the same way over idle GPUs too.
+ * model it holds (largest remainders, so the stages add up to the request exactly, in whole percents when
+ * the request is in whole percents: what a device plugin hands out). A model larger than any GPU is split
+ * the same way over idle GPUs too.
  *
  * <p>An instance that needs several GPUs (training workers, tensor parallelism) gets them on one node,
  * each chosen in the same order of preference: affinity, active, stacked, new.
@@ -99,7 +101,9 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return new PlacementDecision.Infeasible("no node has " + (req.gpus() > 1 ? req.gpus() + " GPUs" : "a GPU") + models
                 + " with " + req.memoryMib() + " MiB free and room for SM request " + percent(req.requestMilli())
                 + " / limit " + percent(req.limitMilli()) + " under Ω = " + percent(params.omegaMilli())
-                + ", γ = " + percent(params.gammaMilli()));
+                + ", γ = " + percent(params.gammaMilli())
+                + (req.splittable() && req.gpus() == 1 ? ", nor enough fragments of one node's GPUs for pipeline stages (at most "
+                        + params.maxPipelineStages() + " of at least " + params.minStageMemoryMib() + " MiB)" : ""));
     }
 
     private PlacementDecision.Placed onOneGpu(ClusterState state, InstanceRequest req, boolean largerThanAnyGpu,
@@ -312,6 +316,10 @@ public final class ComplementaryPlacement implements PlacementPolicy {
             if (remaining > 0 || stages.size() < 2) {
                 continue;
             }
+            stages = exactShares(state, req, stages);
+            if (stages == null) {
+                continue;
+            }
             if (best == null || stages.size() < best.size() || (stages.size() == best.size() && scores < bestScore)) {
                 best = stages;
                 bestScore = scores;
@@ -319,6 +327,31 @@ public final class ComplementaryPlacement implements PlacementPolicy {
             }
         }
         return best == null ? null : new PlacementDecision.Placed(state.nodeName(bestNode), best);
+    }
+
+    /**
+     * The stages' request and limit apportioned to add up to the instance's exactly, in units of 10 (one
+     * percent) when both are whole percents; null when a stage would get less than a unit or no longer fits.
+     */
+    private List<Slot> exactShares(ClusterState state, InstanceRequest req, List<Slot> stages) {
+        int unit = req.requestMilli() % 10 == 0 && req.limitMilli() % 10 == 0 ? 10 : 1;
+        long[] weights = stages.stream().mapToLong(Slot::memoryMib).toArray();
+        int[] requests = Apportion.largestRemainder(req.requestMilli() / unit, weights);
+        int[] limits = Apportion.largestRemainder(req.limitMilli() / unit, weights);
+        if (requests == null || limits == null) {
+            return null;
+        }
+        List<Slot> exact = new ArrayList<>(stages.size());
+        for (int i = 0; i < stages.size(); i++) {
+            Slot s = stages.get(i);
+            int request = requests[i] * unit;
+            int limit = Math.max(request, limits[i] * unit);
+            if (!fits(state, state.gpuOrdinal(s.gpuUuid()), request, limit, s.memoryMib())) {
+                return null;
+            }
+            exact.add(new Slot(s.gpuUuid(), request, limit, s.memoryMib()));
+        }
+        return exact;
     }
 
     private static int proportional(int share, long part, long whole) {

@@ -26,8 +26,24 @@ class AssignedGpusTest {
         assertThat(AssignedGpus.ofContainers(List.of("GPU-a", "GPU-b")).format()).isEqualTo("GPU-a,GPU-b");
     }
 
+    @Test
+    void aSplitContainerNamesEachGpuWithItsStage() {
+        AssignedGpus split = AssignedGpus.parse("GPU-a:30:12288, GPU-b:20:8192");
+        assertThat(split.isSplit()).isTrue();
+        assertThat(split.uuids()).containsExactly("GPU-a", "GPU-b");
+        assertThat(split.stages()).containsExactly(new AssignedGpus.Stage("GPU-a", 30, 12288),
+                new AssignedGpus.Stage("GPU-b", 20, 8192));
+        assertThat(split.splitPercent()).isEqualTo(50);
+        assertThat(split.format()).isEqualTo("GPU-a:30:12288,GPU-b:20:8192");
+        assertThat(split.forContainer(0)).as("no one GPU holds a split container").isEmpty();
+        assertThat(AssignedGpus.parse(split.format())).isEqualTo(split);
+        assertThat(AssignedGpus.parse("GPU-a,GPU-b").isSplit()).isFalse();
+    }
+
     @ParameterizedTest
-    @ValueSource(strings = {"", " ", "GPU-a,", ",GPU-a", "GPU-a,GPU-a", "GPU a", "GPU-a;GPU-b", "-GPU"})
+    @ValueSource(strings = {"", " ", "GPU-a,", ",GPU-a", "GPU-a,GPU-a", "GPU a", "GPU-a;GPU-b", "-GPU",
+        "GPU-a:30:100", "GPU-a:30:100,GPU-b", "GPU-a:0:100,GPU-b:20:100", "GPU-a:101:100,GPU-b:20:100",
+        "GPU-a:30:0,GPU-b:20:100", "GPU-a:30:100,GPU-a:20:100", "GPU-a:30,GPU-b:20", "GPU-a:-3:100,GPU-b:20:100"})
     void refusesMalformedValuesNamingTheAnnotation(String value) {
         assertThat(AssignedGpus.validate(value)).hasValueSatisfying(e -> assertThat(e.field()).isEqualTo("dilu.io/assigned-gpus"));
         assertThatThrownBy(() -> AssignedGpus.parse(value)).hasMessageContaining("dilu.io/assigned-gpus")

@@ -28,11 +28,12 @@ class PodQuotaAnnotationsTest {
     @Test
     void badValuesAreNamedWithTheirRangeAndReadAsDefaults() {
         Map<String, String> a = Map.of(DiluNames.SM_LIMIT, "20", DiluNames.PRIORITY, "urgent",
-                DiluNames.BATCH_SIZE, "0", DiluNames.ASSIGNED_GPUS, "GPU-a,,");
+                DiluNames.BATCH_SIZE, "0", DiluNames.ASSIGNED_GPUS, "GPU-a,,", DiluNames.SPLIT, "tensor");
         assertThat(PodQuotaAnnotations.validate(a, 30)).extracting(FieldError::message).containsExactly(
                 "dilu.io/sm-limit=20 is not allowed: must be an integer percent in 30..100 (request..100)",
                 "dilu.io/priority=urgent is not allowed: must be one of slo, best-effort",
                 "dilu.io/batch-size=0 is not allowed: must be an integer of at least 1",
+                "dilu.io/split=tensor is not allowed: must be pipeline",
                 "dilu.io/assigned-gpus=GPU-a,, is not allowed: must be " + AssignedGpus.ALLOWED);
         assertThat(PodQuotaAnnotations.smLimit(a, 30)).isEqualTo(60);
         assertThat(PodQuotaAnnotations.priority(a, Priority.SLO)).isEqualTo(Priority.SLO);

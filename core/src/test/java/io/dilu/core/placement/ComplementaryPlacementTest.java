@@ -141,8 +141,18 @@ class ComplementaryPlacementTest {
         PlacementDecision.Placed p = place(state, llm);
         assertThat(p.slots()).hasSize(2);
         assertThat(p.slots()).extracting(Slot::memoryMib).containsExactly(18 * GB, 12 * GB);
-        assertThat(p.slots().stream().mapToInt(Slot::requestMilli).sum()).isBetween(400, 402);
+        assertThat(p.slots()).as("in proportion to the memory each stage holds, adding up exactly, in whole percents")
+                .extracting(Slot::requestMilli).containsExactly(240, 160);
+        assertThat(p.slots()).extracting(Slot::limitMilli).containsExactly(360, 240);
         assertThat(state.activeGpuCount()).as("no new GPU opened").isEqualTo(2);
+    }
+
+    @Test
+    void sharesAreApportionedExactlyWithAtLeastOneEach() {
+        assertThat(Apportion.largestRemainder(40, new long[] {18, 12})).containsExactly(24, 16);
+        assertThat(Apportion.largestRemainder(10, new long[] {1, 1, 1})).containsExactly(4, 3, 3);
+        assertThat(Apportion.largestRemainder(3, new long[] {1000, 1, 1})).containsExactly(1, 1, 1);
+        assertThat(Apportion.largestRemainder(2, new long[] {1, 1, 1})).isNull();
     }
 
     @Test

@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
@@ -79,7 +80,8 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     private final InstantSource clock;
     private final NodePods pods;
     private final Map<String, Allocation> byId = new LinkedHashMap<>();
-    private final Map<String, Tenant> tenants = new HashMap<>();
+    /** Per allocation, one tenant per device of its control block (several for a split container). */
+    private final Map<String, List<Tenant>> tenants = new HashMap<>();
     private final Map<String, Path> dirs = new HashMap<>();
 
     /**
@@ -107,8 +109,10 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 }
                 try {
                     Allocation a = read(dir.resolve(STATE_FILE), parts[2], parts[0]);
+                    if (devices(a).stream().anyMatch(d -> d.gpu() < 0)) {
+                        throw new IllegalArgumentException("a device lies on a GPU this node does not have");
+                    }
                     ControlBlock block = ControlBlock.open(dir);
-                    block.setMemoryLimit(0, a.memoryMib() << 20);
                     track(a, dir, block);
                     recovered++;
                 } catch (IOException | IllegalArgumentException | java.time.DateTimeException e) {
@@ -139,16 +143,57 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     }
 
     private void track(Allocation a, Path dir, ControlBlock block) {
-        Tenant tenant = tenantOf(a, block);
+        List<Tenant> perDevice = tenantsOf(a, block);
         byId.put(a.id(), a);
-        tenants.put(a.id(), tenant);
+        tenants.put(a.id(), perDevice);
         dirs.put(a.id(), dir);
-        tokens.gpu(indexOf(a.gpu())).add(tenant);
+        List<Device> devices = devices(a);
+        for (int d = 0; d < devices.size(); d++) {
+            block.setMemoryLimit(d, devices.get(d).memoryMib() << 20);
+            tokens.gpu(devices.get(d).gpu()).add(perDevice.get(d));
+        }
     }
 
-    private static Tenant tenantOf(Allocation a, ControlBlock block) {
-        return new Tenant(a.id(), block, 0, a.smRequest() / 100.0, a.smLimit() / 100.0, a.priority() == Priority.SLO,
-                a.klcThreshold());
+    /**
+     * A share's part of one GPU: device {@code d} of its control block. A container on one GPU has one; a
+     * container split into pipeline stages has one per GPU, in the node's GPU order (the order CUDA numbers
+     * them in the container), its limit divided like its request and its memory as its stages say.
+     *
+     * @param gpu the GPU's index on this node, -1 when the node has no such GPU
+     */
+    record Device(int gpu, String uuid, int smRequest, int smLimit, long memoryMib) {}
+
+    List<Device> devices(Allocation a) {
+        Map<String, Integer> perGpu = new java.util.TreeMap<>(java.util.Comparator
+                .comparingInt((String u) -> indexOf(u) < 0 ? Integer.MAX_VALUE : indexOf(u)).thenComparing(u -> u));
+        a.deviceIds().forEach(id -> perGpu.merge(GpuSmDevicePlugin.gpuOf(id), 1, Integer::sum));
+        if (perGpu.size() == 1) {
+            return List.of(new Device(indexOf(a.gpu()), a.gpu(), a.smRequest(), a.smLimit(), a.memoryMib()));
+        }
+        long memoryStages = a.quota().stageMemoryMib().values().stream().mapToLong(Long::longValue).sum();
+        boolean staged = a.quota().stageMemoryMib().keySet().equals(perGpu.keySet()) && memoryStages == a.memoryMib();
+        // The limit is divided as the scheduler divided it (by each stage's memory), so both book the same.
+        long[] weights = perGpu.keySet().stream()
+                .mapToLong(g -> staged ? a.quota().stageMemoryMib().get(g) : perGpu.get(g)).toArray();
+        int[] limits = io.dilu.core.placement.Apportion.largestRemainder(Math.max(a.smLimit(), a.smRequest()), weights);
+        List<Device> out = new ArrayList<>();
+        int i = 0;
+        for (Map.Entry<String, Integer> e : perGpu.entrySet()) {
+            long memory = staged ? a.quota().stageMemoryMib().get(e.getKey())
+                    : Math.max(1, a.memoryMib() * e.getValue() / a.smRequest());
+            out.add(new Device(indexOf(e.getKey()), e.getKey(), e.getValue(), Math.max(e.getValue(), limits[i++]), memory));
+        }
+        return out;
+    }
+
+    private List<Tenant> tenantsOf(Allocation a, ControlBlock block) {
+        List<Device> devices = devices(a);
+        List<Tenant> out = new ArrayList<>(devices.size());
+        for (int d = 0; d < devices.size(); d++) {
+            out.add(new Tenant(a.id(), block, d, devices.get(d).smRequest() / 100.0, devices.get(d).smLimit() / 100.0,
+                    a.priority() == Priority.SLO, a.klcThreshold()));
+        }
+        return out;
     }
 
     /**
@@ -156,22 +201,30 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
      * being admitted (the watch lags on a loaded node), from the API server read outside the lock.
      */
     @Override
-    public ContainerAllocateResponse allocate(GpuDevice gpu, List<String> deviceIds) {
+    public ContainerAllocateResponse allocate(List<GpuDevice> gpus, List<String> deviceIds) {
         int smPercent = deviceIds.size();
-        Optional<PodMatcher.Candidate> guess = guessOwner(pods.seen(), gpu, smPercent);
+        Set<String> uuids = gpus.stream().map(GpuDevice::uuid).collect(Collectors.toSet());
+        Optional<PodMatcher.Candidate> guess = guessOwner(pods.seen(), uuids, smPercent);
         if (guess.isEmpty()) {
-            guess = guessOwner(pods.read(), gpu, smPercent);
+            guess = guessOwner(pods.read(), uuids, smPercent);
         }
-        return create(gpu, deviceIds, guess);
+        return create(gpus, deviceIds, guess);
     }
 
-    private synchronized Optional<PodMatcher.Candidate> guessOwner(Collection<PodView> pods, GpuDevice gpu, int smPercent) {
-        return PodMatcher.forAllocate(pods, owned(), gpu.uuid(), smPercent);
+    /** A share on one GPU. */
+    public ContainerAllocateResponse allocate(GpuDevice gpu, List<String> deviceIds) {
+        return allocate(List.of(gpu), deviceIds);
     }
 
-    private synchronized ContainerAllocateResponse create(GpuDevice gpu, List<String> deviceIds,
+    private synchronized Optional<PodMatcher.Candidate> guessOwner(Collection<PodView> pods, Set<String> gpus, int smPercent) {
+        return PodMatcher.forAllocate(pods, owned(), gpus, smPercent);
+    }
+
+    private synchronized ContainerAllocateResponse create(List<GpuDevice> unordered, List<String> deviceIds,
             Optional<PodMatcher.Candidate> guess) {
         int smPercent = deviceIds.size();
+        List<GpuDevice> gpus = unordered.stream().sorted(java.util.Comparator.comparingInt(g -> indexOf(g.uuid()))).toList();
+        GpuDevice gpu = gpus.getFirst();
         String id = UUID.randomUUID().toString();
         Path dir = config.controlRoot().resolve(gpu.uuid() + "_" + smPercent + "_" + id);
         Allocation a = new Allocation(id, gpu.uuid(), Set.copyOf(deviceIds), clock.instant(), Optional.empty(),
@@ -183,8 +236,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
             a = a.withOwner(guess.get().ref(), quota);
         }
         try {
-            ControlBlock block = ControlBlock.create(dir, 1);
-            block.setMemoryLimit(0, a.memoryMib() << 20);
+            ControlBlock block = ControlBlock.create(dir, gpus.size());
             block.heartbeat(System.nanoTime());
             write(dir, a);
             track(a, dir, block);
@@ -192,15 +244,18 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
             deleteQuietly(dir);
             throw new UncheckedIOException("cannot create the control block " + dir, e);
         }
-        LOG.infof("allocated %d%% of %s as %s to %s", smPercent, gpu.uuid(), id,
+        LOG.infof("allocated %d%% of %s as %s to %s", smPercent,
+                gpus.stream().map(GpuDevice::uuid).collect(Collectors.joining(", ")), id,
                 a.owner().map(ContainerRef::toString).orElse("a container not known yet"));
         ContainerAllocateResponse.Builder response = ContainerAllocateResponse.newBuilder()
-                .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
+                .putEnvs("NVIDIA_VISIBLE_DEVICES", gpus.stream().map(GpuDevice::uuid).collect(Collectors.joining(",")))
                 .putEnvs("DILU_SM_REQUEST", Integer.toString(smPercent))
                 .putEnvs("DILU_SM_LIMIT", Integer.toString(a.smLimit()))
                 .putEnvs("DILU_ALLOCATION", id)
                 .addAllMounts(GpuSmDevicePlugin.controlMounts(dir.toString(), config.containerControlDir(),
                         config.hookHostPath(), config.hookContainerPath(), config.preloadHostPath().toString()));
+        // An emulated GPU's state holds one device: a split container sees the first of its GPUs there (its
+        // control block still grants and accounts each of them).
         config.emulatorHostDir().ifPresent(root -> emulatedGpu(response, root, gpu));
         return response.build();
     }
@@ -224,15 +279,19 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 .putEnvs("DILU_EMU_SMS", Integer.toString(gpu.smCount()));
     }
 
-    /** The scheduler's GPU for the container being admitted, from the watch's pods or else the API server's. */
+    /**
+     * Where the scheduler put the container being admitted — one GPU, or the stages of a split container,
+     * percent by GPU — from the watch's pods or else the API server's.
+     */
     @Override
-    public Optional<String> preferredGpu(int size, Map<String, Integer> available) {
-        Optional<String> gpu = preferredGpu(pods.seen(), size, available);
-        return gpu.isPresent() ? gpu : preferredGpu(pods.read(), size, available);
+    public Optional<Map<String, Integer>> preferredShares(int size, Map<String, Integer> available) {
+        Optional<Map<String, Integer>> shares = preferredShares(pods.seen(), size, available);
+        return shares.isPresent() ? shares : preferredShares(pods.read(), size, available);
     }
 
-    private synchronized Optional<String> preferredGpu(Collection<PodView> pods, int size, Map<String, Integer> available) {
-        return PodMatcher.preferredGpu(pods, owned(), size, available);
+    private synchronized Optional<Map<String, Integer>> preferredShares(Collection<PodView> pods, int size,
+            Map<String, Integer> available) {
+        return PodMatcher.preferredShares(pods, owned(), size, available);
     }
 
     private Set<ContainerRef> owned() {
@@ -265,10 +324,14 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
             LOG.warnf("cannot record allocation %s on disk: %s", id, e.getMessage());
         }
         byId.put(id, after);
-        Tenant tenant = tenantOf(after, tenants.get(id).block());
-        tenant.block().setMemoryLimit(0, after.memoryMib() << 20);
-        tenants.put(id, tenant);
-        tokens.gpu(indexOf(after.gpu())).update(tenant);
+        ControlBlock block = tenants.get(id).getFirst().block();
+        List<Tenant> perDevice = tenantsOf(after, block);
+        List<Device> devices = devices(after);
+        tenants.put(id, perDevice);
+        for (int d = 0; d < devices.size(); d++) {
+            block.setMemoryLimit(d, devices.get(d).memoryMib() << 20);
+            tokens.gpu(devices.get(d).gpu()).update(perDevice.get(d));
+        }
         if (!before.owner().equals(after.owner()) || !before.quota().same(after.quota())) {
             LOG.infof("allocation %s: %s, limit %d%%, %s, KLC threshold %s, memory %d MiB", id,
                     after.owner().map(ContainerRef::toString).orElse("?"), after.smLimit(), after.priority().label(),
@@ -281,7 +344,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         if (a == null) {
             return;
         }
-        tokens.gpu(indexOf(a.gpu())).remove(id);
+        devices(a).forEach(d -> tokens.gpu(d.gpu()).remove(id));
         tenants.remove(id);
         Path dir = dirs.remove(id);
         deleteQuietly(dir);
@@ -305,9 +368,11 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         return Map.copyOf(byId);
     }
 
-    /** The token loop's view of each allocation, by id: for metrics. */
+    /** The token loop's view of each allocation, by id, on its first device: for metrics. */
     public synchronized Map<String, Tenant> tenants() {
-        return Map.copyOf(tenants);
+        Map<String, Tenant> first = new HashMap<>();
+        tenants.forEach((id, perDevice) -> first.put(id, perDevice.getFirst()));
+        return first;
     }
 
     // allocation.properties: small, human-readable, replaced atomically so a crash leaves the old or the new.
@@ -323,6 +388,10 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
             p.setProperty("klcThreshold", Double.toString(a.klcThreshold()));
         }
         p.setProperty("memoryMib", Long.toString(a.memoryMib()));
+        if (!a.quota().stageMemoryMib().isEmpty()) {
+            p.setProperty("stageMemoryMib", a.quota().stageMemoryMib().entrySet().stream().sorted(Map.Entry.comparingByKey())
+                    .map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(",")));
+        }
         a.owner().ifPresent(o -> p.setProperty("owner", o.namespace() + "/" + o.pod() + "/" + o.container()));
         a.missingSince().ifPresent(t -> p.setProperty("missingSince", t.toString()));
         Path tmp = dir.resolve(STATE_FILE + ".tmp");
@@ -339,8 +408,8 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         }
         String devices = required(p, "devices");
         Set<String> ids = Arrays.stream(devices.split(",")).map(String::strip).collect(Collectors.toSet());
-        if (ids.stream().anyMatch(d -> !GpuSmDevicePlugin.gpuOf(d).equals(gpu))) {
-            throw new IllegalArgumentException("devices " + devices + " do not all lie on " + gpu);
+        if (ids.stream().noneMatch(d -> GpuSmDevicePlugin.gpuOf(d).equals(gpu))) {
+            throw new IllegalArgumentException("devices " + devices + " do not lie on " + gpu);
         }
         Optional<ContainerRef> owner = Optional.ofNullable(p.getProperty("owner")).map(o -> {
             String[] parts = o.split("/");
@@ -353,10 +422,18 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 .orElseThrow(() -> new IllegalArgumentException("priority " + p.getProperty("priority")));
         String threshold = p.getProperty("klcThreshold");
         long memory = Long.parseLong(p.getProperty("memoryMib", Long.toString(Allocation.DEFAULT_MEMORY_MIB)));
+        Map<String, Long> stages = new HashMap<>();
+        for (String stage : p.getProperty("stageMemoryMib", "").split(",")) {
+            if (!stage.isBlank()) {
+                int at = stage.lastIndexOf('=');
+                stages.put(stage.substring(0, at).strip(), Long.parseLong(stage.substring(at + 1).strip()));
+            }
+        }
         return new Allocation(id, gpu, ids, Instant.parse(required(p, "created")), owner,
                 new Allocation.ShareQuota(Integer.parseInt(required(p, "smLimit")), priority,
                         threshold == null ? Double.NaN
-                                : PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.KLC_THRESHOLD, threshold)), memory),
+                                : PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.KLC_THRESHOLD, threshold)), memory,
+                        stages),
                 Optional.ofNullable(p.getProperty("missingSince")).map(Instant::parse));
     }
 

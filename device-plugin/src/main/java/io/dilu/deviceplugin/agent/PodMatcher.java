@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.agent;
 
+import io.dilu.core.contract.AssignedGpus;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -7,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * Guesses which container a kubelet request is for. Neither GetPreferredAllocation nor Allocate names the
@@ -19,8 +21,20 @@ public final class PodMatcher {
 
     private PodMatcher() {}
 
-    /** A container that may be the one being admitted, with the GPU the scheduler assigned to it. */
-    public record Candidate(ContainerRef ref, PodView pod, Optional<String> assignedGpu) {}
+    /**
+     * A container that may be the one being admitted, with where the scheduler put it: one GPU, or for a
+     * container split into pipeline stages its percent of each GPU ({@code stages}, else empty).
+     */
+    public record Candidate(ContainerRef ref, PodView pod, Optional<String> assignedGpu, Map<String, Integer> stages) {
+
+        /** The IDs to take per GPU, when the scheduler said. */
+        Optional<Map<String, Integer>> shares(int size) {
+            if (!stages.isEmpty()) {
+                return Optional.of(stages);
+            }
+            return assignedGpu.map(g -> Map.of(g, size));
+        }
+    }
 
     /** Unowned containers of live pods asking for {@code smPercent}, the oldest pod first. */
     static List<Candidate> candidates(Collection<PodView> pods, Set<ContainerRef> owned, int smPercent) {
@@ -33,7 +47,7 @@ public final class PodMatcher {
                 PodView.GpuContainer c = pod.gpuContainers().get(i);
                 ContainerRef ref = pod.ref(c);
                 if (c.smRequest() == smPercent && !owned.contains(ref)) {
-                    out.add(new Candidate(ref, pod, pod.assignedGpu(i)));
+                    out.add(new Candidate(ref, pod, pod.assignedGpu(i), stagesOf(pod, c)));
                 }
             }
         }
@@ -43,27 +57,37 @@ public final class PodMatcher {
         return out;
     }
 
-    /**
-     * The container an Allocate of {@code smPercent} on {@code gpu} is for: one assigned to that GPU first,
-     * then one with no assignment, then one assigned elsewhere (the kubelet did not follow the preference).
-     */
-    public static Optional<Candidate> forAllocate(Collection<PodView> pods, Set<ContainerRef> owned, String gpu,
-            int smPercent) {
-        return candidates(pods, owned, smPercent).stream()
-                .min(Comparator.comparingInt(c -> c.assignedGpu().map(g -> g.equals(gpu) ? 0 : 2).orElse(1)));
+    /** A split container's stages, percent by GPU, when they add up to what it asks; else empty. */
+    private static Map<String, Integer> stagesOf(PodView pod, PodView.GpuContainer c) {
+        return pod.assigned().filter(a -> a.isSplit() && pod.gpuContainers().size() == 1 && a.splitPercent() == c.smRequest())
+                .map(a -> a.stages().stream().collect(Collectors.toMap(AssignedGpus.Stage::uuid, AssignedGpus.Stage::smPercent)))
+                .orElse(Map.of());
     }
 
     /**
-     * The GPU a share of {@code size} should be taken from: the one assigned to the oldest waiting container
-     * of that size whose GPU still has {@code size} free IDs; empty when no assignment applies.
+     * The container an Allocate of {@code smPercent} on {@code gpus} is for: one the scheduler put on exactly
+     * those GPUs first, then one with no assignment, then one assigned elsewhere (the kubelet did not follow the
+     * preference).
+     */
+    public static Optional<Candidate> forAllocate(Collection<PodView> pods, Set<ContainerRef> owned, Set<String> gpus,
+            int smPercent) {
+        return candidates(pods, owned, smPercent).stream().min(Comparator.comparingInt(c -> {
+            Optional<Map<String, Integer>> shares = c.shares(smPercent);
+            return shares.isEmpty() ? 1 : shares.get().keySet().equals(gpus) ? 0 : 2;
+        }));
+    }
+
+    /**
+     * The IDs a share of {@code size} should be taken from, per GPU: where the scheduler put the oldest waiting
+     * container of that size whose GPUs still have the room; empty when no assignment applies.
      *
      * @param available free device IDs per GPU UUID, as the kubelet offers them
      */
-    public static Optional<String> preferredGpu(Collection<PodView> pods, Set<ContainerRef> owned, int size,
+    public static Optional<Map<String, Integer>> preferredShares(Collection<PodView> pods, Set<ContainerRef> owned, int size,
             Map<String, Integer> available) {
         return candidates(pods, owned, size).stream()
-                .flatMap(c -> c.assignedGpu().stream())
-                .filter(g -> available.getOrDefault(g, 0) >= size)
+                .flatMap(c -> c.shares(size).stream())
+                .filter(shares -> shares.entrySet().stream().allMatch(e -> available.getOrDefault(e.getKey(), 0) >= e.getValue()))
                 .findFirst();
     }
 }

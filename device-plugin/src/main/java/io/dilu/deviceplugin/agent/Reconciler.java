@@ -123,8 +123,31 @@ public final class Reconciler {
             if (ids == null || ids.isEmpty()) {
                 return Optional.empty(); // not all admitted yet: judge when they are
             }
-            perContainer.add(GpuSmDevicePlugin.gpuOf(ids.iterator().next()));
+            Map<String, Integer> perGpu = new java.util.TreeMap<>();
+            ids.forEach(id -> perGpu.merge(GpuSmDevicePlugin.gpuOf(id), 1, Integer::sum));
+            if (perGpu.size() > 1) {
+                return pod.gpuContainers().size() == 1 ? Optional.of(stages(pod, c, perGpu)) : Optional.empty();
+            }
+            perContainer.add(perGpu.keySet().iterator().next());
         }
         return Optional.of(AssignedGpus.ofContainers(perContainer));
+    }
+
+    /**
+     * A container whose share the kubelet took from several GPUs: pipeline stages. The IDs say each GPU's
+     * percent but not its memory, so a written split that agrees on the percents is kept as it is (stage order
+     * and memory included); otherwise memory is taken in proportion to the percents.
+     */
+    private static AssignedGpus stages(PodView pod, PodView.GpuContainer c, Map<String, Integer> perGpu) {
+        Optional<AssignedGpus> written = pod.assigned().filter(AssignedGpus::isSplit);
+        if (written.isPresent() && written.get().stages().size() == perGpu.size() && written.get().stages().stream()
+                .allMatch(s -> Integer.valueOf(s.smPercent()).equals(perGpu.get(s.uuid())))) {
+            return written.get();
+        }
+        int total = perGpu.values().stream().mapToInt(Integer::intValue).sum();
+        List<AssignedGpus.Stage> stages = new ArrayList<>();
+        perGpu.forEach((gpu, percent) -> stages.add(
+                new AssignedGpus.Stage(gpu, percent, Math.max(1, c.memoryMib() * percent / total))));
+        return AssignedGpus.split(stages);
     }
 }

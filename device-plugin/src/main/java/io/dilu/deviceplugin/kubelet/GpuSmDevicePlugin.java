@@ -1,6 +1,7 @@
 package io.dilu.deviceplugin.kubelet;
 
 import io.dilu.core.placement.GpuDevice;
+import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.kubelet.v1beta1.AllocateRequest;
 import io.dilu.deviceplugin.kubelet.v1beta1.AllocateResponse;
 import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateRequest;
@@ -48,14 +49,15 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
     @FunctionalInterface
     public interface Allocator {
         /** @param deviceIds the share's device IDs, all on {@code gpu}; their number is the SM percent */
-        ContainerAllocateResponse allocate(GpuDevice gpu, List<String> deviceIds);
+        ContainerAllocateResponse allocate(List<GpuDevice> gpus, List<String> deviceIds);
 
         /**
-         * The GPU the scheduler meant for the container about to be allocated {@code size} percent, if known.
+         * Where the scheduler meant the container about to be allocated {@code size} percent to go, if known: IDs to
+         * take per GPU UUID — one GPU, or several for a container split into pipeline stages.
          *
          * @param available free device IDs per GPU UUID
          */
-        default Optional<String> preferredGpu(int size, Map<String, Integer> available) {
+        default Optional<Map<String, Integer>> preferredShares(int size, Map<String, Integer> available) {
             return Optional.empty();
         }
     }
@@ -125,9 +127,9 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
     }
 
     /**
-     * Keeps a container's share on one GPU: the one the scheduler assigned to the container being admitted
-     * when the {@link Allocator} knows it, else the one with the most free IDs; always one that holds every
-     * ID the kubelet says must be included.
+     * Keeps a container's share where the scheduler put it when the {@link Allocator} knows: one GPU, or for a
+     * container split into pipeline stages each stage's percent of its GPU. Otherwise one GPU, the one with the
+     * most free IDs; always one that holds every ID the kubelet says must be included.
      */
     @Override
     public void getPreferredAllocation(PreferredAllocationRequest request, StreamObserver<PreferredAllocationResponse> out) {
@@ -146,22 +148,26 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
             Map<String, Integer> available = byGpu.entrySet().stream()
                     .filter(e -> required == null || e.getKey().equals(required))
                     .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().size()));
-            String gpu = allocator.preferredGpu(size, available)
+            Map<String, Integer> shares = allocator.preferredShares(size, available)
                     .or(() -> available.entrySet().stream().filter(e -> e.getValue() >= size)
                             .max(Comparator.comparing((Map.Entry<String, Integer> e) -> e.getValue())
                                     .thenComparing(Map.Entry::getKey, Comparator.reverseOrder()))
-                            .map(Map.Entry::getKey))
-                    .orElse(null);
+                            .map(e -> Map.of(e.getKey(), size)))
+                    .orElse(Map.of());
             List<String> chosen = new ArrayList<>();
-            if (gpu != null) {
-                // The IDs the kubelet insists on first, then free ones of the same GPU.
+            if (!shares.isEmpty()) {
+                // The IDs the kubelet insists on first, then free ones of each GPU up to its share.
                 chosen.addAll(c.getMustIncludeDeviceIDsList());
-                for (String id : byGpu.get(gpu)) {
-                    if (chosen.size() >= size) {
-                        break;
-                    }
-                    if (!chosen.contains(id)) {
-                        chosen.add(id);
+                for (Map.Entry<String, Integer> share : new java.util.TreeMap<>(shares).entrySet()) {
+                    long taken = chosen.stream().filter(id -> gpuOf(id).equals(share.getKey())).count();
+                    for (String id : byGpu.getOrDefault(share.getKey(), List.of())) {
+                        if (taken >= share.getValue() || chosen.size() >= size) {
+                            break;
+                        }
+                        if (!chosen.contains(id)) {
+                            chosen.add(id);
+                            taken++;
+                        }
                     }
                 }
             }
@@ -184,9 +190,10 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
                 out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
                 return;
             }
-            if (perGpu.size() != 1 || !known.containsKey(perGpu.keySet().iterator().next())) {
-                out.onError(Status.INVALID_ARGUMENT.withDescription("a dilu.io/gpu-sm share must lie on one known GPU, got "
-                        + new ArrayList<>(perGpu.keySet())).asRuntimeException());
+            // One GPU, or up to a control block's devices for a container split into pipeline stages.
+            if (perGpu.isEmpty() || perGpu.size() > ControlBlock.MAX_DEVICES || !known.keySet().containsAll(perGpu.keySet())) {
+                out.onError(Status.INVALID_ARGUMENT.withDescription("a dilu.io/gpu-sm share must lie on 1.."
+                        + ControlBlock.MAX_DEVICES + " known GPUs, got " + new ArrayList<>(perGpu.keySet())).asRuntimeException());
                 return;
             }
             if (c.getDevicesIdsList().stream().distinct().count() != c.getDevicesIdsCount()) {
@@ -194,8 +201,8 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
                         .asRuntimeException());
                 return;
             }
-            String gpu = perGpu.keySet().iterator().next();
-            response.addContainerResponses(allocator.allocate(known.get(gpu), List.copyOf(c.getDevicesIdsList())));
+            response.addContainerResponses(allocator.allocate(perGpu.keySet().stream().map(known::get).toList(),
+                    List.copyOf(c.getDevicesIdsList())));
         }
         out.onNext(response.build());
         out.onCompleted();

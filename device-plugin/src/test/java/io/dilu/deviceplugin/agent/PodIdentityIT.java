@@ -7,6 +7,7 @@ import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.quota.Priority;
 import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.gpu.EmulatedInventory;
 import io.dilu.deviceplugin.kubelet.FakePodResources;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
@@ -119,7 +120,7 @@ class PodIdentityIT {
 
             // The kubelet asks where to take 30 percent from: the GPU the scheduler gave the pod being admitted.
             Map<String, Integer> free = Map.of(gpu0.uuid(), 100, gpu1.uuid(), 100);
-            assertThat(allocations.preferredGpu(30, free)).contains(gpu1.uuid());
+            assertThat(allocations.preferredShares(30, free)).contains(Map.of(gpu1.uuid(), 30));
             var infer = allocations.allocate(gpu1, ids(gpu1, 0, 30));
             assertThat(infer.getEnvsMap()).containsEntry("DILU_SM_REQUEST", "30").containsEntry("DILU_SM_LIMIT", "60");
             // Emulated GPUs: the containers on one GPU share that GPU's emulator state, shown as the inventory says.
@@ -233,15 +234,84 @@ class PodIdentityIT {
             assertThat(identity.seen()).isEmpty();
 
             Map<String, Integer> free = Map.of(gpus.get(0).uuid(), 100, gpu1.uuid(), 100);
-            assertThat(allocations.preferredGpu(35, free)).as("the scheduler's GPU, read from the API server").contains(gpu1.uuid());
+            assertThat(allocations.preferredShares(35, free)).as("the scheduler's GPU, read from the API server").contains(Map.of(gpu1.uuid(), 35));
             var response = allocations.allocate(gpu1, ids(gpu1, 0, 35));
             String id = response.getEnvsOrThrow("DILU_ALLOCATION");
             assertThat(allocations.all().get(id).owner()).contains(new ContainerRef(NS, "late", "c0"));
             assertThat(response.getEnvsMap()).containsEntry("DILU_SM_LIMIT", "50");
             // Pods of other nodes are not candidates, read or seen.
-            assertThat(allocations.preferredGpu(20, free)).isEmpty();
+            assertThat(allocations.preferredShares(20, free)).isEmpty();
             String stranger = allocations.allocate(gpus.get(0), ids(gpus.get(0), 0, 20)).getEnvsOrThrow("DILU_ALLOCATION");
             assertThat(allocations.all().get(stranger).owner()).isEmpty();
+            identity.close();
+        }
+    }
+
+    /**
+     * A container split into pipeline stages: the kubelet is steered to each stage's percent of each GPU, the
+     * share is one control block with a device per GPU (memory per stage), each GPU's token loop serves its
+     * stage, the kubelet's listing confirms the annotation, and a restart finds it all again.
+     */
+    @Test
+    void aSplitContainerGetsEveryGpuOfItsStagesWithAGrantOnEach() throws Exception {
+        String node = "gpu-node-split";
+        List<GpuDevice> gpus = EmulatedInventory.parse(node, "2x A100-40GB, 108 SMs").gpus();
+        GpuDevice gpu0 = gpus.get(0);
+        GpuDevice gpu1 = gpus.get(1);
+        Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
+                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"),
+                Optional.empty());
+        Files.createDirectories(paths.controlRoot());
+        TestingClock clock = new TestingClock(Instant.parse("2026-11-23T10:00:00Z"));
+        SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+        Path socket = tmp.resolve("pod-resources-split.sock");
+        String stages = gpu0.uuid() + ":12:15360," + gpu1.uuid() + ":8:9216";
+        Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity("20"), DiluNames.GPU_MEMORY, new Quantity("24576"));
+        client.pods().inNamespace(NS).resource(new PodBuilder().withNewMetadata().withName("llm").withNamespace(NS)
+                .withAnnotations(Map.of(DiluNames.SPLIT, DiluNames.SPLIT_PIPELINE, DiluNames.ASSIGNED_GPUS, stages))
+                .endMetadata().withNewSpec().withNodeName(node).withAutomountServiceAccountToken(false)
+                .addNewContainer().withName("c0").withImage("registry.local/llm:1").withNewResources().withLimits(share)
+                .withRequests(share).endResources().endContainer().endSpec().build()).create();
+
+        try (TokenManager tokens = new TokenManager(2, TokenParameters.DEFAULTS, 1, clock, 16);
+                FakePodResources kubelet = new FakePodResources(socket);
+                PodResourcesClient podResources = new PodResourcesClient(socket, Duration.ofSeconds(2))) {
+            PodIdentity identity = new PodIdentity(client, node, podResources, clock, Duration.ofSeconds(30), metrics);
+            Allocations allocations = new Allocations(paths, gpus, tokens, clock, identity);
+            identity.start();
+            await().atMost(Duration.ofSeconds(20)).until(() -> identity.seen().size() == 1);
+
+            assertThat(allocations.preferredShares(20, Map.of(gpu0.uuid(), 100, gpu1.uuid(), 100)))
+                    .contains(Map.of(gpu0.uuid(), 12, gpu1.uuid(), 8));
+            List<String> ids = new java.util.ArrayList<>(ids(gpu1, 0, 8));
+            ids.addAll(ids(gpu0, 50, 12));
+            var response = allocations.allocate(List.of(gpu1, gpu0), ids);
+            String id = response.getEnvsOrThrow("DILU_ALLOCATION");
+            assertThat(response.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", gpu0.uuid() + "," + gpu1.uuid())
+                    .containsEntry("DILU_SM_REQUEST", "20");
+            assertThat(allocations.all().get(id).owner()).contains(new ContainerRef(NS, "llm", "c0"));
+            assertThat(tokens.gpu(0).size()).as("GPU 0's loop serves stage 0").isEqualTo(1);
+            assertThat(tokens.gpu(1).size()).as("GPU 1's loop serves stage 1").isEqualTo(1);
+            Path dir = paths.controlRoot().resolve(gpu0.uuid() + "_20_" + id);
+            try (ControlBlock block = ControlBlock.open(dir)) {
+                assertThat(block.memoryLimit(0)).isEqualTo(15_360L << 20);
+                assertThat(block.memoryLimit(1)).isEqualTo(9_216L << 20);
+            }
+            assertThat(allocations.devices(allocations.all().get(id))).extracting(Allocations.Device::smRequest,
+                    Allocations.Device::smLimit).containsExactly(org.assertj.core.groups.Tuple.tuple(12, 25),
+                    org.assertj.core.groups.Tuple.tuple(8, 15));
+
+            kubelet.put(new ContainerRef(NS, "llm", "c0"), ids);
+            identity.reconcile(allocations);
+            assertThat(assignment("llm")).as("the node agrees with the stages").isEqualTo(stages);
+            assertThat(counter(metrics, "annotation-different")).isZero();
+
+            try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, 1, clock, 16)) {
+                Allocations restarted = new Allocations(paths, gpus, fresh, clock, List::of);
+                assertThat(restarted.recover()).isEqualTo(1);
+                assertThat(restarted.all()).isEqualTo(allocations.all());
+                assertThat(fresh.gpu(0).size() + fresh.gpu(1).size()).isEqualTo(2);
+            }
             identity.close();
         }
     }

@@ -24,44 +24,44 @@ class PodMatcherTest {
     void theContainerBeingAdmittedIsTheOldestUnownedOneOfThatSizeAssignedToThatGpu() {
         List<PodView> pods = List.of(pod("late", 20, "GPU-a", 30), pod("early", 10, "GPU-a", 30),
                 pod("elsewhere", 5, "GPU-b", 30), pod("bigger", 1, "GPU-a", 40));
-        assertThat(PodMatcher.forAllocate(pods, Set.of(), "GPU-a", 30)).hasValueSatisfying(c ->
+        assertThat(PodMatcher.forAllocate(pods, Set.of(), Set.of("GPU-a"), 30)).hasValueSatisfying(c ->
                 assertThat(c.ref()).isEqualTo(new ContainerRef("default", "early", "c0")));
         Set<ContainerRef> owned = Set.of(new ContainerRef("default", "early", "c0"));
-        assertThat(PodMatcher.forAllocate(pods, owned, "GPU-a", 30).map(PodMatcher.Candidate::ref))
+        assertThat(PodMatcher.forAllocate(pods, owned, Set.of("GPU-a"), 30).map(PodMatcher.Candidate::ref))
                 .contains(new ContainerRef("default", "late", "c0"));
     }
 
     @Test
     void containersOfOnePodAreTakenInTheirOrder() {
         List<PodView> pods = List.of(pod("two", 1, "GPU-a,GPU-b", 30, 30));
-        assertThat(PodMatcher.forAllocate(pods, Set.of(), "GPU-b", 30).map(PodMatcher.Candidate::ref))
+        assertThat(PodMatcher.forAllocate(pods, Set.of(), Set.of("GPU-b"), 30).map(PodMatcher.Candidate::ref))
                 .contains(new ContainerRef("default", "two", "c1"));
-        assertThat(PodMatcher.forAllocate(pods, Set.of(), "GPU-a", 30).map(PodMatcher.Candidate::ref))
+        assertThat(PodMatcher.forAllocate(pods, Set.of(), Set.of("GPU-a"), 30).map(PodMatcher.Candidate::ref))
                 .contains(new ContainerRef("default", "two", "c0"));
     }
 
     @Test
     void withoutAMatchingAssignmentAnUnassignedPodComesBeforeOneAssignedElsewhere() {
         List<PodView> pods = List.of(pod("elsewhere", 1, "GPU-b", 30), pod("unassigned", 2, null, 30));
-        assertThat(PodMatcher.forAllocate(pods, Set.of(), "GPU-a", 30).map(c -> c.ref().pod())).contains("unassigned");
-        assertThat(PodMatcher.forAllocate(List.of(pods.get(0)), Set.of(), "GPU-a", 30).map(c -> c.ref().pod()))
+        assertThat(PodMatcher.forAllocate(pods, Set.of(), Set.of("GPU-a"), 30).map(c -> c.ref().pod())).contains("unassigned");
+        assertThat(PodMatcher.forAllocate(List.of(pods.get(0)), Set.of(), Set.of("GPU-a"), 30).map(c -> c.ref().pod()))
                 .contains("elsewhere");
-        assertThat(PodMatcher.forAllocate(pods, Set.of(), "GPU-a", 50)).isEmpty();
+        assertThat(PodMatcher.forAllocate(pods, Set.of(), Set.of("GPU-a"), 50)).isEmpty();
     }
 
     @Test
     void finishedPodsTakeNoShare() {
         PodView done = new PodView("default", "done", "u", Instant.EPOCH, true, Map.of(DiluNames.ASSIGNED_GPUS, "GPU-a"),
                 List.of(new PodView.GpuContainer("c0", 30)), false);
-        assertThat(PodMatcher.forAllocate(List.of(done), Set.of(), "GPU-a", 30)).isEmpty();
+        assertThat(PodMatcher.forAllocate(List.of(done), Set.of(), Set.of("GPU-a"), 30)).isEmpty();
     }
 
     @Test
     void thePreferredGpuIsTheAssignedOneWhenItStillHasRoom() {
         List<PodView> pods = List.of(pod("p", 1, "GPU-b", 30));
-        assertThat(PodMatcher.preferredGpu(pods, Set.of(), 30, Map.of("GPU-a", 100, "GPU-b", 30))).contains("GPU-b");
-        assertThat(PodMatcher.preferredGpu(pods, Set.of(), 30, Map.of("GPU-a", 100, "GPU-b", 29))).isEmpty();
-        assertThat(PodMatcher.preferredGpu(List.of(pod("q", 1, "GPU-a,bad,", 30)), Set.of(), 30, Map.of("GPU-a", 100)))
+        assertThat(PodMatcher.preferredShares(pods, Set.of(), 30, Map.of("GPU-a", 100, "GPU-b", 30))).contains(Map.of("GPU-b", 30));
+        assertThat(PodMatcher.preferredShares(pods, Set.of(), 30, Map.of("GPU-a", 100, "GPU-b", 29))).isEmpty();
+        assertThat(PodMatcher.preferredShares(List.of(pod("q", 1, "GPU-a,bad,", 30)), Set.of(), 30, Map.of("GPU-a", 100)))
                 .as("a malformed annotation assigns nothing").isEmpty();
     }
 }

@@ -43,6 +43,7 @@ class DevicePluginIT {
     private FakeKubelet kubelet;
     /** The GPU the scheduler assigned to the container being admitted, as the agent's pod matcher would say. */
     private final AtomicReference<String> assigned = new AtomicReference<>();
+    private final AtomicReference<Map<String, Integer>> stages = new AtomicReference<>();
     private final List<GpuDevice> gpus = NodeInventory.uniform("node", 2, "Emulated A100", 40_960, 108).gpus();
 
     @BeforeEach
@@ -51,9 +52,9 @@ class DevicePluginIT {
         kubelet = new FakeKubelet(dir);
         plugin = new GpuSmDevicePlugin(gpus, new GpuSmDevicePlugin.Allocator() {
             @Override
-            public ContainerAllocateResponse allocate(GpuDevice gpu, List<String> ids) {
+            public ContainerAllocateResponse allocate(List<GpuDevice> gpus, List<String> ids) {
                 return ContainerAllocateResponse.newBuilder()
-                        .putEnvs("NVIDIA_VISIBLE_DEVICES", gpu.uuid())
+                        .putEnvs("NVIDIA_VISIBLE_DEVICES", String.join(",", gpus.stream().map(GpuDevice::uuid).toList()))
                         .putEnvs("DILU_SM_REQUEST", Integer.toString(ids.size()))
                         .addAllMounts(GpuSmDevicePlugin.controlMounts("/var/lib/dilu/containers/x", "/var/run/dilu/control",
                                 "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", "/var/lib/dilu/ld.so.preload"))
@@ -61,8 +62,12 @@ class DevicePluginIT {
             }
 
             @Override
-            public Optional<String> preferredGpu(int size, Map<String, Integer> available) {
-                return Optional.ofNullable(assigned.get()).filter(g -> available.getOrDefault(g, 0) >= size);
+            public Optional<Map<String, Integer>> preferredShares(int size, Map<String, Integer> available) {
+                if (stages.get() != null) {
+                    return Optional.of(stages.get());
+                }
+                return Optional.ofNullable(assigned.get()).filter(g -> available.getOrDefault(g, 0) >= size)
+                        .map(g -> Map.of(g, size));
             }
         });
         endpoint = new DevicePluginEndpoint(dir, "dilu-gpu-sm.sock", plugin);
@@ -115,10 +120,15 @@ class DevicePluginIT {
                 org.assertj.core.groups.Tuple.tuple("/opt/dilu/lib/libdilu-hook.so", true),
                 org.assertj.core.groups.Tuple.tuple("/etc/ld.so.preload", true));
 
+        // A container split into pipeline stages gets IDs of several GPUs, and all of those GPUs.
         List<String> split = List.of(GpuSmDevicePlugin.deviceId(gpus.get(0), 1), GpuSmDevicePlugin.deviceId(gpus.get(1), 1));
+        assertThat(stub.allocate(AllocateRequest.newBuilder()
+                .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(split)).build())
+                .getContainerResponses(0).getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", gpus.get(0).uuid() + "," + gpus.get(1).uuid());
+        List<String> elsewhere = List.of(GpuSmDevicePlugin.deviceId(gpus.get(0), 2), "GPU-of-another-node::sm01");
         assertThatThrownBy(() -> stub.allocate(AllocateRequest.newBuilder()
-                .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(split)).build()))
-                .isInstanceOf(StatusRuntimeException.class).hasMessageContaining("must lie on one known GPU");
+                .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(elsewhere)).build()))
+                .isInstanceOf(StatusRuntimeException.class).hasMessageContaining("must lie on 1..8 known GPUs");
         assertThatThrownBy(() -> stub.allocate(AllocateRequest.newBuilder()
                 .addContainerRequests(ContainerAllocateRequest.newBuilder().addDevicesIds("garbage")).build()))
                 .isInstanceOf(StatusRuntimeException.class).hasMessageContaining("is not <gpu-uuid>::sm<NN>");
@@ -147,6 +157,16 @@ class DevicePluginIT {
         assertThatThrownBy(() -> stub.allocate(AllocateRequest.newBuilder().addContainerRequests(
                 ContainerAllocateRequest.newBuilder().addDevicesIds(thirty.get(0)).addDevicesIds(thirty.get(0))).build()))
                 .isInstanceOf(StatusRuntimeException.class).hasMessageContaining("device IDs repeat");
+
+        // A split container's IDs come from each of its stages' GPUs, as many as each stage's percent.
+        stages.set(Map.of(gpus.get(0).uuid(), 12, gpus.get(1).uuid(), 8));
+        List<String> staged = stub.getPreferredAllocation(PreferredAllocationRequest.newBuilder()
+                .addContainerRequests(ContainerPreferredAllocationRequest.newBuilder()
+                        .addAllAvailableDeviceIDs(available.subList(0, 150)).setAllocationSize(20)).build())
+                .getContainerResponses(0).getDeviceIDsList();
+        assertThat(staged).hasSize(20);
+        assertThat(staged.stream().filter(id -> id.startsWith(gpus.get(0).uuid() + "::"))).hasSize(12);
+        assertThat(staged.stream().filter(id -> id.startsWith(gpus.get(1).uuid() + "::"))).hasSize(8);
     }
 
     @Test

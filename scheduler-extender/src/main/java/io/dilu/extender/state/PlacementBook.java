@@ -50,11 +50,11 @@ public final class PlacementBook {
     }
 
     /** A booking, with the pod it was made for: bind must name that same pod, not only its UID. */
-    private record Entry(String namespace, String name, String function, PlacementDecision.Placed placed, Phase phase,
-            Instant expires) {
+    private record Entry(String namespace, String name, String function, PlacementDecision.Placed placed, boolean split,
+            Phase phase, Instant expires) {
 
         Entry in(Phase next, Instant until) {
-            return new Entry(namespace, name, function, placed, next, until);
+            return new Entry(namespace, name, function, placed, split, next, until);
         }
     }
 
@@ -189,7 +189,8 @@ public final class PlacementBook {
             return;
         }
         drop(pod.uid());
-        Entry e = new Entry(pod.namespace(), pod.name(), pod.function(), actual.get(), Phase.BOUND, Instant.MAX);
+        Entry e = new Entry(pod.namespace(), pod.name(), pod.function(), actual.get(), pod.assigned().get().isSplit(),
+                Phase.BOUND, Instant.MAX);
         entries.put(pod.uid(), e);
         book(pod.uid(), e);
     }
@@ -199,8 +200,41 @@ public final class PlacementBook {
         drop(uid);
     }
 
+    /**
+     * The annotation for a placement: one GPU per container, or for a split container each stage's GPU with its
+     * percent and memory (core apportions a whole-percent request in whole percents).
+     */
+    static AssignedGpus assignment(PlacementDecision.Placed placed, boolean split) {
+        if (split && placed.slots().size() > 1) {
+            return AssignedGpus.split(placed.slots().stream()
+                    .map(s -> new AssignedGpus.Stage(s.gpuUuid(), s.requestMilli() / 10, s.memoryMib())).toList());
+        }
+        return AssignedGpus.ofContainers(placed.slots().stream().map(Slot::gpuUuid).toList());
+    }
+
+    /** What a split container holds: each stage as written, the pod's limit apportioned as core does. */
+    private static Optional<PlacementDecision.Placed> stagesOf(PodShare pod, String node, AssignedGpus assigned) {
+        if (pod.containers().size() != 1) {
+            return Optional.empty();
+        }
+        int percent = assigned.splitPercent();
+        int limit = Math.max(percent, PodQuotaAnnotations.smLimit(pod.annotations(), pod.containers().getFirst().smPercent()));
+        // As core apportions them: in proportion to the memory each stage holds.
+        long[] weights = assigned.stages().stream().mapToLong(AssignedGpus.Stage::memoryMib).toArray();
+        int[] limits = io.dilu.core.placement.Apportion.largestRemainder(limit, weights);
+        List<Slot> slots = new ArrayList<>();
+        for (int i = 0; i < assigned.stages().size(); i++) {
+            AssignedGpus.Stage s = assigned.stages().get(i);
+            slots.add(new Slot(s.uuid(), s.smPercent() * 10, Math.max(s.smPercent(), limits[i]) * 10, s.memoryMib()));
+        }
+        return Optional.of(new PlacementDecision.Placed(node, slots));
+    }
+
     /** What a bound pod holds: container i on the i-th GPU of its assignment, shares on one GPU summed. */
     private Optional<PlacementDecision.Placed> placedOf(PodShare pod, String node, AssignedGpus assigned) {
+        if (assigned.isSplit()) {
+            return stagesOf(pod, node, assigned);
+        }
         Map<String, long[]> perGpu = new LinkedHashMap<>();
         for (int i = 0; i < pod.containers().size(); i++) {
             PodShare.Container c = pod.containers().get(i);
@@ -250,8 +284,8 @@ public final class PlacementBook {
             return new Filtered(Optional.empty(), failed);
         }
         PlacementDecision.Placed placed = (PlacementDecision.Placed) decision;
-        Entry e = new Entry(pod.namespace(), pod.name(), request.function(), placed, Phase.RESERVED,
-                now.plus(reservationTtl));
+        Entry e = new Entry(pod.namespace(), pod.name(), request.function(), placed, request.splittable(),
+                Phase.RESERVED, now.plus(reservationTtl));
         entries.put(pod.uid(), e);
         book(pod.uid(), e);
         return new Filtered(Optional.of(placed.node()), failed);
@@ -300,7 +334,7 @@ public final class PlacementBook {
                     "the pod's GPUs are reserved on node " + e.placed().node() + ", not " + node);
         }
         entries.put(uid, e.in(Phase.BINDING, Instant.MAX));
-        return new BindPlan.Assign(AssignedGpus.ofContainers(e.placed().slots().stream().map(Slot::gpuUuid).toList()));
+        return new BindPlan.Assign(assignment(e.placed(), e.split()));
     }
 
     public synchronized void bindSucceeded(String uid) {

@@ -1,5 +1,6 @@
 package io.dilu.extender.state;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.PodQuotaAnnotations;
 import io.dilu.core.placement.InstanceRequest;
 import io.dilu.core.quota.FieldError;
@@ -12,7 +13,9 @@ import java.util.stream.Collectors;
  *
  * <p>Each container that requests {@code dilu.io/gpu-sm} gets a GPU of its own, all on one node: a pod with
  * two such containers is a two-GPU instance (training workers, pipeline stages of a large model), so they
- * must ask for the same share. Containers that should share one GPU belong in separate pods.
+ * must ask for the same share. Containers that should share one GPU belong in separate pods. A pod with
+ * {@code dilu.io/split: pipeline} has one GPU container, which may be cut into pipeline stages over several
+ * GPUs of a node when no single GPU has its memory free.
  */
 public sealed interface PodAsk {
 
@@ -47,8 +50,13 @@ public sealed interface PodAsk {
         if (!errors.isEmpty()) {
             return new Invalid(errors.stream().map(FieldError::message).collect(Collectors.joining("; ")));
         }
+        boolean split = DiluNames.SPLIT_PIPELINE.equals(pod.annotations().get(DiluNames.SPLIT));
+        if (split && containers.size() != 1) {
+            return new Invalid(DiluNames.SPLIT + ": " + DiluNames.SPLIT_PIPELINE + " splits one GPU container; this pod has "
+                    + containers.size() + " containers requesting dilu.io/gpu-sm");
+        }
         int limit = PodQuotaAnnotations.smLimit(pod.annotations(), first.smPercent());
         return new Share(new InstanceRequest(pod.uid(), pod.function(), containers.size(), first.smPercent() * 10,
-                limit * 10, memory, false));
+                limit * 10, memory, split));
     }
 }

@@ -51,6 +51,46 @@ class PlacementBookTest {
     }
 
     @Test
+    void aPipelinePodIsSplitOverFragmentsBoundWithItsStagesAndBookedFromThemAfterARestart() {
+        for (int i = 0; i < 4; i++) {
+            PodShare filler = pod("fill" + i, 20, 25_600, Map.of());
+            String node = book.filter(filler, NODES, T0).node().orElseThrow();
+            book.startBinding(filler.uid(), "ns", filler.name(), node);
+            book.bindSucceeded(filler.uid());
+        }
+        Map<String, String> split = Map.of(DiluNames.SPLIT, DiluNames.SPLIT_PIPELINE);
+        assertThat(book.filter(pod("plain", 20, 24_576, Map.of()), NODES, T0).node())
+                .as("without the opt-in a 24 GB model gets no GPU: 15 GB free on each").isEmpty();
+        PodShare llm = pod("llm", 20, 24_576, split);
+        String node = book.filter(llm, NODES, T0).node().orElseThrow();
+        var assign = (PlacementBook.BindPlan.Assign) book.startBinding("llm", "ns", "p-llm", node);
+        assertThat(assign.gpus().isSplit()).isTrue();
+        assertThat(assign.gpus().splitPercent()).isEqualTo(20);
+        assertThat(assign.gpus().stages()).extracting(s -> s.memoryMib()).containsExactly(15_360L, 9_216L);
+        book.bindSucceeded("llm");
+        List<ClusterState.GpuUsage> before = book.activeUsage();
+
+        // A restarted extender books the split from the pod's annotation alone.
+        PlacementBook restarted = new PlacementBook(PlacementParameters.DEFAULTS, 1024, Duration.ofSeconds(30));
+        restarted.putNode("n0", gpus("n0", 2));
+        restarted.putNode("n1", gpus("n1", 2));
+        for (ClusterState.GpuUsage u : before) {
+            assertThat(u.requestMilli()).isLessThanOrEqualTo(1000);
+        }
+        for (int i = 0; i < 4; i++) {
+            var placed = book.placement("fill" + i).orElseThrow();
+            restarted.observe(new PodShare("fill" + i, "ns", "p-fill" + i, Optional.of(placed.node()), false, "f-fill" + i,
+                    Map.of(DiluNames.ASSIGNED_GPUS, placed.slots().getFirst().gpuUuid()), pod("x", 20, 25_600, Map.of()).containers()));
+        }
+        Map<String, String> annotations = new HashMap<>(split);
+        annotations.put(DiluNames.ASSIGNED_GPUS, assign.gpus().format());
+        restarted.observe(new PodShare("llm", "ns", "p-llm", Optional.of(node), false, "f-llm", annotations, llm.containers()));
+        assertThat(restarted.activeUsage()).containsExactlyInAnyOrderElementsOf(before);
+        assertThat(restarted.filter(pod("big", 20, 40_960, split), NODES, T0).node())
+                .as("36 GB left in fragments: too few for 40 GB").isEmpty();
+    }
+
+    @Test
     void aReservationWithoutBindExpiresAndAFailedBindIsRolledBack() {
         book.filter(pod("a", 60, 1000, Map.of()), NODES, T0);
         assertThat(book.activeUsage()).hasSize(1);
