@@ -28,8 +28,9 @@ import java.util.concurrent.TimeUnit;
  *   <li><b>full</b>: both stages get 20% / 40%, which books twice the model's request;</li>
  *   <li><b>unsplit</b>, for reference: the whole model on one GPU at 20% / 40%.</li>
  * </ul>
- * Stage 1 serves the request arrivals; stage 2 then serves stage 1's departures (a second run on the other
- * GPU, so stage 2 sees exactly the stream stage 1 produced). A request's latency is the sum of its two stage
+ * Stage 1 serves the request arrivals, batching as the model does; stage 2 then serves stage 1's departures
+ * without waiting to batch (a second run on the other GPU, so stage 2 sees exactly the stream stage 1
+ * produced). A request's latency is the sum of its two stage
  * latencies; the neighbours' training rate is the cost to the GPUs' other tenants. Every figure is emulated.
  *
  * <p>Usage: {@code SplitBench NATIVE_BUILD_DIR [SECONDS]}.
@@ -54,8 +55,12 @@ public final class SplitBench {
         this.work = Files.createTempDirectory("dilu-split-");
     }
 
-    /** Runs {@code kernels} of the model at request / limit beside the neighbour on a GPU of its own. */
-    StageRun stage(String label, int kernels, double request, double limit, List<Double> arrivals) throws Exception {
+    /**
+     * Runs {@code kernels} of the model at request / limit beside the neighbour on a GPU of its own, batching
+     * for at most {@code maxWaitMs} (0 for a later stage: it runs what the stage before handed over).
+     */
+    StageRun stage(String label, int kernels, double request, double limit, double maxWaitMs, List<Double> arrivals)
+            throws Exception {
         Path dir = Files.createDirectories(work.resolve(label));
         Path arrivalFile = dir.resolve("arrivals.txt");
         StringBuilder lines = new StringBuilder();
@@ -75,7 +80,7 @@ public final class SplitBench {
             }
             manager.start();
             List<String> stage = List.of(nativeDir.resolve("bin/emu-infer").toString(), "--arrivals", arrivalFile.toString(),
-                    "--batch", Integer.toString(MODEL.batch()), "--max-wait-ms", Double.toString(MODEL.maxWaitMs()),
+                    "--batch", Integer.toString(MODEL.batch()), "--max-wait-ms", Double.toString(maxWaitMs),
                     "--kernels", Integer.toString(kernels), "--blocks", Integer.toString(MODEL.blocks()),
                     "--block-us", Double.toString(MODEL.blockUs()), "--latencies", latencies.toString());
             int trainSeconds = (int) Math.ceil(arrivals.getLast()) + 1;
@@ -108,13 +113,13 @@ public final class SplitBench {
     /** The whole pipeline: stage 1 on the arrivals, stage 2 on stage 1's departures; per-request sums. */
     double[] pipeline(String label, double[] requests, double[] limits, List<Double> arrivals, double[] neighbourRates)
             throws Exception {
-        StageRun first = stage(label + "-1", STAGE_KERNELS[0], requests[0], limits[0], arrivals);
+        StageRun first = stage(label + "-1", STAGE_KERNELS[0], requests[0], limits[0], MODEL.maxWaitMs(), arrivals);
         List<Double> departures = new ArrayList<>();
         for (int i = 0; i < arrivals.size(); i++) {
             departures.add(arrivals.get(i) + first.latencyMs()[i] / 1000);
         }
         departures.sort(Double::compare);
-        StageRun second = stage(label + "-2", STAGE_KERNELS[1], requests[1], limits[1], departures);
+        StageRun second = stage(label + "-2", STAGE_KERNELS[1], requests[1], limits[1], 0, departures);
         neighbourRates[0] = first.neighbourRate();
         neighbourRates[1] = second.neighbourRate();
         double[] total = new double[arrivals.size()];
@@ -151,7 +156,7 @@ public final class SplitBench {
         double[] fullRates = new double[2];
         double[] full = bench.pipeline("full", new double[] {MODEL.request(), MODEL.request()},
                 new double[] {MODEL.limit(), MODEL.limit()}, arrivals, fullRates);
-        StageRun unsplit = bench.stage("unsplit", KERNELS, MODEL.request(), MODEL.limit(), arrivals);
+        StageRun unsplit = bench.stage("unsplit", KERNELS, MODEL.request(), MODEL.limit(), MODEL.maxWaitMs(), arrivals);
 
         System.out.printf(Locale.ROOT, "  proportional (%d%%/%d%% and %d%%/%d%%): p95 %.2f ms, neighbours %.0f and %.0f blocks/s%n",
                 requestPercent[0], limitPercent[0], requestPercent[1], limitPercent[1], p95(proportional), propRates[0], propRates[1]);
