@@ -80,6 +80,15 @@ class PodIdentityIT {
         return client.pods().inNamespace(NS).resource(b.build()).create();
     }
 
+    /** The agent's paths under this test's directory, with the emulated GPUs' state or without. */
+    Allocations.Paths paths(boolean emulated) throws java.io.IOException {
+        Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
+                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"),
+                emulated ? Optional.of(tmp.resolve("emulated-gpus")) : Optional.empty());
+        Files.createDirectories(paths.controlRoot());
+        return paths;
+    }
+
     static List<String> ids(GpuDevice gpu, int from, int count) {
         return IntStream.range(from, from + count).mapToObj(i -> GpuSmDevicePlugin.deviceId(gpu, i)).toList();
     }
@@ -97,10 +106,7 @@ class PodIdentityIT {
         List<GpuDevice> gpus = EmulatedInventory.parse(NODE, "2x A100-40GB, 108 SMs").gpus();
         GpuDevice gpu0 = gpus.get(0);
         GpuDevice gpu1 = gpus.get(1);
-        Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
-                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"),
-                Optional.of(tmp.resolve("emulated-gpus")));
-        Files.createDirectories(paths.controlRoot());
+        Allocations.Paths paths = paths(true);
         TestingClock clock = new TestingClock(Instant.parse("2026-11-22T10:00:00Z"));
         SimpleMeterRegistry metrics = new SimpleMeterRegistry();
         Path socket = tmp.resolve("pod-resources.sock");
@@ -217,10 +223,7 @@ class PodIdentityIT {
         String node = "gpu-node-lagging";
         List<GpuDevice> gpus = EmulatedInventory.parse(node, "2x A100-40GB, 108 SMs").gpus();
         GpuDevice gpu1 = gpus.get(1);
-        Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
-                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"),
-                Optional.empty());
-        Files.createDirectories(paths.controlRoot());
+        Allocations.Paths paths = paths(false);
         TestingClock clock = new TestingClock(Instant.parse("2026-11-23T10:00:00Z"));
         podOn(node, "late", Map.of(DiluNames.ASSIGNED_GPUS, gpu1.uuid(), DiluNames.SM_LIMIT, "50"), 35);
         podOn("another-node", "elsewhere", Map.of(DiluNames.ASSIGNED_GPUS, gpus.get(0).uuid()), 20);
@@ -258,10 +261,7 @@ class PodIdentityIT {
         List<GpuDevice> gpus = EmulatedInventory.parse(node, "2x A100-40GB, 108 SMs").gpus();
         GpuDevice gpu0 = gpus.get(0);
         GpuDevice gpu1 = gpus.get(1);
-        Allocations.Paths paths = new Allocations.Paths(tmp.resolve("containers"), "/var/run/dilu/control",
-                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", tmp.resolve("ld.so.preload"),
-                Optional.empty());
-        Files.createDirectories(paths.controlRoot());
+        Allocations.Paths paths = paths(false);
         TestingClock clock = new TestingClock(Instant.parse("2026-11-23T10:00:00Z"));
         SimpleMeterRegistry metrics = new SimpleMeterRegistry();
         Path socket = tmp.resolve("pod-resources-split.sock");
