@@ -198,15 +198,24 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
 
     /**
      * Creates the share. The owner is guessed from the watch's pods, or, when none of them can be the one
-     * being admitted (the watch lags on a loaded node), from the API server read outside the lock.
+     * being admitted (the watch lags on a loaded node), from the API server read outside the lock. A share on
+     * several GPUs is refused unless it is for a container the scheduler split over exactly those GPUs: a pod
+     * that did not opt in to pipeline stages must not run on GPUs it was not placed on.
+     *
+     * @throws IllegalArgumentException for a share on several GPUs that no split container asked for
      */
     @Override
     public ContainerAllocateResponse allocate(List<GpuDevice> gpus, List<String> deviceIds) {
         int smPercent = deviceIds.size();
         Set<String> uuids = gpus.stream().map(GpuDevice::uuid).collect(Collectors.toSet());
         Optional<PodMatcher.Candidate> guess = guessOwner(pods.seen(), uuids, smPercent);
-        if (guess.isEmpty()) {
+        if (guess.isEmpty() || (uuids.size() > 1 && !guess.get().stages().keySet().equals(uuids))) {
             guess = guessOwner(pods.read(), uuids, smPercent);
+        }
+        if (uuids.size() > 1 && guess.map(g -> !g.stages().keySet().equals(uuids)).orElse(true)) {
+            throw new IllegalArgumentException("a dilu.io/gpu-sm share on " + uuids.size() + " GPUs " + new java.util.TreeSet<>(uuids)
+                    + " is for a container split into pipeline stages over exactly those GPUs (dilu.io/split), and no such "
+                    + "container waits on this node");
         }
         return create(gpus, deviceIds, guess);
     }

@@ -201,8 +201,13 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
                         .asRuntimeException());
                 return;
             }
-            response.addContainerResponses(allocator.allocate(perGpu.keySet().stream().map(known::get).toList(),
-                    List.copyOf(c.getDevicesIdsList())));
+            try {
+                response.addContainerResponses(allocator.allocate(perGpu.keySet().stream().map(known::get).toList(),
+                        List.copyOf(c.getDevicesIdsList())));
+            } catch (IllegalArgumentException e) {
+                out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+                return;
+            }
         }
         out.onNext(response.build());
         out.onCompleted();

@@ -290,6 +290,12 @@ class PodIdentityIT {
             assertThat(response.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", gpu0.uuid() + "," + gpu1.uuid())
                     .containsEntry("DILU_SM_REQUEST", "20");
             assertThat(allocations.all().get(id).owner()).contains(new ContainerRef(NS, "llm", "c0"));
+            // A share on two GPUs that no waiting split container asked for is refused, and nothing is allocated.
+            List<String> spread = new java.util.ArrayList<>(ids(gpu0, 80, 10));
+            spread.addAll(ids(gpu1, 80, 10));
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> allocations.allocate(List.of(gpu0, gpu1), spread))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("split into pipeline stages");
+            assertThat(allocations.all()).hasSize(1);
             assertThat(tokens.gpu(0).size()).as("GPU 0's loop serves stage 0").isEqualTo(1);
             assertThat(tokens.gpu(1).size()).as("GPU 1's loop serves stage 1").isEqualTo(1);
             Path dir = paths.controlRoot().resolve(gpu0.uuid() + "_20_" + id);
