@@ -1,0 +1,42 @@
+package io.dilu.simulator.coscaling;
+
+/**
+ * What the co-scaling simulator knows of a function, in the GpuFunctionProfile's terms.
+ *
+ * @param name what the figures call it
+ * @param sloSeconds latency bound of a request
+ * @param serviceSeconds one batch's run time at the SM request: the latency of a request that does not wait
+ * @param rpsAtRequest requests per second one instance serves at its SM request
+ * @param rpsAtLimit requests per second one instance serves at its SM limit (≥ rpsAtRequest: SM has
+ *     diminishing returns, paper §3.1)
+ * @param requestShare SM request, share of a GPU
+ * @param limitShare SM limit, share of a GPU
+ * @param coldStartSeconds from the decision to start an instance to its serving
+ */
+public record FunctionProfile(String name, double sloSeconds, double serviceSeconds, double rpsAtRequest, double rpsAtLimit,
+        double requestShare, double limitShare, int coldStartSeconds) {
+
+    public FunctionProfile {
+        if (!(sloSeconds > 0) || !(serviceSeconds >= 0) || !(rpsAtRequest > 0) || !(rpsAtLimit >= rpsAtRequest)
+                || Double.isInfinite(rpsAtLimit)) {
+            throw new IllegalArgumentException("need sloSeconds > 0, serviceSeconds >= 0 and 0 < rpsAtRequest <= rpsAtLimit,"
+                    + " got " + sloSeconds + ", " + serviceSeconds + ", " + rpsAtRequest + ", " + rpsAtLimit);
+        }
+        if (!(requestShare > 0) || !(limitShare >= requestShare) || limitShare > 1) {
+            throw new IllegalArgumentException("need 0 < requestShare <= limitShare <= 1, got " + requestShare + ", " + limitShare);
+        }
+        if (coldStartSeconds < 0) {
+            throw new IllegalArgumentException("coldStartSeconds must be >= 0, got " + coldStartSeconds);
+        }
+    }
+
+    /**
+     * The profile a trace gets when nothing else is said: a mid-size model in the shape of the paper's
+     * profiles (Figure 6: request at the knee of the throughput curve, limit at twice the request, §3.1), a
+     * 200 ms SLO with a 50 ms batch (t_exec well under SLO / 2), 50 rps at 20% SM, 80 rps at 40% (diminishing
+     * returns), and an 8 s cold start (container start and model load of a few hundred MB).
+     */
+    public static FunctionProfile midSize(String name) {
+        return new FunctionProfile(name, 0.2, 0.05, 50, 80, 0.2, 0.4, 8);
+    }
+}

@@ -1,0 +1,64 @@
+package io.dilu.simulator.coscaling;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+class CoScalingSimulationTest {
+
+    static final FunctionProfile MID = FunctionProfile.midSize("f");
+
+    static RateTrace steady(int seconds, double rps) {
+        double[] r = new double[seconds];
+        Arrays.fill(r, rps);
+        return new RateTrace("steady", r);
+    }
+
+    @Test
+    void aSteadyLoadSettlesDiluOnItsRequestRateAndKnativeOnSeventyPercentOfIt() {
+        RateTrace trace = steady(600, 100);
+        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Kpa(MID));
+        assertThat(dilu.instances()[599]).as("100 rps at 50 per instance").isEqualTo(2);
+        assertThat(kpa.instances()[599]).as("100 rps at 0.7 × 50 per instance").isEqualTo(3);
+        assertThat(dilu.coldStarts()).isEqualTo(2);
+        assertThat(dilu.gpuSeconds()).isLessThan(kpa.gpuSeconds());
+        // Only the first requests, queued behind the cold start, are late.
+        assertThat(dilu.violations()).isPositive().isLessThan(100 * 30);
+        assertThat(dilu.requests()).isEqualTo(60_000);
+    }
+
+    @Test
+    void aTenSecondBurstIsAbsorbedVerticallyByDiluWhileKnativePanicsIntoColdStarts() {
+        double[] r = new double[400];
+        Arrays.fill(r, 40);
+        Arrays.fill(r, 200, 210, 75); // above the request rate of one instance (50), within its limit (80)
+        RateTrace trace = new RateTrace("burst", r);
+        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Kpa(MID));
+        assertThat(dilu.coldStarts()).as("no scale-out for 10 s of load").isEqualTo(1);
+        assertThat(kpa.coldStarts()).isGreaterThan(dilu.coldStarts());
+        double diluLateInBurst = dilu.violations();
+        CoScalingSimulation.Result diluStatic = CoScalingSimulation.run(trace, MID,
+                new CoScalingPolicy.Dilu(MID, io.dilu.core.scaling.ScalingParameters.DEFAULTS, 0));
+        assertThat(diluStatic.violations()).as("with no room beside it, the burst queues").isGreaterThan(diluLateInBurst);
+    }
+
+    @Test
+    void sporadicTrafficScalesToZeroAndEveryReturnIsAColdStart() {
+        double[] r = new double[600];
+        Arrays.fill(r, 0, 20, 10);
+        Arrays.fill(r, 300, 320, 10);
+        RateTrace trace = new RateTrace("sporadic", r);
+        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Kpa(MID));
+        for (CoScalingSimulation.Result result : java.util.List.of(dilu, kpa)) {
+            assertThat(result.coldStarts()).as(result.policy()).isEqualTo(2);
+            assertThat(result.instances()[250]).as(result.policy() + " at zero between spells").isZero();
+            assertThat(result.instances()[599]).isZero();
+        }
+        assertThat(CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID)).violations())
+                .as("deterministic").isEqualTo(dilu.violations());
+    }
+}
