@@ -169,7 +169,7 @@ public final class Main implements Runnable {
     }
 
     @Command(name = "bench", mixinStandardHelpOptions = true, description = "Run a benchmark; each ends with a BENCH line.",
-            subcommands = {Bench.Placement.class, Bench.Tokens.class, Bench.Openb.class})
+            subcommands = {Bench.Placement.class, Bench.Tokens.class, Bench.Openb.class, Bench.Coscaling.class})
     static final class Bench implements Runnable {
 
         @CommandLine.Spec
@@ -200,6 +200,17 @@ public final class Main implements Runnable {
             @Override
             public Integer call() throws IOException {
                 OpenbBench.run(System.out);
+                return 0;
+            }
+        }
+
+        @Command(name = "coscaling", mixinStandardHelpOptions = true,
+                description = "Model Dilu, Knative KPA, FaST-GS+, INFless+ and Exclusive on bursty, periodic and sporadic "
+                        + "request patterns and the Azure LLM trace: cold starts, SLO violations, GPU-seconds.")
+        static final class Coscaling implements Callable<Integer> {
+            @Override
+            public Integer call() throws IOException {
+                io.dilu.simulator.coscaling.CoScalingBench.run(System.out);
                 return 0;
             }
         }

@@ -11,7 +11,8 @@ import java.util.Arrays;
  * request rates so far and its instances, and says how many it wants, how fast each serves and what each
  * books of a GPU.
  */
-public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingPolicy.Kpa {
+public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingPolicy.Kpa, CoScalingPolicy.FastGs,
+        CoScalingPolicy.Infless {
 
     String name();
 
@@ -63,24 +64,37 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
     }
 
     /**
-     * Knative's Pod Autoscaler on the rps metric with its defaults (core's {@link KnativePodAutoscaler}), the
-     * per-pod target being the rate at the SM request; each instance has a static share at its request. It
-     * carries the autoscaler's state from one second to the next, so use one per run.
+     * Knative's Pod Autoscaler on the rps metric with its defaults (core's {@link KnativePodAutoscaler}), each
+     * instance with a static share: at its SM request ({@link #kpa}), or a whole GPU ({@link #exclusive}, the
+     * per-pod target then its rate with the whole GPU). It carries the autoscaler's state from one second to
+     * the next, so use one per run.
      */
     final class Kpa implements CoScalingPolicy {
 
-        private final FunctionProfile profile;
+        private final String name;
+        private final double perInstanceRps;
+        private final double share;
         private final KnativePodAutoscaler autoscaler;
         private KnativePodAutoscaler.State state = KnativePodAutoscaler.State.INITIAL;
 
-        public Kpa(FunctionProfile profile) {
-            this.profile = profile;
-            this.autoscaler = new KnativePodAutoscaler(KnativePodAutoscaler.Parameters.defaults(profile.rpsAtRequest()));
+        private Kpa(String name, double perInstanceRps, double share) {
+            this.name = name;
+            this.perInstanceRps = perInstanceRps;
+            this.share = share;
+            this.autoscaler = new KnativePodAutoscaler(KnativePodAutoscaler.Parameters.defaults(perInstanceRps));
+        }
+
+        public static Kpa kpa(FunctionProfile profile) {
+            return new Kpa("kpa", profile.rpsAtRequest(), profile.requestShare());
+        }
+
+        public static Kpa exclusive(FunctionProfile profile) {
+            return new Kpa("exclusive", profile.rpsAtWholeGpu(), 1.0);
         }
 
         @Override
         public String name() {
-            return "kpa";
+            return name;
         }
 
         @Override
@@ -95,12 +109,12 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
 
         @Override
         public double serviceRate(int ready, double demand) {
-            return ready * profile.rpsAtRequest();
+            return ready * perInstanceRps;
         }
 
         @Override
         public double bookedShare() {
-            return profile.requestShare();
+            return share;
         }
 
         /** The average over the last {@code seconds} seconds, counting seconds before the trace as idle. */
@@ -111,6 +125,104 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
                 sum += rates[t];
             }
             return sum / seconds;
+        }
+    }
+
+    /**
+     * FaST-GS+ as the paper describes FaST-GShare's scaling (§3.4: "launches or terminates function instances
+     * reactively as workloads increase or drop"): each second, as many instances as that second's rate needs
+     * at a static MPS share (the SM request).
+     */
+    record FastGs(FunctionProfile profile) implements CoScalingPolicy {
+
+        @Override
+        public String name() {
+            return "fastgs";
+        }
+
+        @Override
+        public int desired(double[] rates, int now, int ready, int starting) {
+            return (int) Math.ceil(rates[now] / profile.rpsAtRequest() - 1e-9);
+        }
+
+        @Override
+        public double serviceRate(int ready, double demand) {
+            return ready * profile.rpsAtRequest();
+        }
+
+        @Override
+        public double bookedShare() {
+            return profile.requestShare();
+        }
+    }
+
+    /**
+     * INFless+ as the paper describes INFless's scaling (§3.4: pre-warming and keep-alive computed from prior
+     * knowledge), after the hybrid histogram policy of Shahrad et al. (ATC'20) that INFless builds on: sized
+     * reactively like FaST-GS+ at a static share (the SM request), an instance no longer needed is kept alive
+     * for the 99th percentile of the idle times seen so far between spells of traffic (60 s until there is
+     * one), and a function at zero is pre-warmed one cold start before the 5th percentile of those idle times
+     * has passed since its last request. This class carries the histogram from one second to the next, so
+     * use one per run.
+     */
+    final class Infless implements CoScalingPolicy {
+
+        static final int DEFAULT_KEEP_ALIVE_S = 60;
+        static final int MAX_KEEP_ALIVE_S = 600;
+
+        private final FunctionProfile profile;
+        private final java.util.List<Integer> idleTimes = new java.util.ArrayList<>();
+        private int lastBusy = -1;
+        private int idleFrom = -1;
+
+        public Infless(FunctionProfile profile) {
+            this.profile = profile;
+        }
+
+        @Override
+        public String name() {
+            return "infless";
+        }
+
+        @Override
+        public int desired(double[] rates, int now, int ready, int starting) {
+            if (rates[now] > 0) {
+                if (idleFrom >= 0) {
+                    idleTimes.add(now - idleFrom);
+                }
+                idleFrom = -1;
+                lastBusy = now;
+            } else if (idleFrom < 0 && lastBusy >= 0) {
+                idleFrom = now;
+            }
+            int keepAlive = idleTimes.isEmpty() ? DEFAULT_KEEP_ALIVE_S : Math.min(MAX_KEEP_ALIVE_S, percentile(0.99));
+            int needed = 0;
+            for (int t = Math.max(0, now - keepAlive); t <= now; t++) {
+                needed = Math.max(needed, (int) Math.ceil(rates[t] / profile.rpsAtRequest() - 1e-9));
+            }
+            if (needed == 0 && lastBusy >= 0 && !idleTimes.isEmpty()) {
+                int idle = now - lastBusy;
+                int expected = percentile(0.05);
+                if (idle >= expected - profile.coldStartSeconds() && idle < expected + keepAlive) {
+                    needed = 1; // pre-warm for the expected return
+                }
+            }
+            return needed;
+        }
+
+        private int percentile(double q) {
+            int[] sorted = idleTimes.stream().mapToInt(Integer::intValue).sorted().toArray();
+            return sorted[Math.min(sorted.length - 1, (int) Math.floor(q * sorted.length))];
+        }
+
+        @Override
+        public double serviceRate(int ready, double demand) {
+            return ready * profile.rpsAtRequest();
+        }
+
+        @Override
+        public double bookedShare() {
+            return profile.requestShare();
         }
     }
 }

@@ -11,16 +11,20 @@ package io.dilu.simulator.coscaling;
  *     diminishing returns, paper §3.1)
  * @param requestShare SM request, share of a GPU
  * @param limitShare SM limit, share of a GPU
+ * @param rpsAtWholeGpu requests per second one instance serves with a whole GPU (≥ rpsAtLimit)
  * @param coldStartSeconds from the decision to start an instance to its serving
  */
 public record FunctionProfile(String name, double sloSeconds, double serviceSeconds, double rpsAtRequest, double rpsAtLimit,
-        double requestShare, double limitShare, int coldStartSeconds) {
+        double requestShare, double limitShare, double rpsAtWholeGpu, int coldStartSeconds) {
 
     public FunctionProfile {
         if (!(sloSeconds > 0) || !(serviceSeconds >= 0) || !(rpsAtRequest > 0) || !(rpsAtLimit >= rpsAtRequest)
                 || Double.isInfinite(rpsAtLimit)) {
             throw new IllegalArgumentException("need sloSeconds > 0, serviceSeconds >= 0 and 0 < rpsAtRequest <= rpsAtLimit,"
                     + " got " + sloSeconds + ", " + serviceSeconds + ", " + rpsAtRequest + ", " + rpsAtLimit);
+        }
+        if (!(rpsAtWholeGpu >= rpsAtLimit) || Double.isInfinite(rpsAtWholeGpu)) {
+            throw new IllegalArgumentException("need rpsAtWholeGpu >= rpsAtLimit, got " + rpsAtWholeGpu);
         }
         if (!(requestShare > 0) || !(limitShare >= requestShare) || limitShare > 1) {
             throw new IllegalArgumentException("need 0 < requestShare <= limitShare <= 1, got " + requestShare + ", " + limitShare);
@@ -33,10 +37,11 @@ public record FunctionProfile(String name, double sloSeconds, double serviceSeco
     /**
      * The profile a trace gets when nothing else is said: a mid-size model in the shape of the paper's
      * profiles (Figure 6: request at the knee of the throughput curve, limit at twice the request, §3.1), a
-     * 200 ms SLO with a 50 ms batch (t_exec well under SLO / 2), 50 rps at 20% SM, 80 rps at 40% (diminishing
-     * returns), and an 8 s cold start (container start and model load of a few hundred MB).
+     * 200 ms SLO with a 50 ms batch (t_exec well under SLO / 2), 50 rps at 20% SM, 80 rps at 40% and 110 rps
+     * with the whole GPU (diminishing returns), and an 8 s cold start (container start and model load of a few
+     * hundred MB).
      */
     public static FunctionProfile midSize(String name) {
-        return new FunctionProfile(name, 0.2, 0.05, 50, 80, 0.2, 0.4, 8);
+        return new FunctionProfile(name, 0.2, 0.05, 50, 80, 0.2, 0.4, 110, 8);
     }
 }

@@ -19,7 +19,7 @@ class CoScalingSimulationTest {
     void aSteadyLoadSettlesDiluOnItsRequestRateAndKnativeOnSeventyPercentOfIt() {
         RateTrace trace = steady(600, 100);
         CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
-        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Kpa(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, CoScalingPolicy.Kpa.kpa(MID));
         assertThat(dilu.instances()[599]).as("100 rps at 50 per instance").isEqualTo(2);
         assertThat(kpa.instances()[599]).as("100 rps at 0.7 × 50 per instance").isEqualTo(3);
         assertThat(dilu.coldStarts()).isEqualTo(2);
@@ -36,7 +36,7 @@ class CoScalingSimulationTest {
         Arrays.fill(r, 200, 210, 75); // above the request rate of one instance (50), within its limit (80)
         RateTrace trace = new RateTrace("burst", r);
         CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
-        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Kpa(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, CoScalingPolicy.Kpa.kpa(MID));
         assertThat(dilu.coldStarts()).as("no scale-out for 10 s of load").isEqualTo(1);
         assertThat(kpa.coldStarts()).isGreaterThan(dilu.coldStarts());
         double diluLateInBurst = dilu.violations();
@@ -52,7 +52,7 @@ class CoScalingSimulationTest {
         Arrays.fill(r, 300, 320, 10);
         RateTrace trace = new RateTrace("sporadic", r);
         CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
-        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Kpa(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, CoScalingPolicy.Kpa.kpa(MID));
         for (CoScalingSimulation.Result result : java.util.List.of(dilu, kpa)) {
             assertThat(result.coldStarts()).as(result.policy()).isEqualTo(2);
             assertThat(result.instances()[250]).as(result.policy() + " at zero between spells").isZero();
@@ -60,5 +60,24 @@ class CoScalingSimulationTest {
         }
         assertThat(CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID)).violations())
                 .as("deterministic").isEqualTo(dilu.violations());
+    }
+
+    @Test
+    void fastGsFollowsEachSecondAndInflessKeepsInstancesForTheIdleTimesItHasSeen() {
+        double[] r = new double[900];
+        for (int spell = 0; spell < 4; spell++) { // 20 s of traffic every 200 s
+            Arrays.fill(r, spell * 200, spell * 200 + 20, 10);
+        }
+        RateTrace trace = new RateTrace("spells", r);
+        CoScalingSimulation.Result fastgs = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.FastGs(MID));
+        CoScalingSimulation.Result infless = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Infless(MID));
+        assertThat(fastgs.instances()[25]).as("reactive: gone the second the traffic is").isZero();
+        assertThat(fastgs.coldStarts()).isEqualTo(4);
+        // INFless+ keeps the instance 60 s before it has seen an idle time, then for the idle times it has seen
+        // (180 s), so from the third spell on it is still there when traffic returns.
+        assertThat(infless.instances()[100]).as("kept alive for the default 60 s, then let go").isZero();
+        assertThat(infless.coldStarts()).isLessThan(fastgs.coldStarts());
+        assertThat(infless.instances()[599]).as("kept for the 180 s it expects").isEqualTo(1);
+        assertThat(infless.gpuSeconds()).isGreaterThan(fastgs.gpuSeconds());
     }
 }

@@ -1,0 +1,75 @@
+package io.dilu.simulator.coscaling;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * The co-scaling simulator on the paper's three request patterns (an hour each, seeded) and the Azure LLM
+ * code trace, one mid-size function each ({@link FunctionProfile#midSize}), under every policy: cold starts,
+ * SLO violation rate and GPU-seconds, one {@code BENCH coscaling} line per trace. A model, not a measurement:
+ * see docs/coscaling.md for what it leaves out.
+ */
+public final class CoScalingBench {
+
+    static final int SECONDS = 3600;
+    static final long SEED = 42;
+
+    private CoScalingBench() {}
+
+    /** The policies compared, each made fresh for a run (some carry state). */
+    static Map<String, Function<FunctionProfile, CoScalingPolicy>> policies() {
+        Map<String, Function<FunctionProfile, CoScalingPolicy>> p = new LinkedHashMap<>();
+        p.put("dilu", CoScalingPolicy.Dilu::new);
+        p.put("kpa", CoScalingPolicy.Kpa::kpa);
+        p.put("fastgs", CoScalingPolicy.FastGs::new);
+        p.put("infless", CoScalingPolicy.Infless::new);
+        p.put("exclusive", CoScalingPolicy.Kpa::exclusive);
+        return p;
+    }
+
+    static List<RateTrace> traces() throws IOException {
+        return List.of(RatePatterns.bursty(SECONDS, 30, SEED), RatePatterns.periodic(SECONDS, 60, SEED),
+                RatePatterns.sporadic(SECONDS, 40, SEED), azureLlmCode());
+    }
+
+    static RateTrace azureLlmCode() throws IOException {
+        try (InputStream in = CoScalingBench.class.getResourceAsStream("/coscaling/azure-llm-code-rps.csv")) {
+            if (in == null) {
+                throw new IOException("coscaling/azure-llm-code-rps.csv is not on the classpath");
+            }
+            RateTrace t = RateTrace.readCsv(new InputStreamReader(in, StandardCharsets.UTF_8), "azure-llm-code");
+            return new RateTrace("azure-llm-code", t.rps());
+        }
+    }
+
+    public static void run(PrintStream out) throws IOException {
+        FunctionProfile profile = FunctionProfile.midSize("f");
+        out.printf(Locale.ROOT, "co-scaling model (not a measurement): one function, %s: SLO %.0f ms, %.0f rps at %.0f%% SM, "
+                + "%.0f rps at %.0f%%, cold start %d s%n", profile.name(), profile.sloSeconds() * 1000, profile.rpsAtRequest(),
+                profile.requestShare() * 100, profile.rpsAtLimit(), profile.limitShare() * 100, profile.coldStartSeconds());
+        for (RateTrace trace : traces()) {
+            out.printf(Locale.ROOT, "%n%s: %d s, %.0f requests, mean %.1f rps, peak %.1f rps%n", trace.name(), trace.seconds(),
+                    trace.total(), trace.total() / trace.seconds(), java.util.Arrays.stream(trace.rps()).max().orElse(0));
+            Map<String, CoScalingSimulation.Result> results = new LinkedHashMap<>();
+            policies().forEach((name, make) -> results.put(name, CoScalingSimulation.run(trace, profile, make.apply(profile))));
+            results.forEach((name, r) -> out.printf(Locale.ROOT,
+                    "  %-9s cold starts %4d  SVR %6.2f%%  GPU-s %8.1f  instances peak %3d mean %5.2f%n", name, r.coldStarts(),
+                    100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances()));
+            StringBuilder bench = new StringBuilder("BENCH coscaling model=fluid trace=").append(trace.name());
+            for (String name : List.of("dilu", "kpa", "fastgs", "infless", "exclusive")) {
+                CoScalingSimulation.Result r = results.get(name);
+                bench.append(String.format(Locale.ROOT, " %s_cold_starts=%d %s_svr=%.2f %s_gpu_s=%.1f", name, r.coldStarts(), name,
+                        100 * r.violationRate(), name, r.gpuSeconds()));
+            }
+            out.println(bench);
+        }
+    }
+}
