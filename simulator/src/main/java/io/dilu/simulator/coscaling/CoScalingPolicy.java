@@ -11,8 +11,7 @@ import java.util.Arrays;
  * request rates so far and its instances, and says how many it wants, how fast each serves and what each
  * books of a GPU.
  */
-public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingPolicy.Kpa, CoScalingPolicy.FastGs,
-        CoScalingPolicy.Infless {
+public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingPolicy.Kpa, CoScalingPolicy.AtRequest {
 
     String name();
 
@@ -128,12 +127,28 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
         }
     }
 
+    /** A policy whose instances keep a static share at their SM request: they serve its rate and book it. */
+    sealed interface AtRequest extends CoScalingPolicy permits FastGs, Infless {
+
+        FunctionProfile profile();
+
+        @Override
+        default double serviceRate(int ready, double demand) {
+            return ready * profile().rpsAtRequest();
+        }
+
+        @Override
+        default double bookedShare() {
+            return profile().requestShare();
+        }
+    }
+
     /**
      * FaST-GS+ as the paper describes FaST-GShare's scaling (§3.4: "launches or terminates function instances
      * reactively as workloads increase or drop"): each second, as many instances as that second's rate needs
      * at a static MPS share (the SM request).
      */
-    record FastGs(FunctionProfile profile) implements CoScalingPolicy {
+    record FastGs(FunctionProfile profile) implements AtRequest {
 
         @Override
         public String name() {
@@ -145,15 +160,6 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
             return (int) Math.ceil(rates[now] / profile.rpsAtRequest() - 1e-9);
         }
 
-        @Override
-        public double serviceRate(int ready, double demand) {
-            return ready * profile.rpsAtRequest();
-        }
-
-        @Override
-        public double bookedShare() {
-            return profile.requestShare();
-        }
     }
 
     /**
@@ -165,7 +171,7 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
      * has passed since its last request. This class carries the histogram from one second to the next, so
      * use one per run.
      */
-    final class Infless implements CoScalingPolicy {
+    final class Infless implements AtRequest {
 
         static final int DEFAULT_KEEP_ALIVE_S = 60;
         static final int MAX_KEEP_ALIVE_S = 600;
@@ -177,6 +183,11 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
 
         public Infless(FunctionProfile profile) {
             this.profile = profile;
+        }
+
+        @Override
+        public FunctionProfile profile() {
+            return profile;
         }
 
         @Override
@@ -215,14 +226,5 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
             return sorted[Math.min(sorted.length - 1, (int) Math.floor(q * sorted.length))];
         }
 
-        @Override
-        public double serviceRate(int ready, double demand) {
-            return ready * profile.rpsAtRequest();
-        }
-
-        @Override
-        public double bookedShare() {
-            return profile.requestShare();
-        }
     }
 }
