@@ -40,9 +40,90 @@ public final class Main implements Runnable {
         return new CommandLine(new Main()).execute(args);
     }
 
-    @Command(name = "simulate", mixinStandardHelpOptions = true,
+    @Command(name = "simulate", mixinStandardHelpOptions = true, subcommands = Simulate.Coscaling.class,
             description = "Place a workload with Dilu and with the Exclusive and static-limit baselines; print the GPUs each needs.")
     static final class Simulate implements Callable<Integer> {
+
+        @Command(name = "coscaling", mixinStandardHelpOptions = true, description = {
+                "Model how Dilu, Knative KPA, FaST-GS+, INFless+ and Exclusive scale one function on request-rate traces "
+                        + "(a model, not a measurement; docs/coscaling.md): cold starts, SLO violation rate, GPU-seconds.",
+                "Each trace is one mid-size function (SLO 200 ms, 50 rps at 20% SM, 80 rps at 40%, 110 rps with a whole GPU, "
+                        + "8 s cold start). Without --trace, --requests or --pattern: the three patterns and the Azure LLM trace."})
+        static final class Coscaling implements Callable<Integer> {
+
+            @CommandLine.Spec
+            CommandLine.Model.CommandSpec spec;
+
+            @Option(names = "--trace", paramLabel = "FILE", description = "A function's rate per second: CSV with header "
+                    + "second,rps and one row per second from 0 (repeatable)")
+            List<Path> traces = new java.util.ArrayList<>();
+
+            @Option(names = "--requests", paramLabel = "FILE", description = "A per-request trace whose first column is the "
+                    + "time (yyyy-MM-dd HH:mm:ss.fffffff, as the Azure LLM trace), counted per second (repeatable)")
+            List<Path> requests = new java.util.ArrayList<>();
+
+            @Option(names = "--pattern", paramLabel = "NAME", description = "A seeded pattern: bursty, periodic or sporadic "
+                    + "(repeatable; see --seconds, --seed)")
+            List<String> patterns = new java.util.ArrayList<>();
+
+            @Option(names = "--seconds", defaultValue = "3600", description = "Length of a pattern (default ${DEFAULT-VALUE})")
+            int seconds;
+
+            @Option(names = "--seed", defaultValue = "42", description = "Seed of the patterns (default ${DEFAULT-VALUE})")
+            long seed;
+
+            @Option(names = "--policies", split = ",", paramLabel = "LIST",
+                    description = "Policies to run (default: dilu,kpa,fastgs,infless,exclusive)")
+            List<String> policies = List.of("dilu", "kpa", "fastgs", "infless", "exclusive");
+
+            @Option(names = "--series", paramLabel = "FILE",
+                    description = "Write every second of every run (trace,policy,second,rps,instances) to FILE")
+            Path series;
+
+            @Override
+            public Integer call() throws IOException {
+                PrintWriter err = spec.commandLine().getErr();
+                List<io.dilu.simulator.coscaling.RateTrace> list = new java.util.ArrayList<>();
+                try {
+                    for (Path p : traces) {
+                        try (var in = Files.newBufferedReader(p, StandardCharsets.UTF_8)) {
+                            list.add(io.dilu.simulator.coscaling.RateTrace.readCsv(in, p.getFileName().toString()));
+                        }
+                    }
+                    for (Path p : requests) {
+                        try (var in = Files.newBufferedReader(p, StandardCharsets.UTF_8)) {
+                            list.add(io.dilu.simulator.coscaling.RateTrace.fromRequests(in, p.getFileName().toString()));
+                        }
+                    }
+                    if (seconds < 1 || seconds > io.dilu.simulator.coscaling.RateTrace.MAX_SECONDS) {
+                        err.println("--seconds must be in 1.." + io.dilu.simulator.coscaling.RateTrace.MAX_SECONDS);
+                        return 2;
+                    }
+                    for (String pattern : patterns) {
+                        list.add(switch (pattern) {
+                            case "bursty" -> io.dilu.simulator.coscaling.RatePatterns.bursty(seconds, 30, seed);
+                            case "periodic" -> io.dilu.simulator.coscaling.RatePatterns.periodic(seconds, 60, seed);
+                            case "sporadic" -> io.dilu.simulator.coscaling.RatePatterns.sporadic(seconds, 40, seed);
+                            default -> throw new IllegalArgumentException(
+                                    "--pattern must be bursty, periodic or sporadic, got " + pattern);
+                        });
+                    }
+                    if (list.isEmpty()) {
+                        list.addAll(io.dilu.simulator.coscaling.CoScalingBench.traces());
+                    }
+                    try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
+                        io.dilu.simulator.coscaling.CoScalingBench.run(spec.commandLine().getOut(), list, policies, w);
+                    }
+                    return 0;
+                } catch (io.dilu.simulator.coscaling.RateTrace.InvalidTraceException | IllegalArgumentException e) {
+                    err.println(e.getMessage());
+                    return 2;
+                } catch (java.nio.file.NoSuchFileException e) {
+                    err.println(e.getMessage() + ": no such file");
+                    return 2;
+                }
+            }
+        }
 
         @CommandLine.Spec
         CommandLine.Model.CommandSpec spec;

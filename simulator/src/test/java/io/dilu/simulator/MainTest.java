@@ -55,6 +55,30 @@ class MainTest {
     }
 
     @Test
+    void coscalingRunsTheChosenPoliciesOnATraceFileAndWritesTheTimeSeries() throws Exception {
+        Path trace = dir.resolve("f.csv");
+        StringBuilder rows = new StringBuilder("second,rps\n");
+        for (int t = 0; t < 300; t++) {
+            rows.append(t).append(',').append(t < 150 ? 100 : 20).append('\n');
+        }
+        Files.writeString(trace, rows);
+        Path series = dir.resolve("series.csv");
+        Run r = run("simulate", "coscaling", "--trace", trace.toString(), "--policies", "dilu,kpa", "--series", series.toString());
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).containsPattern("BENCH coscaling model=fluid trace=f.csv dilu_cold_starts=\\d+ .* kpa_gpu_s=[0-9.]+\\n")
+                .doesNotContain("fastgs");
+        assertThat(Files.readAllLines(series)).hasSize(1 + 2 * 300).first().isEqualTo("trace,policy,second,rps,instances");
+
+        Files.writeString(trace, "second,rps\n0,1\n5,1\n");
+        Run bad = run("simulate", "coscaling", "--trace", trace.toString());
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.err()).contains("f.csv:3: second must be 1");
+        assertThat(run("simulate", "coscaling", "--pattern", "weekly").err()).contains("--pattern must be bursty, periodic or sporadic");
+        assertThat(run("simulate", "coscaling", "--pattern", "bursty", "--policies", "nope").err())
+                .contains("policy nope is not one of");
+    }
+
+    @Test
     void refusesOmegaAboveGamma() {
         Run r = run("simulate", "--count", "10", "--omega", "1.5", "--gamma", "1.2");
         assertThat(r.exit()).isEqualTo(2);

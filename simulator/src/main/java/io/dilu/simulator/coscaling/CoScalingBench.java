@@ -35,7 +35,8 @@ public final class CoScalingBench {
         return p;
     }
 
-    static List<RateTrace> traces() throws IOException {
+    /** The bench's traces: an hour of each seeded pattern, and the Azure LLM code trace. */
+    public static List<RateTrace> traces() throws IOException {
         return List.of(RatePatterns.bursty(SECONDS, 30, SEED), RatePatterns.periodic(SECONDS, 60, SEED),
                 RatePatterns.sporadic(SECONDS, 40, SEED), azureLlmCode());
     }
@@ -51,20 +52,47 @@ public final class CoScalingBench {
     }
 
     public static void run(PrintStream out) throws IOException {
+        java.io.PrintWriter writer = new java.io.PrintWriter(out, true);
+        run(writer, traces(), List.copyOf(policies().keySet()), null);
+        writer.flush();
+    }
+
+    /**
+     * Runs {@code policyNames} on each trace, one mid-size function each, printing a table and a BENCH line per
+     * trace; with {@code series}, also every second of every run as CSV ({@code trace,policy,second,rps,instances}).
+     */
+    public static void run(java.io.PrintWriter out, List<RateTrace> traces, List<String> policyNames, java.io.Writer series)
+            throws IOException {
+        for (String name : policyNames) {
+            if (!policies().containsKey(name)) {
+                throw new IllegalArgumentException("policy " + name + " is not one of " + policies().keySet());
+            }
+        }
+        if (series != null) {
+            series.write("trace,policy,second,rps,instances\n");
+        }
         FunctionProfile profile = FunctionProfile.midSize("f");
         out.printf(Locale.ROOT, "co-scaling model (not a measurement): one function, %s: SLO %.0f ms, %.0f rps at %.0f%% SM, "
                 + "%.0f rps at %.0f%%, cold start %d s%n", profile.name(), profile.sloSeconds() * 1000, profile.rpsAtRequest(),
                 profile.requestShare() * 100, profile.rpsAtLimit(), profile.limitShare() * 100, profile.coldStartSeconds());
-        for (RateTrace trace : traces()) {
+        for (RateTrace trace : traces) {
             out.printf(Locale.ROOT, "%n%s: %d s, %.0f requests, mean %.1f rps, peak %.1f rps%n", trace.name(), trace.seconds(),
                     trace.total(), trace.total() / trace.seconds(), java.util.Arrays.stream(trace.rps()).max().orElse(0));
             Map<String, CoScalingSimulation.Result> results = new LinkedHashMap<>();
-            policies().forEach((name, make) -> results.put(name, CoScalingSimulation.run(trace, profile, make.apply(profile))));
+            for (String name : policyNames) {
+                CoScalingSimulation.Result r = CoScalingSimulation.run(trace, profile, policies().get(name).apply(profile));
+                results.put(name, r);
+                if (series != null) {
+                    for (int t = 0; t < trace.seconds(); t++) {
+                        series.write(trace.name() + "," + name + "," + t + "," + trace.rate(t) + "," + r.instances()[t] + "\n");
+                    }
+                }
+            }
             results.forEach((name, r) -> out.printf(Locale.ROOT,
                     "  %-9s cold starts %4d  SVR %6.2f%%  GPU-s %8.1f  instances peak %3d mean %5.2f%n", name, r.coldStarts(),
                     100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances()));
             StringBuilder bench = new StringBuilder("BENCH coscaling model=fluid trace=").append(trace.name());
-            for (String name : List.of("dilu", "kpa", "fastgs", "infless", "exclusive")) {
+            for (String name : policyNames) {
                 CoScalingSimulation.Result r = results.get(name);
                 bench.append(String.format(Locale.ROOT, " %s_cold_starts=%d %s_svr=%.2f %s_gpu_s=%.1f", name, r.coldStarts(), name,
                         100 * r.violationRate(), name, r.gpuSeconds()));
