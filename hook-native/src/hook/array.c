@@ -85,23 +85,6 @@ static uint64_t mipmap_bytes(const CUDA_ARRAY3D_DESCRIPTOR_v2 *d, unsigned int l
     return clamp(total);
 }
 
-/* Books, creates, remembers; or refuses with OUT_OF_MEMORY without asking the driver. */
-#define BOOKED(kind, bytes, out, call)                                                   \
-    do {                                                                                 \
-        uint64_t bytes_ = (bytes);                                                       \
-        int d_;                                                                          \
-        CUresult rc_ = hook_memory_book(bytes_, &d_);                                    \
-        if (rc_ != CUDA_SUCCESS) {                                                       \
-            return rc_;                                                                  \
-        }                                                                                \
-        rc_ = (call);                                                                    \
-        if (rc_ == CUDA_SUCCESS && (out) != NULL) {                                      \
-            hook_memory_remember((kind), (uint64_t)(uintptr_t) * (out), bytes_, d_);     \
-        } else {                                                                         \
-            hook_memory_unbook(d_, bytes_);                                              \
-        }                                                                                \
-        return rc_;                                                                      \
-    } while (0)
 
 #define CALL(type, name, ...) (REAL(type, name) == NULL ? CUDA_ERROR_NOT_INITIALIZED : REAL(type, name)(__VA_ARGS__))
 

@@ -115,6 +115,24 @@ CUresult hook_memory_book(uint64_t bytes, int *device);
 void hook_memory_unbook(int device, uint64_t bytes);
 void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int device); /* released by forget */
 uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device); /* the bytes (0 if unknown), its device */
+/* Runs an allocation of `kind` whose handle the call writes to *out: books the bytes on the current device, calls,
+ * remembers it; or refuses (OUT_OF_MEMORY beyond the share) without asking the driver. Returns from the caller. */
+#define BOOKED(kind, bytes, out, call)                                                   \
+    do {                                                                                 \
+        uint64_t bytes_ = (bytes);                                                       \
+        int d_;                                                                          \
+        CUresult rc_ = hook_memory_book(bytes_, &d_);                                    \
+        if (rc_ != CUDA_SUCCESS) {                                                       \
+            return rc_;                                                                  \
+        }                                                                                \
+        rc_ = (call);                                                                    \
+        if (rc_ == CUDA_SUCCESS && (out) != NULL) {                                      \
+            hook_memory_remember((kind), (uint64_t)(uintptr_t) * (out), bytes_, d_);     \
+        } else {                                                                         \
+            hook_memory_unbook(d_, bytes_);                                              \
+        }                                                                                \
+        return rc_;                                                                      \
+    } while (0)
 
 /* interpose.c */
 /* Our function for what cuGetProcAddress answers for `name` at `version` with `flags`; NULL if we do not

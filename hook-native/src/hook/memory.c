@@ -124,29 +124,6 @@ uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device) {
     return forget(kind, key, device);
 }
 
-/* Runs an allocation: book, allocate, remember; or refuse with OUT_OF_MEMORY without asking the driver. */
-#define ALLOCATE(bytes, key_ptr, call)                                \
-    do {                                                              \
-        hook_control *c_ = hook_control_get();                        \
-        if (c_->refuse) {                                             \
-            return CUDA_ERROR_NOT_PERMITTED;                          \
-        }                                                             \
-        int d_;                                                       \
-        CUresult dev_rc_ = hook_device(c_, &d_);                      \
-        if (dev_rc_ != CUDA_SUCCESS) {                                \
-            return dev_rc_;                                           \
-        }                                                             \
-        if (!reserve(c_, d_, (bytes))) {                              \
-            return CUDA_ERROR_OUT_OF_MEMORY;                          \
-        }                                                             \
-        CUresult rc_ = (call);                                        \
-        if (rc_ == CUDA_SUCCESS && (key_ptr) != NULL) {               \
-            remember(HOOK_HELD_POINTER, (uint64_t) * (key_ptr), (bytes), d_); \
-        } else {                                                      \
-            unreserve(c_, d_, (bytes));                               \
-        }                                                             \
-        return rc_;                                                   \
-    } while (0)
 
 /* The stream-ordered calls: refused on a capturing stream (see the top of this file). */
 static CUresult capture_refused(const char *call) {
@@ -186,38 +163,38 @@ typedef CUresult (*total_fn)(size_t *, CUdevice);
 #define CALL(type, name, ...) (REAL(type, name) == NULL ? CUDA_ERROR_NOT_INITIALIZED : REAL(type, name)(__VA_ARGS__))
 
 HOOK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
-    ALLOCATE(n, p, CALL(alloc_fn, cuMemAlloc_v2, p, n));
+    BOOKED(HOOK_HELD_POINTER, n, p, CALL(alloc_fn, cuMemAlloc_v2, p, n));
 }
 
 HOOK_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int e) {
     /* The pitch is the driver's to choose; book the widest row it may pick (512-byte alignment). */
     uint64_t rows = h, row = ((uint64_t)w + 511) & ~511ull;
     uint64_t bytes = rows != 0 && row > UINT64_MAX / rows ? UINT64_MAX : row * rows;
-    ALLOCATE(bytes, p, CALL(pitch_fn, cuMemAllocPitch_v2, p, pitch, w, h, e));
+    BOOKED(HOOK_HELD_POINTER, bytes, p, CALL(pitch_fn, cuMemAllocPitch_v2, p, pitch, w, h, e));
 }
 
 HOOK_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags) {
-    ALLOCATE(n, p, CALL(managed_fn, cuMemAllocManaged, p, n, flags));
+    BOOKED(HOOK_HELD_POINTER, n, p, CALL(managed_fn, cuMemAllocManaged, p, n, flags));
 }
 
 HOOK_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
     NOT_WHILE_CAPTURING(s, 0, "cuMemAllocAsync");
-    ALLOCATE(n, p, CALL(async_fn, cuMemAllocAsync, p, n, s));
+    BOOKED(HOOK_HELD_POINTER, n, p, CALL(async_fn, cuMemAllocAsync, p, n, s));
 }
 
 HOOK_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) {
     NOT_WHILE_CAPTURING(s, 1, "cuMemAllocAsync_ptsz");
-    ALLOCATE(n, p, CALL(async_fn, cuMemAllocAsync_ptsz, p, n, s));
+    BOOKED(HOOK_HELD_POINTER, n, p, CALL(async_fn, cuMemAllocAsync_ptsz, p, n, s));
 }
 
 HOOK_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
     NOT_WHILE_CAPTURING(s, 0, "cuMemAllocFromPoolAsync");
-    ALLOCATE(n, p, CALL(pool_fn, cuMemAllocFromPoolAsync, p, n, pool, s));
+    BOOKED(HOOK_HELD_POINTER, n, p, CALL(pool_fn, cuMemAllocFromPoolAsync, p, n, pool, s));
 }
 
 HOOK_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
     NOT_WHILE_CAPTURING(s, 1, "cuMemAllocFromPoolAsync_ptsz");
-    ALLOCATE(n, p, CALL(pool_fn, cuMemAllocFromPoolAsync_ptsz, p, n, pool, s));
+    BOOKED(HOOK_HELD_POINTER, n, p, CALL(pool_fn, cuMemAllocFromPoolAsync_ptsz, p, n, pool, s));
 }
 
 HOOK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {

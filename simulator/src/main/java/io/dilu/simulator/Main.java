@@ -7,6 +7,8 @@ import io.dilu.core.placement.NodeInventory;
 import io.dilu.core.placement.PlacementParameters;
 import io.dilu.core.placement.PlacementPolicy;
 import io.dilu.core.placement.StaticQuotaPlacement;
+import io.dilu.simulator.coscaling.CoScalingBench;
+import io.dilu.simulator.coscaling.RateTrace;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
@@ -83,39 +85,33 @@ public final class Main implements Runnable {
             @Override
             public Integer call() throws IOException {
                 PrintWriter err = spec.commandLine().getErr();
-                List<io.dilu.simulator.coscaling.RateTrace> list = new java.util.ArrayList<>();
+                List<RateTrace> list = new java.util.ArrayList<>();
                 try {
                     for (Path p : traces) {
                         try (var in = Files.newBufferedReader(p, StandardCharsets.UTF_8)) {
-                            list.add(io.dilu.simulator.coscaling.RateTrace.readCsv(in, p.getFileName().toString()));
+                            list.add(RateTrace.readCsv(in, p.getFileName().toString()));
                         }
                     }
                     for (Path p : requests) {
                         try (var in = Files.newBufferedReader(p, StandardCharsets.UTF_8)) {
-                            list.add(io.dilu.simulator.coscaling.RateTrace.fromRequests(in, p.getFileName().toString()));
+                            list.add(RateTrace.fromRequests(in, p.getFileName().toString()));
                         }
                     }
-                    if (seconds < 1 || seconds > io.dilu.simulator.coscaling.RateTrace.MAX_SECONDS) {
-                        err.println("--seconds must be in 1.." + io.dilu.simulator.coscaling.RateTrace.MAX_SECONDS);
+                    if (seconds < 1 || seconds > RateTrace.MAX_SECONDS) {
+                        err.println("--seconds must be in 1.." + RateTrace.MAX_SECONDS);
                         return 2;
                     }
                     for (String pattern : patterns) {
-                        list.add(switch (pattern) {
-                            case "bursty" -> io.dilu.simulator.coscaling.RatePatterns.bursty(seconds, 30, seed);
-                            case "periodic" -> io.dilu.simulator.coscaling.RatePatterns.periodic(seconds, 60, seed);
-                            case "sporadic" -> io.dilu.simulator.coscaling.RatePatterns.sporadic(seconds, 40, seed);
-                            default -> throw new IllegalArgumentException(
-                                    "--pattern must be bursty, periodic or sporadic, got " + pattern);
-                        });
+                        list.add(CoScalingBench.pattern(pattern, seconds, seed));
                     }
                     if (list.isEmpty()) {
-                        list.addAll(io.dilu.simulator.coscaling.CoScalingBench.traces());
+                        list.addAll(CoScalingBench.traces());
                     }
                     try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
-                        io.dilu.simulator.coscaling.CoScalingBench.run(spec.commandLine().getOut(), list, policies, w);
+                        CoScalingBench.run(spec.commandLine().getOut(), list, policies, w);
                     }
                     return 0;
-                } catch (io.dilu.simulator.coscaling.RateTrace.InvalidTraceException | IllegalArgumentException e) {
+                } catch (RateTrace.InvalidTraceException | IllegalArgumentException e) {
                     err.println(e.getMessage());
                     return 2;
                 } catch (java.nio.file.NoSuchFileException e) {
@@ -291,7 +287,7 @@ public final class Main implements Runnable {
         static final class Coscaling implements Callable<Integer> {
             @Override
             public Integer call() throws IOException {
-                io.dilu.simulator.coscaling.CoScalingBench.run(System.out);
+                CoScalingBench.run(System.out);
                 return 0;
             }
         }

@@ -127,7 +127,7 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
         return fragmentation(free, m.requestMilli(), m.gpus());
     }
 
-    private static long fragmentation(int[] free, int milli, int gpus) {
+    static long fragmentation(int[] free, int milli, int gpus) {
         long total = 0;
         long tooSmall = 0;
         int fitting = 0;

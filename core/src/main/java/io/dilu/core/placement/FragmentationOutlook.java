@@ -38,32 +38,25 @@ final class FragmentationOutlook {
         int before = free(state, g);
         int after = Math.max(0, before - request);
         double change = single[after] - single[before];
-        for (int c = 0; c < multiMilli.length; c++) {
-            change += multiWeight[c] * (nodeFragmentation(state, g, after, c) - nodeFragmentation(state, g, before, c));
+        if (multiMilli.length > 0) {
+            int node = state.nodeOf(g);
+            int first = state.firstGpu(node);
+            int[] free = new int[state.endGpu(node) - first];
+            for (int i = 0; i < free.length; i++) {
+                free[i] = free(state, first + i);
+            }
+            int[] freeAfter = free.clone();
+            freeAfter[g - first] = after;
+            for (int c = 0; c < multiMilli.length; c++) {
+                change += multiWeight[c] * (FragmentationGradientPlacement.fragmentation(freeAfter, multiMilli[c], multiGpus[c])
+                        - FragmentationGradientPlacement.fragmentation(free, multiMilli[c], multiGpus[c]));
+            }
         }
         return change / 1000.0;
     }
 
     private int free(ClusterState state, int g) {
         return Math.clamp(omegaMilli - state.requestSum(g), 0, omegaMilli);
-    }
-
-    /** F_n(m) of {@code g}'s node for multi-GPU class {@code c}, with {@code g}'s free share taken as {@code freeOfG}. */
-    private double nodeFragmentation(ClusterState state, int g, int freeOfG, int c) {
-        int node = state.nodeOf(g);
-        long total = 0;
-        long tooSmall = 0;
-        int fitting = 0;
-        for (int i = state.firstGpu(node); i < state.endGpu(node); i++) {
-            int f = i == g ? freeOfG : free(state, i);
-            total += f;
-            if (f >= multiMilli[c]) {
-                fitting++;
-            } else {
-                tooSmall += f;
-            }
-        }
-        return fitting >= multiGpus[c] ? tooSmall : total;
     }
 
     private void learn(ClusterState state) {

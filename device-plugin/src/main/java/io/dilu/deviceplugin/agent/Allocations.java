@@ -208,11 +208,12 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     public ContainerAllocateResponse allocate(List<GpuDevice> gpus, List<String> deviceIds) {
         int smPercent = deviceIds.size();
         Set<String> uuids = gpus.stream().map(GpuDevice::uuid).collect(Collectors.toSet());
-        Optional<PodMatcher.Candidate> guess = guessOwner(pods.seen(), uuids, smPercent);
-        if (guess.isEmpty() || (uuids.size() > 1 && !guess.get().stages().keySet().equals(uuids))) {
+        java.util.function.Predicate<PodMatcher.Candidate> mayHold = c -> uuids.size() == 1 || c.stages().keySet().equals(uuids);
+        Optional<PodMatcher.Candidate> guess = guessOwner(pods.seen(), uuids, smPercent).filter(mayHold);
+        if (guess.isEmpty()) {
             guess = guessOwner(pods.read(), uuids, smPercent);
         }
-        if (uuids.size() > 1 && guess.map(g -> !g.stages().keySet().equals(uuids)).orElse(true)) {
+        if (!guess.map(mayHold::test).orElse(uuids.size() == 1)) {
             throw new IllegalArgumentException("a dilu.io/gpu-sm share on " + uuids.size() + " GPUs " + new java.util.TreeSet<>(uuids)
                     + " is for a container split into pipeline stages over exactly those GPUs (dilu.io/split), and no such "
                     + "container waits on this node");

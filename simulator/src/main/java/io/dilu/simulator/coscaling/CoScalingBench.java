@@ -37,8 +37,23 @@ public final class CoScalingBench {
 
     /** The bench's traces: an hour of each seeded pattern, and the Azure LLM code trace. */
     public static List<RateTrace> traces() throws IOException {
-        return List.of(RatePatterns.bursty(SECONDS, 30, SEED), RatePatterns.periodic(SECONDS, 60, SEED),
-                RatePatterns.sporadic(SECONDS, 40, SEED), azureLlmCode());
+        return List.of(pattern("bursty", SECONDS, SEED), pattern("periodic", SECONDS, SEED),
+                pattern("sporadic", SECONDS, SEED), azureLlmCode());
+    }
+
+    /**
+     * A seeded pattern at the bench's rates: bursty on a 30 rps base, periodic around 60 rps, sporadic at
+     * 40 rps when active.
+     *
+     * @throws IllegalArgumentException for a name other than bursty, periodic, sporadic
+     */
+    public static RateTrace pattern(String name, int seconds, long seed) {
+        return switch (name) {
+            case "bursty" -> RatePatterns.bursty(seconds, 30, seed);
+            case "periodic" -> RatePatterns.periodic(seconds, 60, seed);
+            case "sporadic" -> RatePatterns.sporadic(seconds, 40, seed);
+            default -> throw new IllegalArgumentException("--pattern must be bursty, periodic or sporadic, got " + name);
+        };
     }
 
     static RateTrace azureLlmCode() throws IOException {

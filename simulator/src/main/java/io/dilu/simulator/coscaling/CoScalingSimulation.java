@@ -41,42 +41,57 @@ public final class CoScalingSimulation {
         }
     }
 
+    /** A function's instances: the ready ones, and the second each starting one becomes ready, oldest first. */
+    private static final class Fleet {
+        final Deque<Integer> starting = new ArrayDeque<>();
+        int ready;
+
+        void promote(int now) {
+            while (!starting.isEmpty() && starting.peekFirst() <= now) {
+                starting.removeFirst();
+                ready++;
+            }
+        }
+
+        /** Stops the newest starting instance, or a ready one when none is starting. */
+        void stopOne() {
+            if (!starting.isEmpty()) {
+                starting.removeLast();
+            } else {
+                ready--;
+            }
+        }
+
+        int size() {
+            return ready + starting.size();
+        }
+    }
+
     public static Result run(RateTrace trace, FunctionProfile profile, CoScalingPolicy policy) {
         double[] rates = trace.rps();
         int[] instances = new int[rates.length];
-        Deque<Integer> starting = new ArrayDeque<>(); // the second each starting instance is ready, oldest first
-        int ready = 0;
+        Fleet fleet = new Fleet();
         int coldStarts = 0;
         double backlog = 0;
         double violations = 0;
         double gpuSeconds = 0;
         for (int t = 0; t < rates.length; t++) {
-            while (!starting.isEmpty() && starting.peekFirst() <= t) {
-                starting.removeFirst();
-                ready++;
-            }
-            int wanted = Math.max(0, policy.desired(rates, t, ready, starting.size()));
-            int have = ready + starting.size();
+            fleet.promote(t);
+            int wanted = Math.max(0, policy.desired(rates, t, fleet.ready, fleet.starting.size()));
+            int have = fleet.size();
             for (int i = have; i < wanted; i++) {
-                starting.addLast(t + profile.coldStartSeconds());
+                fleet.starting.addLast(t + profile.coldStartSeconds());
                 coldStarts++;
             }
             for (int i = wanted; i < have; i++) {
-                if (!starting.isEmpty()) {
-                    starting.removeLast();
-                } else {
-                    ready--;
-                }
+                fleet.stopOne();
             }
-            if (profile.coldStartSeconds() == 0) {
-                ready += starting.size();
-                starting.clear();
-            }
-            double rate = policy.serviceRate(ready, backlog + rates[t]);
+            fleet.promote(t); // an instance without a cold start serves the second it starts in
+            double rate = policy.serviceRate(fleet.ready, backlog + rates[t]);
             FluidQueue.Step step = FluidQueue.step(backlog, rates[t], rate, profile.serviceSeconds(), profile.sloSeconds());
             backlog = step.backlog();
             violations += step.violations();
-            instances[t] = ready + starting.size();
+            instances[t] = fleet.size();
             gpuSeconds += instances[t] * policy.bookedShare();
         }
         return new Result(policy.name(), coldStarts, trace.total(), violations + backlog, gpuSeconds, instances);
