@@ -79,7 +79,7 @@ public final class Main implements Runnable {
             List<String> policies = List.of("dilu", "kpa", "fastgs", "infless", "exclusive");
 
             @Option(names = "--series", paramLabel = "FILE",
-                    description = "Write every second of every run (trace,policy,second,rps,instances) to FILE")
+                    description = "Write every second of every run (trace,policy,second,rps,instances,gpu_share,late) to FILE")
             Path series;
 
             @Override

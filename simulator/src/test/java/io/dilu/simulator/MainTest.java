@@ -67,7 +67,7 @@ class MainTest {
         assertThat(r.exit()).as(r.err()).isZero();
         assertThat(r.out()).containsPattern("BENCH coscaling model=fluid trace=f.csv dilu_cold_starts=\\d+ .* kpa_gpu_s=[0-9.]+\\n")
                 .doesNotContain("fastgs");
-        assertThat(Files.readAllLines(series)).hasSize(1 + 2 * 300).first().isEqualTo("trace,policy,second,rps,instances");
+        assertThat(Files.readAllLines(series)).hasSize(1 + 2 * 300).first().isEqualTo("trace,policy,second,rps,instances,gpu_share,late");
 
         Files.writeString(trace, "second,rps\n0,1\n5,1\n");
         Run bad = run("simulate", "coscaling", "--trace", trace.toString());

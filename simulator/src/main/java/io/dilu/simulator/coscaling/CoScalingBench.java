@@ -74,7 +74,7 @@ public final class CoScalingBench {
 
     /**
      * Runs {@code policyNames} on each trace, one mid-size function each, printing a table and a BENCH line per
-     * trace; with {@code series}, also every second of every run as CSV ({@code trace,policy,second,rps,instances}).
+     * trace; with {@code series}, also every second of every run as CSV ({@code trace,policy,second,rps,instances,gpu_share,late}).
      */
     public static void run(java.io.PrintWriter out, List<RateTrace> traces, List<String> policyNames, java.io.Writer series)
             throws IOException {
@@ -84,7 +84,7 @@ public final class CoScalingBench {
             }
         }
         if (series != null) {
-            series.write("trace,policy,second,rps,instances\n");
+            series.write("trace,policy,second,rps,instances,gpu_share,late\n");
         }
         FunctionProfile profile = FunctionProfile.midSize("f");
         out.printf(Locale.ROOT, "co-scaling model (not a measurement): one function, %s: SLO %.0f ms, %.0f rps at %.0f%% SM, "
@@ -99,7 +99,8 @@ public final class CoScalingBench {
                 results.put(name, r);
                 if (series != null) {
                     for (int t = 0; t < trace.seconds(); t++) {
-                        series.write(trace.name() + "," + name + "," + t + "," + trace.rate(t) + "," + r.instances()[t] + "\n");
+                        series.write(String.format(Locale.ROOT, "%s,%s,%d,%s,%d,%.4f,%.3f%n", trace.name(), name, t,
+                                trace.rate(t), r.instances()[t], r.share()[t], r.late()[t]));
                     }
                 }
             }

@@ -21,8 +21,16 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
     /** Requests per second {@code ready} instances serve together when {@code demand} wait to be served. */
     double serviceRate(int ready, double demand);
 
-    /** Share of a GPU each instance books while it exists (starting or ready). */
+    /** Share of a GPU each instance books while it exists (starting or ready): what placement reserves for it. */
     double bookedShare();
+
+    /**
+     * Share of a GPU each of {@code ready} instances holds in a second when {@code demand} requests wait to be
+     * served: its booked share, unless the policy scales instances vertically.
+     */
+    default double heldShare(int ready, double demand) {
+        return bookedShare();
+    }
 
     /**
      * Dilu (the paper's §3.4, this project's defaults): lazy horizontal scaling over a 40 s window (φ_out 20,
@@ -59,6 +67,21 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
         @Override
         public double bookedShare() {
             return profile.requestShare();
+        }
+
+        /**
+         * The request, plus the part of the room up to the limit that the demand beyond the request needs (rate
+         * taken as linear in SM between request and limit): an instance scaled up holds more of its GPU.
+         */
+        @Override
+        public double heldShare(int ready, double demand) {
+            double atRequest = ready * profile.rpsAtRequest();
+            double extraRate = ready * room * (profile.rpsAtLimit() - profile.rpsAtRequest());
+            if (ready == 0 || demand <= atRequest || extraRate == 0) {
+                return profile.requestShare();
+            }
+            double used = Math.min(1, (demand - atRequest) / extraRate);
+            return profile.requestShare() + used * room * (profile.limitShare() - profile.requestShare());
         }
     }
 

@@ -6,8 +6,9 @@ import java.util.Deque;
 /**
  * One function's trace under one policy, second by second: the policy decides how many instances it wants
  * from the rates seen so far; a new instance serves after the profile's cold start (each start is a cold
- * start); the requests queue on the ready instances' service rate ({@link FluidQueue}); every instance,
- * starting or ready, books its share of a GPU.
+ * start); the requests queue on the ready instances' service rate ({@link FluidQueue}); every instance
+ * holds its share of a GPU: the booked one while starting, what the policy's vertical scaling gives it once
+ * ready.
  *
  * <p>Order within a second: instances whose cold start has elapsed become ready; the policy decides (new
  * instances start now, surplus ones stop — starting ones first, the newest first); the second's requests are
@@ -21,11 +22,13 @@ public final class CoScalingSimulation {
      * @param coldStarts instances started (each waited its cold start)
      * @param requests requests that arrived
      * @param violations of those, served later than the SLO or never
-     * @param gpuSeconds Σ over seconds of the GPU share booked by every instance
+     * @param gpuSeconds Σ over seconds of the GPU share held by every instance
      * @param instances instances (starting or ready) in each second
+     * @param share GPUs' worth of SM held by the function's instances in each second
+     * @param late requests served late or left waiting in each second (the SLO violations, second by second)
      */
     public record Result(String policy, int coldStarts, double requests, double violations, double gpuSeconds,
-            int[] instances) {
+            int[] instances, double[] share, double[] late) {
 
         /** SLO violation rate: violations over requests (0 without requests). */
         public double violationRate() {
@@ -75,6 +78,8 @@ public final class CoScalingSimulation {
         double backlog = 0;
         double violations = 0;
         double gpuSeconds = 0;
+        double[] share = new double[rates.length];
+        double[] late = new double[rates.length];
         for (int t = 0; t < rates.length; t++) {
             fleet.promote(t);
             int wanted = Math.max(0, policy.desired(rates, t, fleet.ready, fleet.starting.size()));
@@ -87,13 +92,19 @@ public final class CoScalingSimulation {
                 fleet.stopOne();
             }
             fleet.promote(t); // an instance without a cold start serves the second it starts in
-            double rate = policy.serviceRate(fleet.ready, backlog + rates[t]);
+            double demand = backlog + rates[t];
+            double rate = policy.serviceRate(fleet.ready, demand);
             FluidQueue.Step step = FluidQueue.step(backlog, rates[t], rate, profile.serviceSeconds(), profile.sloSeconds());
             backlog = step.backlog();
             violations += step.violations();
+            late[t] = step.violations();
             instances[t] = fleet.size();
-            gpuSeconds += instances[t] * policy.bookedShare();
+            share[t] = fleet.starting.size() * policy.bookedShare() + fleet.ready * policy.heldShare(fleet.ready, demand);
+            gpuSeconds += share[t];
         }
-        return new Result(policy.name(), coldStarts, trace.total(), violations + backlog, gpuSeconds, instances);
+        if (rates.length > 0) {
+            late[rates.length - 1] += backlog;
+        }
+        return new Result(policy.name(), coldStarts, trace.total(), violations + backlog, gpuSeconds, instances, share, late);
     }
 }

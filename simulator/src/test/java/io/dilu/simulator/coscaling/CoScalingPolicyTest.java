@@ -1,0 +1,85 @@
+package io.dilu.simulator.coscaling;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+/** Each policy's decision and vertical behaviour on its own, without the simulation around it. */
+class CoScalingPolicyTest {
+
+    static final FunctionProfile MID = FunctionProfile.midSize("f");
+
+    @Test
+    void diluServesAtItsLimitOnlyWhenDemandExceedsItsRequestAndHoldsTheShareThatNeeds() {
+        CoScalingPolicy.Dilu dilu = new CoScalingPolicy.Dilu(MID);
+        assertThat(dilu.serviceRate(2, 90)).isEqualTo(100); // 2 × 50 at the request
+        assertThat(dilu.serviceRate(2, 130)).isEqualTo(160); // 2 × 80 at the limit
+        assertThat(dilu.heldShare(2, 90)).isEqualTo(0.2);
+        // 30 rps beyond 2 × 50 is half of the 2 × 30 the limits add: half-way from 20% to 40%.
+        assertThat(dilu.heldShare(2, 130)).isCloseTo(0.3, within(1e-9));
+        assertThat(dilu.heldShare(2, 1000)).isCloseTo(0.4, within(1e-9));
+        assertThat(dilu.bookedShare()).as("placement books the request").isEqualTo(0.2);
+    }
+
+    @Test
+    void diluWithoutRoomFromItsNeighboursStaysAtItsRequest() {
+        CoScalingPolicy.Dilu crowded = new CoScalingPolicy.Dilu(MID, io.dilu.core.scaling.ScalingParameters.DEFAULTS, 0);
+        assertThat(crowded.serviceRate(1, 500)).isEqualTo(50);
+        assertThat(crowded.heldShare(1, 500)).isEqualTo(0.2);
+    }
+
+    @Test
+    void diluScalesOutOnlyAfterTwentySecondsAboveWhatItsInstancesServe() {
+        CoScalingPolicy.Dilu dilu = new CoScalingPolicy.Dilu(MID);
+        double[] rates = new double[60];
+        Arrays.fill(rates, 70); // above one instance's request rate, within its limit
+        assertThat(dilu.desired(rates, 18, 1, 0)).as("19 seconds above").isEqualTo(1);
+        assertThat(dilu.desired(rates, 19, 1, 0)).as("20 seconds above").isEqualTo(2);
+    }
+
+    @Test
+    void fastGsFollowsEachSecondsRate() {
+        CoScalingPolicy.FastGs fastgs = new CoScalingPolicy.FastGs(MID);
+        double[] rates = {0, 120, 10, 0};
+        assertThat(fastgs.desired(rates, 1, 0, 0)).isEqualTo(3);
+        assertThat(fastgs.desired(rates, 2, 3, 0)).isEqualTo(1);
+        assertThat(fastgs.desired(rates, 3, 1, 0)).isZero();
+        assertThat(fastgs.serviceRate(3, 1000)).as("static share: no vertical scaling").isEqualTo(150);
+    }
+
+    @Test
+    void inflessKeepsAnInstanceForTheIdleTimesItHasSeen() {
+        CoScalingPolicy.Infless infless = new CoScalingPolicy.Infless(MID);
+        double[] rates = new double[400];
+        Arrays.fill(rates, 0, 10, 20);
+        Arrays.fill(rates, 110, 120, 20); // a 100 s gap, then traffic again
+        int[] wanted = new int[400];
+        for (int t = 0; t < 400; t++) {
+            wanted[t] = infless.desired(rates, t, 0, 0);
+        }
+        assertThat(wanted[60]).as("kept for the default 60 s").isEqualTo(1);
+        assertThat(wanted[75]).as("let go after it").isZero();
+        // After the 100 s gap it has seen, it keeps an instance for 100 s and pre-warms one cold start early.
+        assertThat(wanted[210]).isEqualTo(1);
+        assertThat(wanted[119 + 100 - MID.coldStartSeconds()]).isEqualTo(1);
+    }
+
+    @Test
+    void kpaPanicsOnABurstAndExclusiveTargetsAWholeGpu() {
+        CoScalingPolicy.Kpa kpa = CoScalingPolicy.Kpa.kpa(MID);
+        double[] rates = new double[200];
+        Arrays.fill(rates, 30);
+        Arrays.fill(rates, 100, 110, 200);
+        int calm = 0;
+        for (int t = 0; t < 100; t++) {
+            calm = kpa.desired(rates, t, Math.max(1, calm), 0);
+        }
+        assertThat(calm).as("30 rps at 70% of 50").isEqualTo(1);
+        int burst = kpa.desired(rates, 101, 1, 0);
+        assertThat(burst).as("the panic window sees 200 rps").isGreaterThan(2);
+        assertThat(CoScalingPolicy.Kpa.exclusive(MID).bookedShare()).isEqualTo(1.0);
+        assertThat(CoScalingPolicy.Kpa.exclusive(MID).serviceRate(2, 1000)).isEqualTo(220);
+    }
+}
