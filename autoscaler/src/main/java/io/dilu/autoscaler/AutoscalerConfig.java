@@ -1,5 +1,6 @@
 package io.dilu.autoscaler;
 
+import io.dilu.core.scaling.Autoscale;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
@@ -69,11 +70,11 @@ public interface AutoscalerConfig {
      * revision at zero is woken by the request rate the activator reports, which this autoscaler does not
      * receive yet, so it would stay at zero.
      */
-    @WithDefault("false")
+    @WithDefault(Autoscale.DEFAULT_SCALE_TO_ZERO)
     boolean enableScaleToZero();
 
     /** How long the scaler must keep wanting zero before the last instance goes. */
-    @WithDefault("30s")
+    @WithDefault(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE)
     Duration scaleToZeroGrace();
 
     /**

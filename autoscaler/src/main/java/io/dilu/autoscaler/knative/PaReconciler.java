@@ -1,12 +1,12 @@
 package io.dilu.autoscaler.knative;
 
 import io.dilu.autoscaler.AutoscalerConfig;
-import io.dilu.autoscaler.decide.Autoscale;
-import io.dilu.autoscaler.decide.ScaleBounds;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.Autoscale;
 import io.dilu.core.scaling.RateWindow;
+import io.dilu.core.scaling.ScaleBounds;
 import io.dilu.core.scaling.ScalingParameters;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;

@@ -1,8 +1,8 @@
 package io.dilu.autoscaler.bench;
 
 import com.sun.net.httpserver.HttpServer;
-import io.dilu.autoscaler.decide.Autoscale;
-import io.dilu.autoscaler.decide.ScaleBounds;
+import io.dilu.core.scaling.Autoscale;
+import io.dilu.core.scaling.ScaleBounds;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.autoscaler.scrape.proto.Stat;
 import io.dilu.core.scaling.RateWindow;

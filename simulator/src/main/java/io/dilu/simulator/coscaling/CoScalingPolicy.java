@@ -1,10 +1,14 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.core.scaling.Autoscale;
 import io.dilu.core.scaling.KnativePodAutoscaler;
 import io.dilu.core.scaling.LazyHorizontalScaler;
+import io.dilu.core.scaling.ScaleBounds;
 import io.dilu.core.scaling.ScalingParameters;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Arrays;
+import java.util.Optional;
 
 /**
  * How a serving system scales one function, as the co-scaling simulator drives it: once a second it sees the
@@ -33,15 +37,49 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
     }
 
     /**
-     * Dilu (the paper's §3.4, this project's defaults): lazy horizontal scaling over a 40 s window (φ_out 20,
-     * φ_in 30, core's {@link LazyHorizontalScaler}) on the per-instance rate at the SM request; vertically,
-     * each instance serves up to its rate at the SM limit when demand asks, the room its neighbours leave
-     * (1 = all of it, no best-effort neighbour busy) scaling what it can take beyond its request.
+     * Dilu as its autoscaler ships (the paper's §3.4 at this project's defaults): the autoscaler's own decision
+     * ({@link Autoscale}: core's {@link LazyHorizontalScaler} over a 40 s window, φ_out 20, φ_in 30, on the
+     * per-instance rate at the SM request, inside Knative's bounds, scale to zero off unless asked, after a
+     * grace period when on); vertically, each instance serves up to its rate at the SM limit when demand
+     * asks, the room its neighbours leave (1 = all of it, no best-effort neighbour busy) scaling what it can
+     * take beyond its request. It carries the autoscaler's state from one second to the next, so use one per run.
      */
-    record Dilu(FunctionProfile profile, ScalingParameters scaling, double room) implements CoScalingPolicy {
+    final class Dilu implements CoScalingPolicy {
 
+        private final FunctionProfile profile;
+        private final ScalingParameters scaling;
+        private final double room;
+        private final boolean scaleToZero;
+        private final Duration grace;
+        private int current = -1;
+        private Optional<Instant> zeroWantedSince = Optional.empty();
+
+        public Dilu(FunctionProfile profile, ScalingParameters scaling, double room, boolean scaleToZero, Duration grace) {
+            if (!(room >= 0 && room <= 1)) {
+                throw new IllegalArgumentException("room must be in [0, 1], got " + room);
+            }
+            this.profile = profile;
+            this.scaling = scaling;
+            this.room = room;
+            this.scaleToZero = scaleToZero;
+            this.grace = grace;
+        }
+
+        /** At the shipped defaults: scaling parameters, scale to zero and its grace as the autoscaler ships them. */
         public Dilu(FunctionProfile profile) {
-            this(profile, ScalingParameters.DEFAULTS, 1.0);
+            this(profile, ScalingParameters.DEFAULTS, 1.0, Boolean.parseBoolean(Autoscale.DEFAULT_SCALE_TO_ZERO),
+                    Duration.parse(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE));
+        }
+
+        /** The shipped defaults with scale to zero on (Knative's enable-scale-to-zero) and its shipped grace. */
+        public static Dilu scalingToZero(FunctionProfile profile) {
+            return new Dilu(profile, ScalingParameters.DEFAULTS, 1.0, true, Duration.parse(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE));
+        }
+
+        /** With {@code room} of the vertical range its neighbours leave, otherwise as shipped. */
+        public static Dilu withRoom(FunctionProfile profile, double room) {
+            return new Dilu(profile, ScalingParameters.DEFAULTS, room, Boolean.parseBoolean(Autoscale.DEFAULT_SCALE_TO_ZERO),
+                    Duration.parse(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE));
         }
 
         @Override
@@ -53,7 +91,11 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
         public int desired(double[] rates, int now, int ready, int starting) {
             int from = Math.max(0, now + 1 - scaling.windowSeconds());
             double[] window = Arrays.copyOfRange(rates, from, now + 1);
-            return new LazyHorizontalScaler(scaling).decide(window, ready + starting, profile.rpsAtRequest()).desired();
+            Autoscale.Output out = Autoscale.decide(scaling, new Autoscale.Input(window, current, profile.rpsAtRequest(),
+                    ScaleBounds.DEFAULTS, scaleToZero, grace, zeroWantedSince, Instant.ofEpochSecond(now)));
+            current = out.desired();
+            zeroWantedSince = out.zeroWantedSince();
+            return current;
         }
 
         @Override

@@ -25,7 +25,7 @@ class CoScalingPolicyTest {
 
     @Test
     void diluWithoutRoomFromItsNeighboursStaysAtItsRequest() {
-        CoScalingPolicy.Dilu crowded = new CoScalingPolicy.Dilu(MID, io.dilu.core.scaling.ScalingParameters.DEFAULTS, 0);
+        CoScalingPolicy.Dilu crowded = CoScalingPolicy.Dilu.withRoom(MID, 0);
         assertThat(crowded.serviceRate(1, 500)).isEqualTo(50);
         assertThat(crowded.heldShare(1, 500)).isEqualTo(0.2);
     }

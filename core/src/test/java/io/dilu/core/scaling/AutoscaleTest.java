@@ -1,10 +1,8 @@
-package io.dilu.autoscaler.decide;
+package io.dilu.core.scaling;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.quota.FieldError;
-import io.dilu.core.scaling.ScaleDecision;
-import io.dilu.core.scaling.ScalingParameters;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;

@@ -1,8 +1,5 @@
-package io.dilu.autoscaler.decide;
+package io.dilu.core.scaling;
 
-import io.dilu.core.scaling.LazyHorizontalScaler;
-import io.dilu.core.scaling.ScaleDecision;
-import io.dilu.core.scaling.ScalingParameters;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
@@ -14,6 +11,15 @@ import java.util.Optional;
  * inputs and {@code now}.
  */
 public final class Autoscale {
+
+    /**
+     * Whether the last instance of a revision with min-scale 0 may go, as the autoscaler ships: no, because a
+     * revision at zero is woken by the request rate Knative's activator reports, which it does not receive yet.
+     */
+    public static final String DEFAULT_SCALE_TO_ZERO = "false";
+
+    /** How long the scaler must keep wanting zero before the last instance goes, as the autoscaler ships (ISO-8601, which its configuration reads too). */
+    public static final String DEFAULT_SCALE_TO_ZERO_GRACE = "PT30S";
 
     private Autoscale() {}
 

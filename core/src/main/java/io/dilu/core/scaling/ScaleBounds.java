@@ -1,4 +1,4 @@
-package io.dilu.autoscaler.decide;
+package io.dilu.core.scaling;
 
 import io.dilu.core.quota.FieldError;
 import java.util.ArrayList;
@@ -45,6 +45,9 @@ public record ScaleBounds(int min, int max, int initial) {
         problems.add(new FieldError(key, v, "an integer in 0.." + UNBOUNDED));
         return fallback;
     }
+
+    /** Knative's defaults: min-scale 0, no max-scale, initial-scale 1. */
+    public static final ScaleBounds DEFAULTS = of(Map.of(), new ArrayList<>());
 
     static ScaleBounds of(Map<String, String> annotations) {
         return of(annotations, new ArrayList<>());
