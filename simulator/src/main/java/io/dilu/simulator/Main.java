@@ -82,6 +82,11 @@ public final class Main implements Runnable {
                     description = "Write every second of every run (trace,policy,second,rps,instances,gpu_share,late) to FILE")
             Path series;
 
+            @Option(names = "--report", paramLabel = "DIR", description = "Write the figures (per trace, request rate, "
+                    + "instances, GPU share and late requests per second over time, one line per policy: TRACE.png and "
+                    + "TRACE.svg) and report.md (a table per trace, the figures linked) to DIR")
+            Path report;
+
             @Override
             public Integer call() throws IOException {
                 PrintWriter err = spec.commandLine().getErr();
@@ -107,8 +112,12 @@ public final class Main implements Runnable {
                     if (list.isEmpty()) {
                         list.addAll(CoScalingBench.traces());
                     }
+                    if (report != null && Files.exists(report) && !Files.isDirectory(report)) {
+                        err.println("--report " + report + " is a file, not a directory");
+                        return 2;
+                    }
                     try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
-                        CoScalingBench.run(spec.commandLine().getOut(), list, policies, w);
+                        CoScalingBench.run(spec.commandLine().getOut(), list, policies, w, report);
                     }
                     return 0;
                 } catch (RateTrace.InvalidTraceException | IllegalArgumentException e) {
@@ -139,6 +148,10 @@ public final class Main implements Runnable {
         @Option(names = "--series", paramLabel = "FILE", description = "With --events: write active GPUs over time "
                 + "(time_s,policy,active_gpus) to FILE")
         Path series;
+
+        @Option(names = "--plot", paramLabel = "FILE.png", description = "With --events: draw active GPUs over time, "
+                + "one line per policy, to FILE.png and FILE.svg")
+        Path plot;
 
         @Option(names = "--count", defaultValue = "3200", description = "Instances of the paper's mix (default ${DEFAULT-VALUE})")
         int count;
@@ -182,13 +195,28 @@ public final class Main implements Runnable {
                         count, seed);
                 return 0;
             }
+            if (plot != null && (events == null || !plot.toString().endsWith(".png"))) {
+                err.println("--plot needs --events and a FILE ending in .png (FILE.svg is written beside it), got " + plot);
+                return 2;
+            }
             if (events != null) {
                 List<EventCsv.Event> list = readCsv(events, EventCsv::read, err);
                 if (list == null) {
                     return 2;
                 }
+                Path svg = null;
+                if (plot != null) {
+                    svg = plot.resolveSibling(plot.getFileName().toString().replaceAll("\\.png$", ".svg"));
+                    // Said first, so that the output still ends with the BENCH line.
+                    out.println("plot: " + plot + " and " + svg + " (written after the replay)");
+                }
+                List<EventSimulation.Result> results;
                 try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
-                    EventReplay.run(out, events.toString(), list, shape, params, w);
+                    results = EventReplay.run(out, events.toString(), list, shape, params, w);
+                }
+                if (plot != null) {
+                    EventPlot.write(plot, svg, events.getFileName().toString(), results, list.getFirst().timeS(),
+                            list.getLast().timeS());
                 }
                 return 0;
             }
@@ -283,11 +311,20 @@ public final class Main implements Runnable {
 
         @Command(name = "coscaling", mixinStandardHelpOptions = true,
                 description = "Model Dilu, Knative KPA, FaST-GS+, INFless+ and Exclusive on bursty, periodic and sporadic "
-                        + "request patterns and the Azure LLM trace: cold starts, SLO violations, GPU-seconds.")
+                        + "request patterns and the Azure LLM trace: cold starts, SLO violations, GPU-seconds; figures and "
+                        + "report.md in --report.")
         static final class Coscaling implements Callable<Integer> {
+            @Option(names = "--report", paramLabel = "DIR", defaultValue = "simulator/target/coscaling-report",
+                    description = "Where the figures (TRACE.png, TRACE.svg) and report.md go (default ${DEFAULT-VALUE}, "
+                            + "from the directory ./dilu runs in: the repository's root)")
+            Path report;
+
+            @CommandLine.Spec
+            CommandLine.Model.CommandSpec spec;
+
             @Override
             public Integer call() throws IOException {
-                CoScalingBench.run(System.out);
+                CoScalingBench.run(spec.commandLine().getOut(), report);
                 return 0;
             }
         }

@@ -3,8 +3,12 @@ package io.dilu.simulator.coscaling;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -14,7 +18,8 @@ import java.util.function.Function;
 /**
  * The co-scaling simulator on the paper's three request patterns (an hour each, seeded) and the Azure LLM
  * code trace, one mid-size function each ({@link FunctionProfile#midSize}), under every policy: cold starts,
- * SLO violation rate and GPU-seconds, one {@code BENCH coscaling} line per trace. A model, not a measurement:
+ * SLO violation rate and GPU-seconds, one {@code BENCH coscaling} line per trace, and the figures and report of
+ * {@link CoScalingReport}. A model, not a measurement:
  * see docs/coscaling.md for what it leaves out.
  */
 public final class CoScalingBench {
@@ -66,18 +71,26 @@ public final class CoScalingBench {
         }
     }
 
-    public static void run(PrintStream out) throws IOException {
-        java.io.PrintWriter writer = new java.io.PrintWriter(out, true);
-        run(writer, traces(), List.copyOf(policies().keySet()), null);
-        writer.flush();
+    /** The function every trace of the bench and of {@code simulate coscaling} is: {@link FunctionProfile#midSize}. */
+    public static FunctionProfile profile() {
+        return FunctionProfile.midSize("f");
+    }
+
+    /** The bench: every policy on {@link #traces()}, the figures and report.md into {@code report}. */
+    public static void run(PrintWriter out, Path report) throws IOException {
+        run(out, traces(), List.copyOf(policies().keySet()), null, report);
+        out.flush();
     }
 
     /**
-     * Runs {@code policyNames} on each trace, one mid-size function each, printing a table and a BENCH line per
-     * trace; with {@code series}, also every second of every run as CSV ({@code trace,policy,second,rps,instances,gpu_share,late}).
+     * Runs {@code policyNames} on each trace, one {@link #profile()} function each, printing a table and a BENCH
+     * line per trace (the BENCH line last); with {@code series}, also every second of every run as CSV
+     * ({@code trace,policy,second,rps,instances,gpu_share,late}); with {@code report}, the figures and report.md
+     * of {@link CoScalingReport} there once every trace has run (where is said before the first trace, so that
+     * each trace's output still ends with its BENCH line).
      */
-    public static void run(java.io.PrintWriter out, List<RateTrace> traces, List<String> policyNames, java.io.Writer series)
-            throws IOException {
+    public static List<CoScalingReport.TraceRuns> run(PrintWriter out, List<RateTrace> traces, List<String> policyNames,
+            Writer series, Path report) throws IOException {
         for (String name : policyNames) {
             if (!policies().containsKey(name)) {
                 throw new IllegalArgumentException("policy " + name + " is not one of " + policies().keySet());
@@ -86,13 +99,15 @@ public final class CoScalingBench {
         if (series != null) {
             series.write("trace,policy,second,rps,instances,gpu_share,late\n");
         }
-        FunctionProfile profile = FunctionProfile.midSize("f");
-        out.printf(Locale.ROOT, "co-scaling model (not a measurement): one function, %s: SLO %.0f ms, %.0f rps at %.0f%% SM, "
-                + "%.0f rps at %.0f%%, cold start %d s%n", profile.name(), profile.sloSeconds() * 1000, profile.rpsAtRequest(),
-                profile.requestShare() * 100, profile.rpsAtLimit(), profile.limitShare() * 100, profile.coldStartSeconds());
+        FunctionProfile profile = profile();
+        out.printf(Locale.ROOT, "co-scaling model (not a measurement): one function, %s: %s%n", profile.name(), profile.summary());
+        if (report != null) {
+            out.println("figures and report: " + report.resolve(CoScalingReport.REPORT) + " (written after the last trace)");
+        }
+        List<CoScalingReport.TraceRuns> runs = new ArrayList<>();
         for (RateTrace trace : traces) {
             out.printf(Locale.ROOT, "%n%s: %d s, %.0f requests, mean %.1f rps, peak %.1f rps%n", trace.name(), trace.seconds(),
-                    trace.total(), trace.total() / trace.seconds(), java.util.Arrays.stream(trace.rps()).max().orElse(0));
+                    trace.total(), trace.total() / trace.seconds(), Arrays.stream(trace.rps()).max().orElse(0));
             Map<String, CoScalingSimulation.Result> results = new LinkedHashMap<>();
             for (String name : policyNames) {
                 CoScalingSimulation.Result r = CoScalingSimulation.run(trace, profile, policies().get(name).apply(profile));
@@ -114,6 +129,11 @@ public final class CoScalingBench {
                         100 * r.violationRate(), name, r.gpuSeconds()));
             }
             out.println(bench);
+            runs.add(new CoScalingReport.TraceRuns(trace, List.copyOf(results.values())));
         }
+        if (report != null) {
+            CoScalingReport.write(report, profile, runs);
+        }
+        return List.copyOf(runs);
     }
 }

@@ -34,6 +34,12 @@ public record FunctionProfile(String name, double sloSeconds, double serviceSeco
         }
     }
 
+    /** What the bench and the report say of the profile: "SLO 200 ms, 50 rps at 20% SM, 80 rps at 40%, cold start 8 s". */
+    public String summary() {
+        return String.format(java.util.Locale.ROOT, "SLO %.0f ms, %.0f rps at %.0f%% SM, %.0f rps at %.0f%%, cold start %d s",
+                sloSeconds * 1000, rpsAtRequest, requestShare * 100, rpsAtLimit, limitShare * 100, coldStartSeconds);
+    }
+
     /**
      * The profile a trace gets when nothing else is said: a mid-size model in the shape of the paper's
      * profiles (Figure 6: request at the knee of the throughput curve, limit at twice the request, §3.1), a
