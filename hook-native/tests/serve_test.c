@@ -3,77 +3,25 @@
  * batched together; hostile requests get 4xx and leave it serving. Usage: serve-test (EMU_SERVE compiled in).
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "expect.h"
+#include "http_client.h"
 
 #define CLIENTS 16
 #define PER_CLIENT 5
 
 static int port;
 
-static int dial(void) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        perror("connect");
-        exit(3);
-    }
-    return fd;
-}
-
-static int send_text(int fd, const char *text) {
-    size_t len = strlen(text);
-    while (len > 0) {
-        ssize_t n = send(fd, text, len, MSG_NOSIGNAL);
-        if (n <= 0) {
-            return -1;
-        }
-        text += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Reads one whole response (head and Content-Length body) into out; returns its status, -1 on EOF. */
-static int response(int fd, char *out, size_t len) {
-    size_t have = 0;
-    for (;;) {
-        out[have] = '\0';
-        char *end = strstr(out, "\r\n\r\n");
-        char *cl = strcasestr(out, "Content-Length: ");
-        if (end != NULL && cl != NULL && have >= (size_t)(end - out) + 4 + (size_t)atol(cl + 16)) {
-            int status = 0;
-            return sscanf(out, "HTTP/1.1 %d", &status) == 1 ? status : -1;
-        }
-        if (have + 1 >= len) {
-            return -1;
-        }
-        ssize_t n = recv(fd, out + have, len - 1 - have, 0);
-        if (n <= 0) {
-            return -1;
-        }
-        have += (size_t)n;
-    }
-}
-
-static int request(int fd, const char *text, char *out, size_t len) {
-    return send_text(fd, text) == 0 ? response(fd, out, len) : -1;
-}
-
 static void *client(void *arg) {
     int *ok = arg;
-    int fd = dial();
+    int fd = dial(port);
     char out[1024];
     for (int i = 0; i < PER_CLIENT; i++) {
         *ok += request(fd, "POST /infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", out, sizeof(out)) == 200 &&
@@ -130,7 +78,7 @@ int main(void) {
            CLIENTS * PER_CLIENT);
 
     char body[2048];
-    int fd = dial();
+    int fd = dial(port);
     long requests = 0, batches = 0;
     EXPECT(request(fd, "GET /stats HTTP/1.1\r\n\r\n", body, sizeof(body)) == 200, "stats: %s", body);
     char *json = strstr(body, "{");
@@ -168,14 +116,14 @@ int main(void) {
                    {"a body over 1 MiB", "POST /infer HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n", 413},
                    {"a negative length", "POST /infer HTTP/1.1\r\nContent-Length: -5\r\n\r\n", 413}};
     for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
-        fd = dial();
+        fd = dial(port);
         int status = request(fd, hostile[i].text, body, sizeof(body));
         EXPECT(status == hostile[i].status, "%s: %d, expected %d", hostile[i].what, status, hostile[i].status);
         if (close(fd) != 0) {
             perror("close");
         }
     }
-    fd = dial();
+    fd = dial(port);
     EXPECT(request(fd, "POST /infer HTTP/1.0\r\n\r\n", body, sizeof(body)) == 200, "after all that: %s", body);
     if (close(fd) != 0) {
         perror("close");

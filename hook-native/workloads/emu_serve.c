@@ -4,8 +4,9 @@
  * sequence on the (emulated) GPU, then every request in it is answered with its latency. GET /stats gives
  * the count and latency percentiles of the latest requests; GET /healthz answers once the GPU is ready.
  *
- * Whatever reaches the port is someone else's input: headers are capped, bodies are read and dropped up to
- * a cap, a silent client is cut after --idle-s, and connections beyond --max-connections are refused.
+ * Whatever reaches the port is someone else's input (http_server.h): headers are capped, bodies are read and
+ * dropped up to a cap, a silent client is cut after --idle-s, and connections beyond --max-connections are
+ * refused.
  *
  *   emu-serve --port P [--host A] [--batch N] [--max-wait-ms W] [--kernels K] [--blocks B] [--block-us U]
  *             [--max-connections C] [--idle-s S]
@@ -17,16 +18,12 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "http_server.h"
 #include "workload.h"
 
-#define MAX_HEADER 8192
-#define MAX_BODY (1 << 20)
 #define WINDOW 4096 /* latencies kept for /stats */
 
 typedef struct request {
@@ -48,9 +45,6 @@ static struct {
             .finished = PTHREAD_COND_INITIALIZER};
 
 static model m = MODEL_DEFAULTS;
-static double idle_s = 30;
-static atomic_int connections;
-static int max_connections = 256;
 
 static int compare(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -181,130 +175,29 @@ static int stats(char *out, size_t len) {
     return written;
 }
 
-/* ---- HTTP: one thread per connection, keep-alive, bounded everywhere ---- */
+/* ---- HTTP ---- */
 
-static int send_all(int fd, const char *data, size_t len) {
-    while (len > 0) {
-        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n <= 0) {
-            return -1;
-        }
-        data += n;
-        len -= (size_t)n;
+static int route(int fd, const http_request *request, int keep) {
+    const char *method = request->method, *path = request->path;
+    char out[256];
+    if (strcmp(path, "/infer") == 0 && (strcmp(method, "POST") == 0 || strcmp(method, "GET") == 0)) {
+        snprintf(out, sizeof(out), "{\"latency_ms\":%.3f}", infer());
+        return http_json(fd, 200, "OK", out, keep);
     }
-    return 0;
-}
-
-static int answer(int fd, int status, const char *reason, const char *body, int keep) {
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: %s\r\n\r\n",
-                     status, reason, strlen(body), keep ? "keep-alive" : "close");
-    return send_all(fd, head, (size_t)n) == 0 && send_all(fd, body, strlen(body)) == 0 ? 0 : -1;
-}
-
-/* Reads until buf (NUL-terminated, *have bytes) holds a whole request head; returns the head's length (what
- * follows it stays in buf), -1 when the client went away or was silent too long, -2 when the head is too big. */
-static long read_head(int fd, char *buf, long *have) {
-    for (;;) {
-        buf[*have] = '\0';
-        char *end = strstr(buf, "\r\n\r\n");
-        if (end != NULL) {
-            return end - buf + 4;
-        }
-        if (*have >= MAX_HEADER) {
-            return -2;
-        }
-        ssize_t n = recv(fd, buf + *have, (size_t)(MAX_HEADER - *have), 0);
-        if (n <= 0) {
-            return -1;
-        }
-        *have += n;
+    if (strcmp(path, "/stats") == 0 && strcmp(method, "GET") == 0) {
+        stats(out, sizeof(out));
+        return http_json(fd, 200, "OK", out, keep);
     }
-}
-
-static long content_length(const char *head) {
-    for (const char *line = strstr(head, "\r\n"); line != NULL; line = strstr(line + 2, "\r\n")) {
-        if (strncasecmp(line + 2, "Content-Length:", 15) == 0) {
-            char *end = NULL;
-            long v = strtol(line + 17, &end, 10);
-            return end == line + 17 || v < 0 ? -1 : v;
-        }
+    if (strcmp(path, "/healthz") == 0 && strcmp(method, "GET") == 0) {
+        return http_json(fd, 200, "OK", "{\"ready\":true}", keep);
     }
-    return 0;
-}
-
-static void serve(int fd) {
-    char buf[MAX_HEADER + 1];
-    long have = 0;
-    for (;;) {
-        long head = read_head(fd, buf, &have);
-        if (head == -2) {
-            answer(fd, 431, "Request Header Fields Too Large", "{\"error\":\"the request head exceeds 8 KiB\"}", 0);
-            return;
-        }
-        if (head < 0) {
-            return;
-        }
-        char after = buf[head]; /* parse only this request's head, not a pipelined one after it */
-        buf[head] = '\0';
-        char method[8], path[64], version[16];
-        if (sscanf(buf, "%7s %63s %15s", method, path, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
-            answer(fd, 400, "Bad Request", "{\"error\":\"the request line must be METHOD PATH HTTP/1.x\"}", 0);
-            return;
-        }
-        long body = content_length(buf);
-        if (body < 0 || body > MAX_BODY) {
-            answer(fd, 413, "Payload Too Large", "{\"error\":\"Content-Length must be 0..1048576\"}", 0);
-            return;
-        }
-        int keep = strcmp(version, "HTTP/1.1") == 0 && strcasestr(buf, "\r\nConnection: close") == NULL;
-        buf[head] = after;
-        /* The body carries no input the emulated model reads: skip it, whatever part came with the head. */
-        long extra = have - head;
-        long skip = body < extra ? body : extra;
-        memmove(buf, buf + head + skip, (size_t)(extra - skip));
-        have = extra - skip;
-        for (long left = body - skip; left > 0;) {
-            char sink[4096];
-            ssize_t n = recv(fd, sink, (size_t)(left < (long)sizeof(sink) ? left : (long)sizeof(sink)), 0);
-            if (n <= 0) {
-                return;
-            }
-            left -= n;
-        }
-        char out[256];
-        int rc;
-        if (strcmp(path, "/infer") == 0 && (strcmp(method, "POST") == 0 || strcmp(method, "GET") == 0)) {
-            snprintf(out, sizeof(out), "{\"latency_ms\":%.3f}", infer());
-            rc = answer(fd, 200, "OK", out, keep);
-        } else if (strcmp(path, "/stats") == 0 && strcmp(method, "GET") == 0) {
-            stats(out, sizeof(out));
-            rc = answer(fd, 200, "OK", out, keep);
-        } else if (strcmp(path, "/healthz") == 0 && strcmp(method, "GET") == 0) {
-            rc = answer(fd, 200, "OK", "{\"ready\":true}", keep);
-        } else {
-            rc = answer(fd, 404, "Not Found", "{\"error\":\"POST /infer, GET /stats or GET /healthz\"}", keep);
-        }
-        if (rc != 0 || !keep) {
-            return;
-        }
-    }
-}
-
-static void *connection(void *arg) {
-    int fd = (int)(intptr_t)arg;
-    serve(fd);
-    if (close(fd) != 0) {
-        perror("close");
-    }
-    atomic_fetch_sub(&connections, 1);
-    return NULL;
+    return http_json(fd, 404, "Not Found", "{\"error\":\"POST /infer, GET /stats or GET /healthz\"}", keep);
 }
 
 int main(int argc, char **argv) {
     double port = -1;
     const char *host = "0.0.0.0";
+    http_server api = {.route = route, .max_connections = 256, .idle_s = 30};
     static const struct option options[] = {
         {"port", required_argument, NULL, 'p'},    {"host", required_argument, NULL, 'h'},
         {"max-connections", required_argument, NULL, 'c'}, {"idle-s", required_argument, NULL, 'i'},
@@ -317,8 +210,8 @@ int main(int argc, char **argv) {
         switch (c) {
         case 'p': port = parse_double("port", optarg, 0, 65535); break;
         case 'h': host = optarg; break;
-        case 'c': max_connections = (int)parse_double("max-connections", optarg, 1, 65536); break;
-        case 'i': idle_s = parse_double("idle-s", optarg, 0.1, 86400); break;
+        case 'c': api.max_connections = (int)parse_double("max-connections", optarg, 1, 65536); break;
+        case 'i': api.idle_s = parse_double("idle-s", optarg, 0.1, 86400); break;
         default:
             fprintf(stderr, "usage: emu-serve --port P [--host A] " MODEL_USAGE " [--max-connections C] [--idle-s S]\n");
             return 2;
@@ -328,8 +221,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "--port is required (0: any free port)\n");
         return 2;
     }
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
+    struct in_addr addr;
+    if (inet_pton(AF_INET, host, &addr) != 1) {
         fprintf(stderr, "--host=%s is not allowed: must be an IPv4 address\n", host);
         return 2;
     }
@@ -343,47 +236,12 @@ int main(int argc, char **argv) {
         wait_on(&server.finished);
     }
     unlock();
-    int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    socklen_t len = sizeof(addr);
-    if (listener < 0 || setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(listener, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(listener, 128) != 0 ||
-        getsockname(listener, (struct sockaddr *)&addr, &len) != 0) {
-        perror("listen");
+    int bound = http_listen(&api, addr, (int)port);
+    if (bound < 0) {
         return 3;
     }
-    printf("listening on %d\n", ntohs(addr.sin_port));
+    printf("listening on %d\n", bound);
     fflush(stdout);
-    pthread_attr_t detached;
-    if (pthread_attr_init(&detached) != 0 || pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED) != 0 ||
-        pthread_attr_setstacksize(&detached, 256 * 1024) != 0) {
-        perror("pthread_attr");
-        return 3;
-    }
-    struct timeval idle = {.tv_sec = (time_t)idle_s, .tv_usec = (suseconds_t)((idle_s - (double)(time_t)idle_s) * 1e6)};
-    for (;;) {
-        int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EINTR && errno != ECONNABORTED) {
-                perror("accept");
-            }
-            continue;
-        }
-        if (atomic_fetch_add(&connections, 1) >= max_connections ||
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof(idle)) != 0) {
-            answer(fd, 503, "Service Unavailable", "{\"error\":\"too many connections\"}", 0);
-            if (close(fd) != 0) {
-                perror("close");
-            }
-            atomic_fetch_sub(&connections, 1);
-            continue;
-        }
-        pthread_t t;
-        if (pthread_create(&t, &detached, connection, (void *)(intptr_t)fd) != 0) {
-            if (close(fd) != 0) {
-                perror("close");
-            }
-            atomic_fetch_sub(&connections, 1);
-        }
-    }
+    http_accept(&api);
+    return 3; /* http_accept never returns */
 }
