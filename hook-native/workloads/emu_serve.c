@@ -4,13 +4,20 @@
  * sequence on the (emulated) GPU, then every request in it is answered with its latency. GET /stats gives
  * the count and latency percentiles of the latest requests; GET /healthz answers once the GPU is ready.
  *
- * Whatever reaches the port is someone else's input (http_server.h): headers are capped, bodies are read and
- * dropped up to a cap, a silent client is cut after --idle-s, and connections beyond --max-connections are
- * refused.
+ * With --stats-port S it also plays Knative queue-proxy's stats port, so that an autoscaler scraping pods as
+ * Knative's does can scale a Deployment of these servers: GET :S/metrics gives the last complete 1-second
+ * reporting period (queue_stats.h): the /infer requests that arrived in it, their time-averaged concurrency,
+ * none proxied, and the uptime at its end; as one protobuf Stat for Accept: application/protobuf, as
+ * Prometheus text (queue-proxy's gauge names) otherwise. The pod name is --pod-name, else $POD_NAME, else
+ * the host name.
+ *
+ * Whatever reaches either port is someone else's input (http_server.h): headers are capped, bodies are read
+ * and dropped up to a cap, a silent client is cut after --idle-s, and connections beyond --max-connections
+ * (counted per port) are refused.
  *
  *   emu-serve --port P [--host A] [--batch N] [--max-wait-ms W] [--kernels K] [--blocks B] [--block-us U]
- *             [--max-connections C] [--idle-s S]
- * With --port 0 it picks a port and prints "listening on PORT" first.
+ *             [--max-connections C] [--idle-s S] [--stats-port S] [--pod-name NAME]
+ * It prints "listening on PORT" first, then "stats on PORT" with --stats-port (0 for either: a free port).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -22,6 +29,8 @@
 #include <unistd.h>
 
 #include "http_server.h"
+#include "queue_stats.h"
+#include "request_stats.h"
 #include "workload.h"
 
 #define WINDOW 4096 /* latencies kept for /stats */
@@ -181,8 +190,12 @@ static int route(int fd, const http_request *request, int keep) {
     const char *method = request->method, *path = request->path;
     char out[256];
     if (strcmp(path, "/infer") == 0 && (strcmp(method, "POST") == 0 || strcmp(method, "GET") == 0)) {
+        /* Only inference is counted for the stats port: queue-proxy does not count probes (/healthz) either. */
+        request_stats_in();
         snprintf(out, sizeof(out), "{\"latency_ms\":%.3f}", infer());
-        return http_json(fd, 200, "OK", out, keep);
+        int rc = http_json(fd, 200, "OK", out, keep);
+        request_stats_out();
+        return rc;
     }
     if (strcmp(path, "/stats") == 0 && strcmp(method, "GET") == 0) {
         stats(out, sizeof(out));
@@ -194,13 +207,38 @@ static int route(int fd, const http_request *request, int keep) {
     return http_json(fd, 404, "Not Found", "{\"error\":\"POST /infer, GET /stats or GET /healthz\"}", keep);
 }
 
+/* --pod-name, else $POD_NAME (set from the downward API), else the host name, which is the pod's in a pod. */
+static int pick_pod_name(const char *option) {
+    const char *env = getenv("POD_NAME");
+    char host[256];
+    const char *name = option;
+    if (name == NULL && env != NULL && env[0] != '\0') {
+        name = env;
+    }
+    if (name == NULL) {
+        if (gethostname(host, sizeof(host)) != 0) {
+            perror("gethostname");
+            return -1;
+        }
+        host[sizeof(host) - 1] = '\0';
+        name = host;
+    }
+    if (queue_stats_pod(name) != 0) {
+        fprintf(stderr, "pod name '%s' is not allowed: 1..%d printable ASCII characters, no space\n", name, POD_NAME_MAX);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    double port = -1;
-    const char *host = "0.0.0.0";
+    double port = -1, stats_port = -1;
+    const char *host = "0.0.0.0", *pod_name = NULL;
     http_server api = {.route = route, .max_connections = 256, .idle_s = 30};
+    http_server metrics = {.route = queue_stats_route};
     static const struct option options[] = {
         {"port", required_argument, NULL, 'p'},    {"host", required_argument, NULL, 'h'},
         {"max-connections", required_argument, NULL, 'c'}, {"idle-s", required_argument, NULL, 'i'},
+        {"stats-port", required_argument, NULL, 's'}, {"pod-name", required_argument, NULL, 'o'},
         MODEL_OPTIONS, {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -212,8 +250,11 @@ int main(int argc, char **argv) {
         case 'h': host = optarg; break;
         case 'c': api.max_connections = (int)parse_double("max-connections", optarg, 1, 65536); break;
         case 'i': api.idle_s = parse_double("idle-s", optarg, 0.1, 86400); break;
+        case 's': stats_port = parse_double("stats-port", optarg, 0, 65535); break;
+        case 'o': pod_name = optarg; break;
         default:
-            fprintf(stderr, "usage: emu-serve --port P [--host A] " MODEL_USAGE " [--max-connections C] [--idle-s S]\n");
+            fprintf(stderr, "usage: emu-serve --port P [--host A] " MODEL_USAGE
+                            " [--max-connections C] [--idle-s S] [--stats-port S] [--pod-name NAME]\n");
             return 2;
         }
     }
@@ -226,6 +267,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "--host=%s is not allowed: must be an IPv4 address\n", host);
         return 2;
     }
+    if (stats_port >= 0 && pick_pod_name(pod_name) != 0) {
+        return 2;
+    }
+    /* The same bounds on both ports: the stats port faces the same outside. */
+    metrics.max_connections = api.max_connections;
+    metrics.idle_s = api.idle_s;
+    request_stats_start();
     pthread_t gpu;
     if (pthread_create(&gpu, NULL, batcher, NULL) != 0) {
         perror("pthread_create");
@@ -237,11 +285,20 @@ int main(int argc, char **argv) {
     }
     unlock();
     int bound = http_listen(&api, addr, (int)port);
-    if (bound < 0) {
+    int stats_bound = stats_port >= 0 ? http_listen(&metrics, addr, (int)stats_port) : 0;
+    if (bound < 0 || stats_bound < 0) {
         return 3;
     }
     printf("listening on %d\n", bound);
+    if (stats_port >= 0) {
+        printf("stats on %d\n", stats_bound);
+    }
     fflush(stdout);
+    pthread_t scraped;
+    if (stats_port >= 0 && pthread_create(&scraped, NULL, http_accept, &metrics) != 0) {
+        perror("pthread_create");
+        return 3;
+    }
     http_accept(&api);
     return 3; /* http_accept never returns */
 }
