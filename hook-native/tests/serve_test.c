@@ -1,6 +1,6 @@
 /*
  * The emulated inference server over real sockets: concurrent keep-alive clients are all answered and
- * batched together; hostile requests get 4xx and leave it serving. Usage: serve-test (EMU_SERVE compiled in).
+ * batched together; it listens only after its model load (--load-ms); hostile requests get 4xx and leave it serving. Usage: serve-test (EMU_SERVE compiled in).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -39,13 +39,15 @@ int main(void) {
         perror("pipe");
         return 3;
     }
+    struct timespec forked, listening;
+    EXPECT(clock_gettime(CLOCK_MONOTONIC, &forked) == 0, "clock_gettime");
     pid_t server = fork();
     if (server == 0) {
         if (dup2(pipefd[1], STDOUT_FILENO) < 0) {
             _exit(3);
         }
         execl(EMU_SERVE, EMU_SERVE, "--port", "0", "--host", "127.0.0.1", "--batch", "8", "--max-wait-ms", "20",
-              "--kernels", "4", "--blocks", "108", "--block-us", "100", (char *)NULL);
+              "--kernels", "4", "--blocks", "108", "--block-us", "100", "--load-ms", "300", (char *)NULL);
         _exit(3);
     }
     if (server < 0 || close(pipefd[1]) != 0) {
@@ -57,6 +59,10 @@ int main(void) {
         fprintf(stderr, "the server did not say where it listens\n");
         return 3;
     }
+    /* A lower bound only: a loaded machine makes the load longer, never shorter. */
+    EXPECT(clock_gettime(CLOCK_MONOTONIC, &listening) == 0, "clock_gettime");
+    double waited_ms = (listening.tv_sec - forked.tv_sec) * 1e3 + (listening.tv_nsec - forked.tv_nsec) / 1e6;
+    EXPECT(waited_ms >= 300, "listening %.0f ms after the start, before its 300 ms model load", waited_ms);
 
     pthread_t threads[CLIENTS];
     int ok[CLIENTS] = {0};

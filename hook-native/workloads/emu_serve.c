@@ -16,7 +16,9 @@
  * (counted per port) are refused.
  *
  *   emu-serve --port P [--host A] [--batch N] [--max-wait-ms W] [--kernels K] [--blocks B] [--block-us U]
- *             [--max-connections C] [--idle-s S] [--stats-port S] [--pod-name NAME]
+ *             [--max-connections C] [--idle-s S] [--stats-port S] [--pod-name NAME] [--load-ms L]
+ * --load-ms L (default 0, at most 600000) waits L ms after setting up the GPU before listening: the model's
+ * load, the part of a cold start that a container start does not include.
  * It prints "listening on PORT" first, then "stats on PORT" with --stats-port (0 for either: a free port).
  */
 #define _GNU_SOURCE
@@ -54,6 +56,7 @@ static struct {
             .finished = PTHREAD_COND_INITIALIZER};
 
 static model m = MODEL_DEFAULTS;
+static double load_ms; /* the model's load into GPU memory, before the server is ready */
 
 static int compare(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -94,6 +97,15 @@ static void *batcher(void *arg) {
     CHECK(cuCtxCreate_v2(&ctx, 0, 0));
     CHECK(cuStreamCreate(&stream, 0));
     CUfunction f = load_kernel(m.block_us);
+    /* A cold start is mostly the model's weights reaching GPU memory; the emulated GPU copies nothing, so the
+     * time is taken here, before the server listens (and its readiness probe passes). */
+    long long load_ns = (long long)(load_ms * 1e6);
+    struct timespec load = {.tv_sec = (time_t)(load_ns / 1000000000LL), .tv_nsec = (long)(load_ns % 1000000000LL)};
+    while (nanosleep(&load, &load) != 0) {
+        if (errno != EINTR) {
+            abort();
+        }
+    }
     lock();
     server.ready = 1;
     wake(&server.finished);
@@ -239,7 +251,7 @@ int main(int argc, char **argv) {
         {"port", required_argument, NULL, 'p'},    {"host", required_argument, NULL, 'h'},
         {"max-connections", required_argument, NULL, 'c'}, {"idle-s", required_argument, NULL, 'i'},
         {"stats-port", required_argument, NULL, 's'}, {"pod-name", required_argument, NULL, 'o'},
-        MODEL_OPTIONS, {NULL, 0, NULL, 0}};
+        {"load-ms", required_argument, NULL, 'l'}, MODEL_OPTIONS, {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         if (model_option(&m, c, optarg)) {
@@ -252,9 +264,10 @@ int main(int argc, char **argv) {
         case 'i': api.idle_s = parse_double("idle-s", optarg, 0.1, 86400); break;
         case 's': stats_port = parse_double("stats-port", optarg, 0, 65535); break;
         case 'o': pod_name = optarg; break;
+        case 'l': load_ms = parse_double("load-ms", optarg, 0, 600000); break;
         default:
             fprintf(stderr, "usage: emu-serve --port P [--host A] " MODEL_USAGE
-                            " [--max-connections C] [--idle-s S] [--stats-port S] [--pod-name NAME]\n");
+                            " [--max-connections C] [--idle-s S] [--stats-port S] [--pod-name NAME] [--load-ms L]\n");
             return 2;
         }
     }
