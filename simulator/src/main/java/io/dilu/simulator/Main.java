@@ -21,9 +21,9 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** The {@code ./dilu simulate} and {@code ./dilu bench} commands. */
+/** The {@code ./dilu simulate}, {@code ./dilu bench} and {@code ./dilu load} commands. */
 @Command(name = "dilu", mixinStandardHelpOptions = true, subcommands = {
-        Main.Simulate.class, Main.Bench.class}, description = "Dilu for Knative: simulation and benchmarks.")
+        Main.Simulate.class, Main.Bench.class, LoadCommand.class}, description = "Dilu for Knative: simulation, benchmarks and load.")
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -2,13 +2,18 @@ package io.dilu.simulator;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.simulator.load.LoadResult;
+import io.dilu.simulator.load.TestingInferenceServer;
 import io.dilu.simulator.plot.Svg;
 import java.awt.image.BufferedImage;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.stream.Stream;
 import javax.imageio.ImageIO;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -147,5 +152,64 @@ class MainTest {
         Run r = run("simulate", "--count", "10", "--omega", "1.5", "--gamma", "1.2");
         assertThat(r.exit()).isEqualTo(2);
         assertThat(r.err()).contains("gamma must be in omega");
+    }
+
+    @Test
+    void loadReplaysATraceAgainstAServerAndWritesEveryRequest() throws Exception {
+        Path trace = dir.resolve("t.csv");
+        Files.writeString(trace, "second,rps\n0,4\n1,4\n");
+        Path csv = dir.resolve("requests.csv");
+        try (TestingInferenceServer server = TestingInferenceServer.answeringAfter(Duration.ofMillis(5))) {
+            Run r = run("load", "--trace", trace.toString(), "--target", server.uri().toString(), "--slo", "3600",
+                    "--out", csv.toString());
+            assertThat(r.exit()).as(r.err()).isZero();
+            assertThat(r.out()).containsPattern(
+                    "BENCH load trace=t.csv requests=8 failures=0 p50_ms=[0-9.]+ p95_ms=[0-9.]+ p99_ms=[0-9.]+ svr=0.00\n");
+            assertThat(Files.readAllLines(csv)).hasSize(9).first().isEqualTo(LoadResult.CSV_HEADER);
+            assertThat(Files.readAllLines(csv).get(1)).matches("0,0\\.[0-9]{6},[0-9]+\\.[0-9]{6},200");
+
+            Run noSlo = run("load", "--trace", trace.toString(), "--target", server.uri() + "/");
+            assertThat(noSlo.out()).containsPattern("BENCH load trace=t.csv requests=8 failures=0 p50_ms=[0-9.]+ "
+                    + "p95_ms=[0-9.]+ p99_ms=[0-9.]+\n");
+        }
+    }
+
+    @Test
+    void loadRefusesBadOptionsNamingThem() throws Exception {
+        Path trace = dir.resolve("t.csv");
+        Files.writeString(trace, "second,rps\n0,1\n");
+        String t = trace.toString();
+        String url = "http://127.0.0.1:1";
+        record Case(String message, String... args) {}
+        for (Case c : List.of(
+                new Case("--target ftp://x is not allowed: must be an http", "--trace", t, "--target", "ftp://x"),
+                new Case("--target http:///infer is not allowed: must name a host", "--trace", t, "--target", "http:///infer"),
+                new Case("--slo must be in 0.001..3600 seconds, got 0.0", "--trace", t, "--target", url, "--slo", "0"),
+                new Case("--timeout must be in 0.001..3600", "--trace", t, "--target", url, "--timeout", "-1"),
+                new Case("--max-outstanding must be in 1..65536", "--trace", t, "--target", url, "--max-outstanding", "0"),
+                new Case("--max-buffered must be in 0..10000000", "--trace", t, "--target", url, "--max-buffered", "-5"),
+                new Case("'--seed'", "--trace", t, "--target", url, "--seed", "x"),
+                new Case("--target", "--trace", t),
+                new Case("--trace", "--target", url),
+                new Case("mutually exclusive", "--trace", t, "--requests", t, "--target", url),
+                new Case("no such file", "--trace", dir.resolve("none.csv").toString(), "--target", url),
+                new Case("--out " + dir.resolve("no/such.csv") + " cannot be written", "--trace", t, "--target", url,
+                        "--out", dir.resolve("no/such.csv").toString()))) {
+            String[] args = Stream.concat(Stream.of("load"), Arrays.stream(c.args())).toArray(String[]::new);
+            Run r = run(args);
+            assertThat(r.exit()).as(String.join(" ", args)).isEqualTo(2);
+            assertThat(r.err()).as(String.join(" ", args)).contains(c.message());
+        }
+        Files.writeString(trace, "second,rps\n0,1\n0,2\n");
+        assertThat(run("load", "--trace", t, "--target", url).err()).contains("t.csv:3: second must be 1");
+    }
+
+    @Test
+    void loadHelpGivesEveryOptionsDefault() {
+        Run r = run("load", "--help");
+        assertThat(r.exit()).isZero();
+        assertThat(r.out()).contains("--trace=FILE", "--requests=FILE", "--target=URL", "--slo=SECONDS", "(default: none)",
+                "--out=FILE", "--seed=S", "(default 42)", "--timeout=SECONDS", "(default 30", "--max-outstanding=N",
+                "(default 512)", "--max-buffered=N", "(default 10000)");
     }
 }
