@@ -9,6 +9,7 @@ import io.dilu.core.placement.PlacementPolicy;
 import io.dilu.core.placement.StaticQuotaPlacement;
 import io.dilu.simulator.coscaling.CoScalingBench;
 import io.dilu.simulator.coscaling.RateTrace;
+import io.dilu.simulator.coscaling.TrainingNeighbour;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
@@ -82,6 +83,11 @@ public final class Main implements Runnable {
                     description = "Write every second of every run (trace,policy,second,rps,instances,gpu_share,late) to FILE")
             Path series;
 
+            @Option(names = "--training", paramLabel = "PERCENT", description = "A best-effort training worker with this SM "
+                    + "request (1..100, limit twice that up to 100) beside every instance: what it gets of its GPU under each "
+                    + "policy, and the room it leaves Dilu's vertical scaling (default: none)")
+            Integer training;
+
             @Option(names = "--report", paramLabel = "DIR", description = "Write the figures (per trace, request rate, "
                     + "instances, GPU share and late requests per second over time, one line per policy: TRACE.png and "
                     + "TRACE.svg) and report.md (a table per trace, the figures linked) to DIR")
@@ -117,7 +123,8 @@ public final class Main implements Runnable {
                         return 2;
                     }
                     try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
-                        CoScalingBench.run(spec.commandLine().getOut(), list, policies, w, report);
+                        CoScalingBench.run(spec.commandLine().getOut(), list, policies, w, report,
+                                training == null ? null : TrainingNeighbour.ofPercent(training));
                     }
                     return 0;
                 } catch (RateTrace.InvalidTraceException | IllegalArgumentException e) {

@@ -51,7 +51,7 @@ public final class TokenController {
      * lie, or a profile too small for its load, which horizontal scaling should fix) cannot starve it.
      */
     static final int GUARANTEE_PERIODS = 400;
-    static final double GUARANTEE_SHARE = 0.5;
+    public static final double GUARANTEE_SHARE = 0.5;
 
     private final TokenParameters params;
     private final Map<String, Instance> instances = new HashMap<>();

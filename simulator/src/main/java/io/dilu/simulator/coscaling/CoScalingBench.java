@@ -91,6 +91,16 @@ public final class CoScalingBench {
      */
     public static List<CoScalingReport.TraceRuns> run(PrintWriter out, List<RateTrace> traces, List<String> policyNames,
             Writer series, Path report) throws IOException {
+        return run(out, traces, policyNames, series, report, null);
+    }
+
+    /**
+     * As {@link #run(PrintWriter, List, List, Writer, Path)}, with {@code training} (null for none) beside every
+     * instance: Dilu's vertical room is what the worker's guarantee leaves, and each policy's table row adds the
+     * worker's mean share of its GPU ({@link TrainingNeighbour}).
+     */
+    public static List<CoScalingReport.TraceRuns> run(PrintWriter out, List<RateTrace> traces, List<String> policyNames,
+            Writer series, Path report, TrainingNeighbour training) throws IOException {
         for (String name : policyNames) {
             if (!policies().containsKey(name)) {
                 throw new IllegalArgumentException("policy " + name + " is not one of " + policies().keySet());
@@ -101,6 +111,11 @@ public final class CoScalingBench {
         }
         FunctionProfile profile = profile();
         out.printf(Locale.ROOT, "co-scaling model (not a measurement): one function, %s: %s%n", profile.name(), profile.summary());
+        if (training != null) {
+            out.printf(Locale.ROOT, "beside each instance a best-effort training worker at %.0f%% SM (limit %.0f%%); Dilu's "
+                    + "instances keep %.0f%% of their way to the limit%n", 100 * training.request(), 100 * training.limit(),
+                    100 * training.room(profile));
+        }
         if (report != null) {
             out.println("figures and report: " + report.resolve(CoScalingReport.REPORT) + " (written after the last trace)");
         }
@@ -110,7 +125,9 @@ public final class CoScalingBench {
                     trace.total(), trace.total() / trace.seconds(), Arrays.stream(trace.rps()).max().orElse(0));
             Map<String, CoScalingSimulation.Result> results = new LinkedHashMap<>();
             for (String name : policyNames) {
-                CoScalingSimulation.Result r = CoScalingSimulation.run(trace, profile, policies().get(name).apply(profile));
+                CoScalingPolicy policy = training != null && name.equals("dilu")
+                        ? CoScalingPolicy.Dilu.withRoom(profile, training.room(profile)) : policies().get(name).apply(profile);
+                CoScalingSimulation.Result r = CoScalingSimulation.run(trace, profile, policy);
                 results.put(name, r);
                 if (series != null) {
                     for (int t = 0; t < trace.seconds(); t++) {
@@ -120,8 +137,10 @@ public final class CoScalingBench {
                 }
             }
             results.forEach((name, r) -> out.printf(Locale.ROOT,
-                    "  %-9s cold starts %4d  SVR %6.2f%%  GPU-s %8.1f  instances peak %3d mean %5.2f%n", name, r.coldStarts(),
-                    100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances()));
+                    "  %-9s cold starts %4d  SVR %6.2f%%  GPU-s %8.1f  instances peak %3d mean %5.2f%s%n", name, r.coldStarts(),
+                    100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances(), training == null ? ""
+                            : Double.isNaN(training.meanShareBeside(r)) ? "  training: not beside"
+                            : String.format(Locale.ROOT, "  training beside: %.1f%% of its GPU", 100 * training.meanShareBeside(r))));
             StringBuilder bench = new StringBuilder("BENCH coscaling model=fluid trace=").append(trace.name());
             for (String name : policyNames) {
                 CoScalingSimulation.Result r = results.get(name);

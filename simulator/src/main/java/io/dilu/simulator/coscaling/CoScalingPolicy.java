@@ -140,6 +140,9 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
         private final double share;
         private final KnativePodAutoscaler autoscaler;
         private KnativePodAutoscaler.State state = KnativePodAutoscaler.State.INITIAL;
+        /** The first and the latest second the metric had data: a pod to scrape, or requests the activator saw. */
+        private int firstWrite = -1;
+        private int lastWrite = -1;
 
         private Kpa(String name, double perInstanceRps, double share) {
             this.name = name;
@@ -164,7 +167,14 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
         @Override
         public int desired(double[] rates, int now, int ready, int starting) {
             KnativePodAutoscaler.Parameters p = autoscaler.parameters();
-            double stable = average(rates, now, (int) p.stableWindow().toSeconds());
+            int window = (int) p.stableWindow().toSeconds();
+            if (ready + starting > 0 || rates[now] > 0) {
+                if (lastWrite < 0 || now - lastWrite >= window) {
+                    firstWrite = now; // a window without data: the average starts over
+                }
+                lastWrite = now;
+            }
+            double stable = average(rates, now, window);
             double panic = average(rates, now, (int) Math.max(1, p.panicWindow().toSeconds()));
             KnativePodAutoscaler.Decision d = autoscaler.decide(stable, panic, ready, state, Instant.ofEpochSecond(now));
             state = d.next();
@@ -181,14 +191,21 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
             return share;
         }
 
-        /** The average over the last {@code seconds} seconds, counting seconds before the trace as idle. */
-        private static double average(double[] rates, int now, int seconds) {
-            int from = Math.max(0, now + 1 - seconds);
+        /**
+         * The average over the last {@code seconds} seconds, or, when the data began less than that ago, over the
+         * seconds since it began: Knative's windowed average (its TimedFloat64Buckets) divides by the buckets that
+         * have data since the first write, which a whole window without data resets.
+         */
+        private double average(double[] rates, int now, int seconds) {
+            if (firstWrite < 0) {
+                return 0;
+            }
+            int from = Math.max(firstWrite, now + 1 - seconds);
             double sum = 0;
             for (int t = from; t <= now; t++) {
                 sum += rates[t];
             }
-            return sum / seconds;
+            return sum / (now + 1 - from);
         }
     }
 

@@ -67,6 +67,30 @@ class CoScalingPolicyTest {
     }
 
     @Test
+    void kpaAveragesOverTheDataItHasLikeKnativesWindowedAverage() {
+        CoScalingPolicy.Kpa kpa = CoScalingPolicy.Kpa.kpa(MID);
+        double[] rates = new double[400];
+        Arrays.fill(rates, 0, 5, 70);
+        Arrays.fill(rates, 300, 305, 70); // after more than a window without a pod or a request
+        // Five seconds of 70 rps from a revision's start: the average is 70, not 70 × 5 / 60.
+        int atStart = 0;
+        for (int t = 0; t < 5; t++) {
+            atStart = kpa.desired(rates, t, 1, 0);
+        }
+        assertThat(atStart).as("70 rps at 70% of 50").isEqualTo(2);
+        int ready = atStart;
+        for (int t = 5; t < 300; t++) {
+            ready = kpa.desired(rates, t, ready, 0);
+        }
+        assertThat(ready).as("scaled to zero in the gap").isZero();
+        int again = 0;
+        for (int t = 300; t < 305; t++) {
+            again = kpa.desired(rates, t, again, 0);
+        }
+        assertThat(again).as("the average starts over: 70 rps again, not diluted by the idle minute").isEqualTo(2);
+    }
+
+    @Test
     void kpaPanicsOnABurstAndExclusiveTargetsAWholeGpu() {
         CoScalingPolicy.Kpa kpa = CoScalingPolicy.Kpa.kpa(MID);
         double[] rates = new double[200];
