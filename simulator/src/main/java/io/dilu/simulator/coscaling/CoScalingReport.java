@@ -30,6 +30,17 @@ public final class CoScalingReport {
     static final int HEIGHT = 1000;
     static final String REPORT = "report.md";
 
+    /** Where the model's figures come from, said on every figure and at the top of the report. */
+    public static final Provenance MODEL = new Provenance("a model, not a measurement (docs/coscaling.md)",
+            "**A model, not a measurement**: every number and figure here comes from the fluid model described in "
+                    + "docs/coscaling.md, not from a cluster.");
+
+    /**
+     * Where a report's numbers come from: a short line under each figure's title and a paragraph at the top of the
+     * report (a measured run says what it measured, and labels emulated GPUs so).
+     */
+    public record Provenance(String figureLine, String reportParagraph) {}
+
     private CoScalingReport() {}
 
     /** One trace and what each policy made of it, in the order the report lists and colours them. */
@@ -55,18 +66,24 @@ public final class CoScalingReport {
      * files of those names; returns the files written, report.md last.
      */
     public static List<Path> write(Path dir, FunctionProfile profile, List<TraceRuns> runs) throws IOException {
+        return write(dir, profile, runs, MODEL);
+    }
+
+    /** As {@link #write(Path, FunctionProfile, List)}, saying where the numbers come from as {@code provenance}. */
+    public static List<Path> write(Path dir, FunctionProfile profile, List<TraceRuns> runs, Provenance provenance)
+            throws IOException {
         Files.createDirectories(dir);
         List<String> stems = fileStems(runs.stream().map(r -> r.trace().name()).toList());
         List<Path> written = new ArrayList<>();
         for (int i = 0; i < runs.size(); i++) {
             Path png = dir.resolve(stems.get(i) + ".png");
             Path svg = dir.resolve(stems.get(i) + ".svg");
-            Charts.write(figure(runs.get(i)), WIDTH, HEIGHT, png, svg, "fig-" + stems.get(i) + "-");
+            Charts.write(figure(runs.get(i), provenance), WIDTH, HEIGHT, png, svg, "fig-" + stems.get(i) + "-");
             written.add(png);
             written.add(svg);
         }
         Path report = dir.resolve(REPORT);
-        Files.writeString(report, markdown(profile, runs, stems), StandardCharsets.UTF_8);
+        Files.writeString(report, markdown(profile, runs, stems, provenance), StandardCharsets.UTF_8);
         written.add(report);
         return List.copyOf(written);
     }
@@ -109,6 +126,10 @@ public final class CoScalingReport {
     }
 
     static JFreeChart figure(TraceRuns run) {
+        return figure(run, MODEL);
+    }
+
+    static JFreeChart figure(TraceRuns run, Provenance provenance) {
         RateTrace trace = run.trace();
         int bucket = bucketSeconds(trace.seconds());
         double[] starts = new double[(trace.seconds() + bucket - 1) / bucket];
@@ -125,7 +146,7 @@ public final class CoScalingReport {
             share.add(new Charts.Steps(r.policy(), Charts.color(i), starts, bucketMax(r.share(), bucket), trace.seconds()));
             late.add(new Charts.Steps(r.policy(), Charts.color(i), starts, bucketMax(r.late(), bucket), trace.seconds()));
         }
-        String subtitle = "a model, not a measurement (docs/coscaling.md); "
+        String subtitle = provenance.figureLine() + "; "
                 + (bucket == 1 ? "every second drawn" : "each step the highest value of " + bucket + " s");
         return Charts.stacked(trace.name() + ": co-scaling", subtitle, "time (s)", 0, trace.seconds(), List.of(
                 new Charts.Panel("requests/s", rps, false, false),
@@ -135,9 +156,12 @@ public final class CoScalingReport {
     }
 
     static String markdown(FunctionProfile profile, List<TraceRuns> runs, List<String> stems) {
+        return markdown(profile, runs, stems, MODEL);
+    }
+
+    static String markdown(FunctionProfile profile, List<TraceRuns> runs, List<String> stems, Provenance provenance) {
         StringBuilder md = new StringBuilder("# Co-scaling report\n\n");
-        md.append("**A model, not a measurement**: every number and figure here comes from the fluid model described in "
-                + "docs/coscaling.md, not from a cluster.\n\n");
+        md.append(provenance.reportParagraph()).append("\n\n");
         md.append("One function per trace (").append(profile.summary()).append("); policies in the order of the tables.\n\n");
         md.append("Each figure, top to bottom over the trace's seconds: the request rate; each policy's instances "
                 + "(starting or ready); the GPUs' worth of SM they hold (what they booked while starting, what vertical "

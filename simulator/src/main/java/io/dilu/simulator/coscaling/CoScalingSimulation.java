@@ -71,9 +71,21 @@ public final class CoScalingSimulation {
     }
 
     public static Result run(RateTrace trace, FunctionProfile profile, CoScalingPolicy policy) {
+        return run(trace, profile, policy, 0);
+    }
+
+    /**
+     * As {@link #run(RateTrace, FunctionProfile, CoScalingPolicy)}, with {@code warm} instances ready when the
+     * trace begins (not cold starts): a measured run that sends its traffic once the function serves.
+     */
+    public static Result run(RateTrace trace, FunctionProfile profile, CoScalingPolicy policy, int warm) {
+        if (warm < 0) {
+            throw new IllegalArgumentException("warm must be >= 0, got " + warm);
+        }
         double[] rates = trace.rps();
         int[] instances = new int[rates.length];
         Fleet fleet = new Fleet();
+        fleet.ready = warm;
         int coldStarts = 0;
         double backlog = 0;
         double violations = 0;

@@ -134,6 +134,22 @@ class CoScalingReportTest {
     }
 
     @Test
+    void aMeasuredRunSaysSoInsteadOfTheModelsCaveat() {
+        CoScalingReport.Provenance measured = new CoScalingReport.Provenance("measured, emulated GPUs", "**Measured** here.");
+        String md = CoScalingReport.markdown(PROFILE, twoMinutes(), List.of("x"), measured);
+        assertThat(md).contains("**Measured** here.").doesNotContain("A model, not a measurement");
+        assertThat(CoScalingReport.markdown(PROFILE, twoMinutes(), List.of("x"))).contains("A model, not a measurement");
+        org.jfree.chart.JFreeChart figure = CoScalingReport.figure(twoMinutes().getFirst(), measured);
+        List<String> subtitles = new java.util.ArrayList<>();
+        for (int i = 0; i < figure.getSubtitleCount(); i++) {
+            if (figure.getSubtitle(i) instanceof org.jfree.chart.title.TextTitle t) {
+                subtitles.add(t.getText());
+            }
+        }
+        assertThat(subtitles).anyMatch(t -> t.startsWith("measured, emulated GPUs")).noneMatch(t -> t.contains("a model"));
+    }
+
+    @Test
     void refusesARunThatDoesNotCoverItsTrace() {
         CoScalingReport.TraceRuns two = twoMinutes().getFirst();
         RateTrace longer = new RateTrace("longer", new double[121]);

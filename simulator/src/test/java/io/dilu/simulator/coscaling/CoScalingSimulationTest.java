@@ -90,4 +90,16 @@ class CoScalingSimulationTest {
         assertThat(infless.instances()[599]).as("kept for the 180 s it expects").isEqualTo(1);
         assertThat(infless.gpuSeconds()).isGreaterThan(fastgs.gpuSeconds());
     }
+
+    @Test
+    void aWarmStartHasNoColdStartAndNoQueueBehindIt() {
+        RateTrace trace = steady(120, 30);
+        CoScalingSimulation.Result cold = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
+        CoScalingSimulation.Result warm = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID), 1);
+        assertThat(cold.coldStarts()).isEqualTo(1);
+        assertThat(cold.violations()).as("the first 8 s queue behind the cold start").isPositive();
+        assertThat(warm.coldStarts()).isZero();
+        assertThat(warm.violations()).isZero();
+        assertThat(warm.instances()[0]).isEqualTo(1);
+    }
 }
