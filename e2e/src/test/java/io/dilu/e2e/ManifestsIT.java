@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -74,6 +76,18 @@ class ManifestsIT {
         assertThat(listed).isEqualTo(files);
     }
 
+    /** Whether the API server lets the service account {@code dilu-system/sa} do {@code verb} on a resource there. */
+    private static boolean allowed(String sa, String verb, String group, String resource) {
+        String[] parts = resource.split("/", 2);
+        SubjectAccessReview review = api.client().authorization().v1().subjectAccessReview().create(new SubjectAccessReviewBuilder()
+                .withNewSpec().withUser("system:serviceaccount:dilu-system:" + sa)
+                .withGroups("system:serviceaccounts", "system:serviceaccounts:dilu-system", "system:authenticated")
+                .withNewResourceAttributes().withNamespace("dilu-system").withVerb(verb).withGroup(group)
+                .withResource(parts[0]).withSubresource(parts.length > 1 ? parts[1] : null).endResourceAttributes()
+                .endSpec().build());
+        return review.getStatus().getAllowed();
+    }
+
     @Test
     void theApiServerAcceptsEveryManifest() throws Exception {
         List<HasMetadata> objects = load();
@@ -83,6 +97,11 @@ class ManifestsIT {
             HasMetadata created = api.client().resource(o).create();
             assertThat(created.getMetadata().getUid()).as("%s %s", o.getKind(), o.getMetadata().getName()).isNotBlank();
         }
+        // What the shipped service accounts may do, as this RBAC-enforcing API server judges it.
+        assertThat(allowed("dilu-autoscaler", "patch", "coordination.k8s.io", "leases"))
+                .as("the autoscaler renews its leader lease with a PATCH (fabric8's LeaderElector)").isTrue();
+        assertThat(allowed("dilu-autoscaler", "update", "apps", "deployments/scale")).isTrue();
+        assertThat(allowed("dilu-autoscaler", "get", "", "secrets")).as("nothing beyond what it needs").isFalse();
         DaemonSet agent = api.client().apps().daemonSets().inNamespace("dilu-system").withName("dilu-node-agent").get();
         assertThat(agent.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo("dilu-node-agent");
         assertThat(agent.getSpec().getTemplate().getSpec().getContainers().getFirst().getVolumeMounts())
