@@ -2,10 +2,16 @@ package io.dilu.e2e.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.simulator.coscaling.RateTrace;
+import io.dilu.simulator.load.LoadGenerator;
+import io.dilu.simulator.load.LoadResult;
+import io.dilu.simulator.load.LoadSettings;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -194,6 +200,74 @@ class LocalClusterIT {
             assertThat(running(e.getKey()).getStatus().getContainerStatuses().getFirst().getRestartCount()).isZero();
             assertThat(assigned(e.getKey())).isEqualTo(e.getValue());
         }
+    }
+
+    /**
+     * The autoscaler as installed, end to end: a Deployment of emulated inference servers that also serve
+     * queue-proxy's Stat, a PodAutoscaler of Dilu's class, and a sustained load three times what one instance is
+     * said to serve: the autoscaler (its RBAC, leader election, scrape and decision as shipped) scales it out.
+     */
+    @Test
+    @Order(6)
+    void theAutoscalerScalesADeploymentOnTheRateItsPodsReport() throws Exception {
+        for (String crd : List.of("podautoscalers.autoscaling.internal.knative.dev.yaml",
+                "serverlessservices.networking.internal.knative.dev.yaml")) {
+            try (var in = LocalClusterIT.class.getResourceAsStream("/knative-crds/" + crd)) {
+                var definition = client.apiextensions().v1().customResourceDefinitions().load(in).item();
+                client.apiextensions().v1().customResourceDefinitions().resource(definition).serverSideApply();
+                await(Duration.ofMinutes(1), () -> {
+                    var c = client.apiextensions().v1().customResourceDefinitions()
+                            .withName(definition.getMetadata().getName()).get();
+                    return c.getStatus() != null && c.getStatus().getConditions().stream()
+                            .anyMatch(k -> "Established".equals(k.getType()) && "True".equals(k.getStatus()));
+                });
+            }
+        }
+        String ns = "e2e-scale";
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns)
+                .addToLabels("dilu.io/webhook", "enabled").addToLabels("dilu.io/allow-slo", "true").endMetadata().build())
+                .serverSideApply();
+        client.apps().deployments().inNamespace(ns).resource(new DeploymentBuilder().withNewMetadata().withName("echo")
+                .endMetadata().withNewSpec().withReplicas(1).withNewSelector().addToMatchLabels("app", "echo").endSelector()
+                .withNewTemplate().withNewMetadata().addToLabels("app", "echo")
+                .addToLabels("serving.knative.dev/service", "echo").addToLabels("serving.knative.dev/revision", "echo")
+                .endMetadata().withNewSpec().withTerminationGracePeriodSeconds(1L).addNewContainer().withName("server")
+                .withImage("dilu.local/workload:0.1.0").withImagePullPolicy("Never")
+                .withCommand("/bin/sh", "-c", "exec emu-serve --port 8080 --stats-port 9090 --batch 4 --kernels 2 --blocks 108")
+                .withNewResources().addToLimits("dilu.io/gpu-sm", new Quantity("10"))
+                .addToLimits("dilu.io/gpu-memory", new Quantity("1024")).endResources()
+                .withNewReadinessProbe().withNewHttpGet().withPath("/healthz").withNewPort(8080).endHttpGet()
+                .withPeriodSeconds(1).endReadinessProbe().endContainer().endSpec().endTemplate().endSpec().build())
+                .serverSideApply();
+        client.genericKubernetesResources("autoscaling.internal.knative.dev/v1alpha1", "PodAutoscaler").inNamespace(ns)
+                .resource(new GenericKubernetesResourceBuilder().withApiVersion("autoscaling.internal.knative.dev/v1alpha1")
+                        .withKind("PodAutoscaler").withNewMetadata().withName("echo").withNamespace(ns)
+                        .withAnnotations(Map.of("autoscaling.knative.dev/class", "co-scaling.dilu.io", "dilu.io/serving-rps", "10"))
+                        .endMetadata().addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
+                                Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", "echo"))).build())
+                .serverSideApply();
+        java.util.function.Supplier<List<URI>> ready = () -> client.pods().inNamespace(ns).withLabel("app", "echo").list()
+                .getItems().stream().filter(p -> p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
+                        .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())))
+                .map(p -> URI.create("http://" + p.getStatus().getPodIP() + ":8080")).toList();
+        await(Duration.ofMinutes(2), () -> !ready.get().isEmpty());
+
+        double[] thirty = new double[60];
+        java.util.Arrays.fill(thirty, 30);
+        LoadGenerator load = new LoadGenerator(new RateTrace("steady", thirty), 1, ready,
+                HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build(), LoadSettings.DEFAULTS, System::nanoTime)
+                .start();
+        // 30 rps against 10 per instance: once 20 of the 40 s window's seconds are above it, three instances.
+        await(Duration.ofSeconds(90), () -> replicas(ns) >= 3);
+        LoadResult result = load.finished().get(3, TimeUnit.MINUTES);
+        assertThat(result.count()).isEqualTo(1800);
+        assertThat(result.failures()).as("every request answered with a 2xx").isZero();
+        client.namespaces().withName(ns).delete();
+    }
+
+    private int replicas(String ns) {
+        var d = client.apps().deployments().inNamespace(ns).withName("echo").get();
+        return d == null || d.getSpec().getReplicas() == null ? 0 : d.getSpec().getReplicas();
     }
 
     // ---- helpers ----

@@ -1,0 +1,335 @@
+package io.dilu.e2e.bench;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.e2e.bench.CoScalingClusterBench.Function;
+import io.dilu.e2e.bench.CoScalingClusterBench.Measured;
+import io.dilu.simulator.coscaling.CoScalingPolicy;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerBuilder;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.dilu.simulator.load.LoadGenerator;
+import io.dilu.simulator.load.LoadResult;
+import io.dilu.simulator.load.LoadSettings;
+import io.dilu.simulator.load.Outcome;
+import io.dilu.simulator.load.RequestRecord;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One policy's run of the co-scaling experiment on the cluster: deploys the training job and the functions into
+ * a namespace of its own, replays the traces, samples the functions' pods every second, and measures.
+ */
+final class ClusterRun implements Callable<Map<String, Measured>> {
+
+    /** What the run saw of one pod, in the run's clock (seconds since the traffic started). */
+    static final class PodLife {
+        final String function;
+        final double created;
+        /** Started before the traffic: the function's initial instance, not a cold start of the run. */
+        volatile boolean initial;
+        volatile double ready = Double.NaN;
+        volatile double gone = Double.NaN;
+
+        PodLife(String function, double created) {
+            this.function = function;
+            this.created = created;
+        }
+    }
+
+    /**
+     * At most 64 requests of a function in flight, the rest waiting in the generator's FIFO (as Knative's activator
+     * buffers) with their wait counted: without a bound, the HTTP/1.1 client opens a connection per waiting request,
+     * and a backlog on one pod passes emu-serve's cap of 256 connections, whose 503s end requests at once and so
+     * draw the least-loaded routing to that pod. The same for both runs.
+     */
+    static final LoadSettings SETTINGS = new LoadSettings(Duration.ofSeconds(30), 64, 100_000);
+
+    private final KubernetesClient client;
+    private final String policy;
+    private final String ns;
+    private final List<Function> functions;
+    private final int seconds;
+    /** Where each function's requests are written, one CSV per function. */
+    private final Path out;
+    private final Map<String, PodLife> pods = new ConcurrentHashMap<>();
+    private final Map<String, List<URI>> ready = new ConcurrentHashMap<>();
+    private volatile long t0 = System.nanoTime();
+
+    ClusterRun(KubernetesClient client, String policy, List<Function> functions, int seconds, Path out) {
+        this.out = out;
+        this.client = client;
+        this.policy = policy;
+        this.ns = "cs-" + policy;
+        this.functions = functions;
+        this.seconds = seconds;
+    }
+
+    double now() {
+        return (System.nanoTime() - t0) / 1e9;
+    }
+
+    @Override
+    public Map<String, Measured> call() throws Exception {
+        System.out.printf("%n== %s: deploying into namespace %s%n", policy, ns);
+        deploy();
+        try (SharedIndexInformer<Pod> informer = client.pods().inNamespace(ns).inform(new Watch(), 0)) {
+            awaitOneReadyEach(informer);
+            return measure(informer);
+        } finally {
+            client.namespaces().withName(ns).delete();
+            client.namespaces().withName(ns).waitUntilCondition(n -> n == null, 3, TimeUnit.MINUTES);
+        }
+    }
+
+    private void deploy() {
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns)
+                .addToLabels(DiluNames.WEBHOOK_LABEL, DiluNames.WEBHOOK_ENABLED).addToLabels("dilu.io/allow-slo", "true")
+                .endMetadata().build()).serverSideApply();
+        // The training job first, as on a cluster where it runs already when the functions scale out.
+        String train = "exec emu-train --seconds 86400 --kernels 8 --blocks 432 --block-us 100 --gap-ms 1";
+        client.pods().inNamespace(ns).resource(new PodBuilder().withNewMetadata().withName("train")
+                .addToLabels("app", "train").endMetadata()
+                .withNewSpec().withTerminationGracePeriodSeconds(1L)
+                .withContainers(gpu("worker", 40, 8192, train, false)).endSpec().build()).serverSideApply();
+        client.pods().inNamespace(ns).withName("train")
+                .waitUntilCondition(p -> p != null && p.getSpec().getNodeName() != null, 2, TimeUnit.MINUTES);
+        for (Function f : functions) {
+            int sm = (int) Math.round(f.profile().requestShare() * 100);
+            Container server = gpu("server", sm, 2048, "exec emu-serve --port " + CoScalingClusterBench.SERVE_PORT
+                    + " --stats-port " + CoScalingClusterBench.STATS_PORT + " --load-ms "
+                    + (f.profile().coldStartSeconds() - 1) * 1000 + " " + f.model(), true);
+            Map<String, String> annotations = new LinkedHashMap<>();
+            if (policy.equals("kpa")) {
+                annotations.put(DiluNames.SM_LIMIT, Integer.toString(sm)); // a static share: limit = request
+            }
+            client.apps().deployments().inNamespace(ns).resource(new DeploymentBuilder()
+                    .withNewMetadata().withName(f.name()).endMetadata()
+                    .withNewSpec().withReplicas(1).withNewSelector().addToMatchLabels("app", f.name()).endSelector()
+                    .withNewStrategy().withType("RollingUpdate").endStrategy()
+                    .withNewTemplate().withNewMetadata().addToLabels("app", f.name())
+                    // what Knative puts on a revision's pods: the webhook treats them as serving (SLO) instances, the
+                    // autoscaler finds them by revision
+                    .addToLabels("serving.knative.dev/service", f.name())
+                    .addToLabels("serving.knative.dev/revision", f.name()).addToAnnotations(annotations).endMetadata()
+                    .withNewSpec().withTerminationGracePeriodSeconds(1L).withContainers(server).endSpec()
+                    .endTemplate().endSpec().build()).serverSideApply();
+            if (policy.equals("dilu")) {
+                client.genericKubernetesResources(CoScalingClusterBench.PA).inNamespace(ns)
+                        .resource(new GenericKubernetesResourceBuilder()
+                                .withApiVersion("autoscaling.internal.knative.dev/v1alpha1").withKind("PodAutoscaler")
+                                .withNewMetadata().withName(f.name()).withNamespace(ns)
+                                .withAnnotations(Map.of("autoscaling.knative.dev/class", CoScalingClusterBench.PA_CLASS,
+                                        "dilu.io/serving-rps", Double.toString(f.profile().rpsAtRequest())))
+                                .endMetadata()
+                                .addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
+                                        Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", f.name())))
+                                .build()).serverSideApply();
+            }
+        }
+    }
+
+    private static Container gpu(String name, int sm, int memoryMib, String script, boolean serving) {
+        ContainerBuilder c = new ContainerBuilder().withName(name).withImage("dilu.local/workload:0.1.0")
+                .withImagePullPolicy("Never").withCommand("/bin/sh", "-c", script).withNewResources()
+                .addToLimits(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)))
+                .addToLimits(DiluNames.GPU_MEMORY, new Quantity(Integer.toString(memoryMib))).endResources();
+        if (serving) {
+            c.withNewReadinessProbe().withNewHttpGet().withPath("/healthz").withNewPort(CoScalingClusterBench.SERVE_PORT)
+                    .endHttpGet().withPeriodSeconds(1).withFailureThreshold(1).endReadinessProbe();
+        }
+        return c.build();
+    }
+
+    /** The pods of the functions, as the informer delivers them: their life, and each function's ready addresses. */
+    private final class Watch implements ResourceEventHandler<Pod> {
+        @Override
+        public void onAdd(Pod p) {
+            seen(p);
+        }
+
+        @Override
+        public void onUpdate(Pod old, Pod p) {
+            seen(p);
+        }
+
+        @Override
+        public void onDelete(Pod p, boolean unknown) {
+            PodLife life = pods.get(p.getMetadata().getName());
+            if (life != null && Double.isNaN(life.gone)) {
+                life.gone = now();
+            }
+        }
+
+        private void seen(Pod p) {
+            String function = p.getMetadata().getLabels().get("serving.knative.dev/revision");
+            if (function == null) {
+                return;
+            }
+            PodLife life = pods.computeIfAbsent(p.getMetadata().getName(), n -> new PodLife(function, now()));
+            boolean isReady = p.getStatus() != null && p.getStatus().getConditions().stream()
+                    .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
+            if (isReady && Double.isNaN(life.ready)) {
+                life.ready = now();
+            }
+            if (p.getMetadata().getDeletionTimestamp() != null && Double.isNaN(life.gone)) {
+                life.gone = now();
+            }
+        }
+    }
+
+    /** The function's ready pods, as the informer has them: what the load generator may send to. */
+    private List<URI> readyTargets(SharedIndexInformer<Pod> informer, String function) {
+        List<URI> out = new ArrayList<>();
+        for (Pod p : informer.getStore().list()) {
+            if (function.equals(p.getMetadata().getLabels().get("serving.knative.dev/revision"))
+                    && p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
+                    && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
+                            .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()))) {
+                out.add(URI.create("http://" + p.getStatus().getPodIP() + ":" + CoScalingClusterBench.SERVE_PORT));
+            }
+        }
+        return out;
+    }
+
+    private void awaitOneReadyEach(SharedIndexInformer<Pod> informer) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        while (functions.stream().anyMatch(f -> readyTargets(informer, f.name()).isEmpty())) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(policy + ": a function has no ready pod after 3 minutes: "
+                        + functions.stream().map(f -> f.name() + "=" + readyTargets(informer, f.name()).size()).toList());
+            }
+            Thread.sleep(500);
+        }
+        System.out.printf("%s: one ready pod per function; the traffic starts%n", policy);
+    }
+
+    /** Instances (created, not gone) and ready ones of a function at the run's second {@code t}. */
+    private int[] count(String function) {
+        int instances = 0;
+        int readyNow = 0;
+        for (PodLife life : pods.values()) {
+            if (life.function.equals(function) && Double.isNaN(life.gone)) {
+                instances++;
+                if (!Double.isNaN(life.ready)) {
+                    readyNow++;
+                }
+            }
+        }
+        return new int[] {instances, readyNow};
+    }
+
+    private Map<String, Measured> measure(SharedIndexInformer<Pod> informer) throws Exception {
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        Map<String, LoadGenerator> load = new LinkedHashMap<>();
+        Map<String, CoScalingPolicy> kpa = new LinkedHashMap<>();
+        Map<String, double[]> arrivals = new LinkedHashMap<>();
+        Map<String, int[]> instances = new LinkedHashMap<>();
+        Map<String, double[]> share = new LinkedHashMap<>();
+        Map<String, Integer> replicas = new LinkedHashMap<>();
+        for (Function f : functions) {
+            load.put(f.name(), new LoadGenerator(f.trace(), seed(f), () -> readyTargets(informer, f.name()), http,
+                    SETTINGS, System::nanoTime));
+            kpa.put(f.name(), CoScalingPolicy.Kpa.kpa(f.profile()));
+            arrivals.put(f.name(), new double[seconds]);
+            instances.put(f.name(), new int[seconds]);
+            share.put(f.name(), new double[seconds]);
+            replicas.put(f.name(), 1);
+        }
+        pods.values().forEach(life -> life.initial = true);
+        t0 = System.nanoTime();
+        load.values().forEach(LoadGenerator::start);
+        Map<String, Integer> dueBefore = new LinkedHashMap<>();
+        functions.forEach(f -> dueBefore.put(f.name(), 0));
+        for (int t = 0; t < seconds; t++) {
+            long wake = t0 + (t + 1) * 1_000_000_000L;
+            long wait = wake - System.nanoTime();
+            if (wait > 0) {
+                TimeUnit.NANOSECONDS.sleep(wait);
+            }
+            StringBuilder line = new StringBuilder();
+            for (Function f : functions) {
+                int due = load.get(f.name()).progress().due();
+                arrivals.get(f.name())[t] = due - dueBefore.get(f.name());
+                dueBefore.put(f.name(), due);
+                int[] c = count(f.name());
+                instances.get(f.name())[t] = c[0];
+                share.get(f.name())[t] = c[0] * f.profile().requestShare();
+                if (policy.equals("kpa")) {
+                    int want = kpa.get(f.name()).desired(arrivals.get(f.name()), t, c[1], c[0] - c[1]);
+                    if (want != replicas.get(f.name())) {
+                        client.apps().deployments().inNamespace(ns).withName(f.name()).scale(want);
+                        replicas.put(f.name(), want);
+                    }
+                }
+                line.append(String.format(Locale.ROOT, "  %s %3.0f rps %d pods", f.name(), arrivals.get(f.name())[t], c[0]));
+            }
+            if (t % 30 == 29) {
+                System.out.printf(Locale.ROOT, "%s t=%3d s:%s%n", policy, t + 1, line);
+            }
+        }
+        Map<String, Measured> measured = new LinkedHashMap<>();
+        for (Function f : functions) {
+            LoadResult result = load.get(f.name()).finished().get(2, TimeUnit.MINUTES);
+            try (var w = Files.newBufferedWriter(out.resolve(policy + "-" + f.name() + "-requests.csv"))) {
+                result.writeCsv(w);
+            }
+            Map<Outcome.Failure, Long> failures = new java.util.EnumMap<>(Outcome.Failure.class);
+            for (Outcome.Failure kind : Outcome.Failure.values()) {
+                if (result.failures(kind) > 0) {
+                    failures.put(kind, result.failures(kind));
+                }
+            }
+            System.out.printf(Locale.ROOT, "%s %s: %d requests, p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, non-2xx %d, failed %s%n",
+                    policy, f.name(), result.count(), 1000 * result.latencyPercentile(0.5), 1000 * result.latencyPercentile(0.95),
+                    1000 * result.latencyPercentile(0.99), result.errorStatuses(), failures);
+            double[] late = new double[seconds];
+            double violations = 0;
+            for (RequestRecord r : result.requests()) {
+                boolean isLate = !(r.outcome() instanceof Outcome.Answered a && a.status() / 100 == 2
+                        && a.latencySeconds() <= f.profile().sloSeconds());
+                if (isLate) {
+                    violations++;
+                    late[Math.min(seconds - 1, r.second())]++;
+                }
+            }
+            List<Double> starts = new ArrayList<>();
+            int coldStarts = 0;
+            for (PodLife life : pods.values()) {
+                if (life.function.equals(f.name()) && !life.initial) {
+                    coldStarts++;
+                    if (!Double.isNaN(life.ready)) {
+                        starts.add(life.ready - life.created);
+                    }
+                }
+            }
+            measured.put(f.name(), new Measured(f.name(), coldStarts, starts.stream().mapToDouble(Double::doubleValue).average()
+                    .orElse(Double.NaN), result.count(), violations, Arrays.stream(share.get(f.name())).sum(),
+                    instances.get(f.name()), share.get(f.name()), late));
+        }
+        return measured;
+    }
+
+    private static long seed(Function f) {
+        return f.name().hashCode();
+    }
+}

@@ -1,0 +1,249 @@
+package io.dilu.e2e.bench;
+
+import io.dilu.simulator.coscaling.CoScalingPolicy;
+import io.dilu.simulator.coscaling.CoScalingReport;
+import io.dilu.simulator.coscaling.CoScalingSimulation;
+import io.dilu.simulator.coscaling.FunctionProfile;
+import io.dilu.simulator.coscaling.RatePatterns;
+import io.dilu.simulator.coscaling.RateTrace;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code ./dilu bench coscaling-cluster}: the co-scaling experiment of the simulator, on the local cluster (2
+ * nodes × 4 emulated GPUs), measured. Three inference functions (bursty, periodic and sporadic traffic, seeded)
+ * and a best-effort training job share the GPUs; an open-loop load generator replays each function's trace over
+ * HTTP to its ready pods and records every request's latency. Two runs on the same traces:
+ * <ul>
+ *   <li><b>dilu</b>: the shipped system — PodAutoscalers of class {@code co-scaling.dilu.io}, so the autoscaler
+ *       in the cluster scrapes the pods' queue-proxy Stat endpoint and scales the Deployments, and the node
+ *       agents' token managers scale each instance between its SM request and limit;</li>
+ *   <li><b>kpa</b>: the baseline — the same cluster with static shares (limit = request) and the simulator's
+ *       Knative KPA policy, driven by each second's arrivals (what Knative's activator and queue-proxies report),
+ *       scaling the Deployments.</li>
+ * </ul>
+ * Reported per run: cold starts (pods started during the run; each measured from creation to Ready), the SLO
+ * violation rate of the measured latencies, GPU-seconds booked (Σ over seconds of the SM requests of the pods
+ * that exist); beside them, the simulator's prediction for Dilu on the same traces, profiles and measured cold
+ * start. Emulated GPUs: every figure is labelled so.
+ *
+ * <p>Usage: {@code CoScalingClusterBench REPO_ROOT [--seconds N] [--seed S]}.
+ */
+public final class CoScalingClusterBench {
+
+    static final String PA_CLASS = "co-scaling.dilu.io";
+    static final ResourceDefinitionContext PA = new ResourceDefinitionContext.Builder()
+            .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withPlural("podautoscalers")
+            .withKind("PodAutoscaler").withNamespaced(true).build();
+    static final int SERVE_PORT = 8080;
+    /** Where the autoscaler scrapes queue-proxy's Stat (its {@code queue-proxy-port}, 9090 as Knative's). */
+    static final int STATS_PORT = 9090;
+
+    /**
+     * One function of the experiment: its traffic, its profile (what the emulated model serves at its SM request
+     * and limit, from the emulator's model), and the emulated model's arguments.
+     */
+    record Function(String name, RateTrace trace, FunctionProfile profile, String model) {}
+
+    /** One function's measured run. */
+    record Measured(String function, int coldStarts, double coldStartMeanS, double requests, double violations,
+            double gpuSeconds, int[] instances, double[] share, double[] late) {
+
+        double svr() {
+            return requests == 0 ? 0 : violations / requests;
+        }
+    }
+
+    private CoScalingClusterBench() {}
+
+    public static void main(String[] args) throws Exception {
+        Path root = Path.of(args[0]);
+        int seconds = 600;
+        long seed = 42;
+        List<String> policies = List.of("dilu", "kpa");
+        for (int i = 1; i < args.length; i++) {
+            switch (args[i]) {
+                case "--seconds" -> seconds = bounded("--seconds", args[++i], 60, 3600);
+                case "--seed" -> seed = Long.parseLong(args[++i]);
+                case "--policies" -> policies = List.of(args[++i].split(","));
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]
+                        + " (--seconds N, --seed S, --policies dilu,kpa)");
+            }
+        }
+        if (!List.of("dilu", "kpa").containsAll(policies) || policies.isEmpty()) {
+            throw new IllegalArgumentException("--policies=" + String.join(",", policies) + " is not allowed: dilu, kpa or both");
+        }
+        Path out = root.resolve("e2e/target/coscaling-cluster");
+        Files.createDirectories(out);
+        List<Function> functions = functions(seconds, seed);
+        Path cluster = root.resolve("cluster/bin/dilu-cluster");
+        Path dir = Path.of(System.getProperty("dilu.cluster.dir", "/var/lib/dilu-cluster"));
+        run(cluster.toString(), "down");
+        run(cluster.toString(), "up", "--nodes", "2");
+        try (KubernetesClient client = new KubernetesClientBuilder()
+                .withConfig(Config.fromKubeconfig(Files.readString(dir.resolve("admin.kubeconfig")))).build()) {
+            installKnativeCrds(client);
+            Map<String, Map<String, Measured>> runs = new LinkedHashMap<>();
+            for (String policy : policies) {
+                runs.put(policy, new ClusterRun(client, policy, functions, seconds, out).call());
+            }
+            report(functions, runs, out);
+        } finally {
+            run(cluster.toString(), "down");
+        }
+    }
+
+    /**
+     * The three functions. Each serves batches of 2 requests; a batch is 10 kernels of 1,080 blocks of 100 µs,
+     * which at a 20% share of an emulated A100's 108 SMs takes 50 ms (token-limited: 1,080 blocks a 5 ms period),
+     * so 40 rps at the SM request, 80 at the 40% limit and 200 with the whole GPU. SLO 200 ms (4 × the batch
+     * time, as the simulator's mid-size model). The rates are those of {@code ./dilu bench coscaling} scaled by
+     * 40/50, the ratio of this model's rate at its request to the mid-size model's.
+     */
+    static List<Function> functions(int seconds, long seed) {
+        String model = "--batch 2 --max-wait-ms 5 --kernels 10 --blocks 1080 --block-us 100";
+        return List.of(
+                new Function("bursty", RatePatterns.bursty(seconds, 24, seed), profile("bursty"), model),
+                new Function("periodic", RatePatterns.periodic(seconds, 48, seed + 1), profile("periodic"), model),
+                new Function("sporadic", RatePatterns.sporadic(seconds, 32, seed + 2), profile("sporadic"), model));
+    }
+
+    static FunctionProfile profile(String name) {
+        return new FunctionProfile(name, 0.2, 0.05, 40, 80, 0.2, 0.4, 200, 8);
+    }
+
+    static void installKnativeCrds(KubernetesClient client) throws Exception {
+        for (String crd : List.of("podautoscalers.autoscaling.internal.knative.dev.yaml",
+                "serverlessservices.networking.internal.knative.dev.yaml")) {
+            try (InputStream in = CoScalingClusterBench.class.getResourceAsStream("/knative-crds/" + crd)) {
+                CustomResourceDefinition d = client.apiextensions().v1().customResourceDefinitions().load(in).item();
+                client.apiextensions().v1().customResourceDefinitions().resource(d).serverSideApply();
+                client.apiextensions().v1().customResourceDefinitions().withName(d.getMetadata().getName())
+                        .waitUntilCondition(c -> c != null && c.getStatus() != null && c.getStatus().getConditions().stream()
+                                .anyMatch(k -> "Established".equals(k.getType()) && "True".equals(k.getStatus())), 1, TimeUnit.MINUTES);
+            }
+        }
+    }
+
+    static int bounded(String option, String text, int min, int max) {
+        try {
+            int v = Integer.parseInt(text);
+            if (v >= min && v <= max) {
+                return v;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException(option + "=" + text + " is not allowed: must be an integer in " + min + ".." + max);
+    }
+
+    static void run(String... command) throws Exception {
+        Process p = new ProcessBuilder(command).inheritIO().start();
+        if (p.waitFor() != 0) {
+            throw new IllegalStateException(String.join(" ", command) + " failed");
+        }
+    }
+
+    /**
+     * Prints each run's figures per function and in all, the simulator's prediction for the same traces and
+     * profiles (with the cold start measured in the Dilu run), the BENCH line, and writes the series as CSV.
+     */
+    static void report(List<Function> functions, Map<String, Map<String, Measured>> runs, Path out) throws Exception {
+        Files.createDirectories(out);
+        // The cold start this cluster showed (the simulator's input): the mean over the runs' new pods.
+        double coldStart = runs.values().stream().flatMap(r -> r.values().stream()).mapToDouble(Measured::coldStartMeanS)
+                .filter(d -> !Double.isNaN(d)).average().orElse(functions.getFirst().profile().coldStartSeconds());
+        Map<String, CoScalingSimulation.Result> sim = new LinkedHashMap<>();
+        Map<String, CoScalingSimulation.Result> simKpa = new LinkedHashMap<>();
+        for (Function f : functions) {
+            FunctionProfile p = f.profile();
+            FunctionProfile measured = new FunctionProfile(p.name(), p.sloSeconds(), p.serviceSeconds(), p.rpsAtRequest(),
+                    p.rpsAtLimit(), p.requestShare(), p.limitShare(), p.rpsAtWholeGpu(), (int) Math.round(coldStart));
+            // As measured: the traffic starts once each function has its first instance ready.
+            sim.put(f.name(), CoScalingSimulation.run(f.trace(), measured, new CoScalingPolicy.Dilu(measured), 1));
+            simKpa.put(f.name(), CoScalingSimulation.run(f.trace(), measured, CoScalingPolicy.Kpa.kpa(measured), 1));
+        }
+        System.out.printf(Locale.ROOT, "%nco-scaling on the local cluster (emulated GPUs), %d s per run; SLO %.0f ms%n",
+                functions.getFirst().trace().seconds(), functions.getFirst().profile().sloSeconds() * 1000);
+        Map<String, double[]> totals = new LinkedHashMap<>();
+        for (var run : runs.entrySet()) {
+            double cold = 0;
+            double requests = 0;
+            double violations = 0;
+            double gpuS = 0;
+            for (Measured m : run.getValue().values()) {
+                System.out.printf(Locale.ROOT, "  %-5s %-9s cold starts %3d (mean %.1f s)  requests %6.0f  SVR %6.2f%%  "
+                        + "GPU-s booked %7.1f  pods peak %d%n", run.getKey(), m.function(), m.coldStarts(), m.coldStartMeanS(),
+                        m.requests(), 100 * m.svr(), m.gpuSeconds(), Arrays.stream(m.instances()).max().orElse(0));
+                cold += m.coldStarts();
+                requests += m.requests();
+                violations += m.violations();
+                gpuS += m.gpuSeconds();
+            }
+            totals.put(run.getKey(), new double[] {cold, requests == 0 ? 0 : violations / requests, gpuS});
+        }
+        double simRequests = sim.values().stream().mapToDouble(CoScalingSimulation.Result::requests).sum();
+        double simSvr = sim.values().stream().mapToDouble(CoScalingSimulation.Result::violations).sum() / simRequests;
+        double simKpaSvr = simKpa.values().stream().mapToDouble(CoScalingSimulation.Result::violations).sum() / simRequests;
+        sim.forEach((name, r) -> System.out.printf(Locale.ROOT, "  model dilu %-9s cold starts %3d  SVR %6.2f%%  GPU-s %7.1f "
+                + "(the simulator, cold start %.0f s as measured)%n", name, r.coldStarts(), 100 * r.violationRate(), r.gpuSeconds(),
+                coldStart));
+        try (var w = Files.newBufferedWriter(out.resolve("series.csv"))) {
+            w.write("run,function,second,rps,instances,gpu_share,late\n");
+            for (var run : runs.entrySet()) {
+                for (Function f : functions) {
+                    Measured m = run.getValue().get(f.name());
+                    for (int t = 0; t < m.instances().length; t++) {
+                        w.write(String.format(Locale.ROOT, "%s,%s,%d,%s,%d,%.3f,%.0f%n", run.getKey(), f.name(), t,
+                                f.trace().rate(t), m.instances()[t], m.share()[t], m.late()[t]));
+                    }
+                }
+            }
+        }
+        System.out.println("series: " + out.resolve("series.csv"));
+        // The figures: per function, each run as measured and the model's Dilu beside them.
+        List<CoScalingReport.TraceRuns> figures = new ArrayList<>();
+        for (Function f : functions) {
+            List<CoScalingSimulation.Result> lines = new ArrayList<>();
+            for (var run : runs.entrySet()) {
+                Measured m = run.getValue().get(f.name());
+                lines.add(new CoScalingSimulation.Result(run.getKey() + " (measured)", m.coldStarts(), m.requests(),
+                        m.violations(), m.gpuSeconds(), m.instances(), m.share(), m.late()));
+            }
+            CoScalingSimulation.Result model = sim.get(f.name());
+            lines.add(new CoScalingSimulation.Result("dilu (model)", model.coldStarts(), model.requests(), model.violations(),
+                    model.gpuSeconds(), model.instances(), model.share(), model.late()));
+            figures.add(new CoScalingReport.TraceRuns(f.trace(), lines));
+        }
+        CoScalingReport.write(out, functions.getFirst().profile(), figures, new CoScalingReport.Provenance(
+                "measured on the local cluster, emulated GPUs; GPU share booked",
+                "**Measured on the local cluster, on emulated GPUs** (`./dilu bench coscaling-cluster`): latencies from the "
+                        + "load generator, pods from the API server; the GPU share is what the pods book (their SM requests), "
+                        + "not a GPU measurement. `dilu (model)` is the simulator's prediction for the same traces "
+                        + "(docs/coscaling.md)."));
+        System.out.println("figures and report: " + out.resolve("report.md"));
+        double[] d = totals.get("dilu");
+        double[] k = totals.get("kpa");
+        if (d == null || k == null) {
+            System.out.println("(one policy run: no BENCH line, which compares both)");
+            return;
+        }
+        System.out.printf(Locale.ROOT, "BENCH coscaling-cluster gpu=emulated seconds=%d dilu_cold_starts=%.0f dilu_svr=%.2f "
+                + "dilu_gpu_s=%.1f kpa_cold_starts=%.0f kpa_svr=%.2f kpa_gpu_s=%.1f sim_dilu_svr=%.2f sim_kpa_svr=%.2f "
+                + "cold_start_s=%.1f%n", functions.getFirst().trace().seconds(), d[0], 100 * d[1], d[2], k[0], 100 * k[1], k[2],
+                100 * simSvr, 100 * simKpaSvr, coldStart);
+    }
+}
