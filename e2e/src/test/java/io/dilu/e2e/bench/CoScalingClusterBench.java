@@ -231,9 +231,9 @@ public final class CoScalingClusterBench {
         CoScalingReport.write(out, functions.getFirst().profile(), figures, new CoScalingReport.Provenance(
                 "measured on the local cluster, emulated GPUs; GPU share booked",
                 "**Measured on the local cluster, on emulated GPUs** (`./dilu bench coscaling-cluster`): latencies from the "
-                        + "load generator, pods from the API server; the GPU share is what the pods book (their SM requests), "
-                        + "not a GPU measurement. `dilu (model)` is the simulator's prediction for the same traces "
-                        + "(docs/coscaling.md)."));
+                        + "load generator, pods from the API server; a measured run's GPU share is what its pods book (their SM "
+                        + "requests), not a GPU measurement. `dilu (model)` is the simulator's prediction for the same traces "
+                        + "(docs/coscaling.md); its GPU share is what its instances hold, vertical scaling included."));
         System.out.println("figures and report: " + out.resolve("report.md"));
         double[] d = totals.get("dilu");
         double[] k = totals.get("kpa");
