@@ -60,8 +60,8 @@ class ProfilingTest {
         InferenceProfile traversal = new TraversalSearch().search(model, slo).orElseThrow();
 
         assertThat(traversal.trials()).isEqualTo(60);
-        assertThat(hgs.trials()).isLessThanOrEqualTo(15);
-        assertThat(hgs.throughputEfficacy()).isGreaterThanOrEqualTo(0.7 * traversal.throughputEfficacy());
+        assertThat(hgs.trials()).isLessThanOrEqualTo(12);
+        assertThat(hgs.throughputEfficacy()).isGreaterThanOrEqualTo(0.95 * traversal.throughputEfficacy());
         assertThat(model.run(hgs.smRequest(), hgs.batchSize()).latencyMillis()).isLessThanOrEqualTo(slo / 2);
         assertThat(hgs.smLimit()).isEqualTo(Math.min(100, 2 * hgs.smRequest()));
         assertThat(hgs.servingThroughput()).isGreaterThan(0);
