@@ -22,9 +22,9 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** The {@code ./dilu simulate}, {@code ./dilu bench} and {@code ./dilu load} commands. */
+/** The {@code ./dilu simulate}, {@code ./dilu bench}, {@code ./dilu load} and {@code ./dilu profile} commands. */
 @Command(name = "dilu", mixinStandardHelpOptions = true, subcommands = {
-        Main.Simulate.class, Main.Bench.class, LoadCommand.class}, description = "Dilu for Knative: simulation, benchmarks and load.")
+        Main.Simulate.class, Main.Bench.class, LoadCommand.class, ProfileCommand.class}, description = "Dilu for Knative: simulation, benchmarks and load.")
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -118,4 +118,15 @@ class HybridGrowthSearchTest {
         assertThat(p.smRequest()).isEqualTo(10);
         assertThat(p.batchSize()).isEqualTo(32);
     }
+
+    @Test
+    void anOptimumBehindThreeFailedSmStepsIsMissedTheKnownPriceOfTheRule() {
+        // Batch 8 fits the 20 ms budget only at SM 90; after 60/4 the search fails 60/8, 70/8, 80/8 and stops.
+        Table t = new Table((sm, b) -> (8 + Math.pow(b, 1.1)) * (0.15 + 0.85 * 100.0 / sm));
+        InferenceProfile p = new HybridGrowthSearch().search(t, 40).orElseThrow();
+        assertThat(p.smRequest()).isEqualTo(60);
+        assertThat(p.batchSize()).isEqualTo(4);
+        assertThat(p.trials()).isEqualTo(11);
+        assertThat(p.throughputEfficacy() / t.bestTe(40)).isBetween(0.74, 0.75);
+    }
 }
