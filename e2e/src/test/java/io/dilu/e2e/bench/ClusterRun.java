@@ -72,7 +72,6 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
     /** Where each function's requests are written, one CSV per function. */
     private final Path out;
     private final Map<String, PodLife> pods = new ConcurrentHashMap<>();
-    private final Map<String, List<URI>> ready = new ConcurrentHashMap<>();
     private volatile long t0 = System.nanoTime();
 
     ClusterRun(KubernetesClient client, String policy, List<Function> functions, int seconds, Path out) {
@@ -223,7 +222,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         System.out.printf("%s: one ready pod per function; the traffic starts%n", policy);
     }
 
-    /** Instances (created, not gone) and ready ones of a function at the run's second {@code t}. */
+    /** A function's instances now (created, not gone) and how many of them are ready. */
     private int[] count(String function) {
         int instances = 0;
         int readyNow = 0;

@@ -136,11 +136,13 @@ public final class CoScalingBench {
                     }
                 }
             }
-            results.forEach((name, r) -> out.printf(Locale.ROOT,
-                    "  %-9s cold starts %4d  SVR %6.2f%%  GPU-s %8.1f  instances peak %3d mean %5.2f%s%n", name, r.coldStarts(),
-                    100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances(), training == null ? ""
-                            : Double.isNaN(training.meanShareBeside(r)) ? "  training: not beside"
-                            : String.format(Locale.ROOT, "  training beside: %.1f%% of its GPU", 100 * training.meanShareBeside(r))));
+            results.forEach((name, r) -> {
+                double beside = training == null ? Double.NaN : training.meanShareBeside(r);
+                out.printf(Locale.ROOT, "  %-9s cold starts %4d  SVR %6.2f%%  GPU-s %8.1f  instances peak %3d mean %5.2f%s%n",
+                        name, r.coldStarts(), 100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances(),
+                        training == null ? "" : Double.isNaN(beside) ? "  training: not beside"
+                                : String.format(Locale.ROOT, "  training beside: %.1f%% of its GPU", 100 * beside));
+            });
             StringBuilder bench = new StringBuilder("BENCH coscaling model=fluid trace=").append(trace.name());
             for (String name : policyNames) {
                 CoScalingSimulation.Result r = results.get(name);

@@ -46,6 +46,10 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
      */
     final class Dilu implements CoScalingPolicy {
 
+        /** The autoscaler's shipped scale-to-zero switch and grace, read from the one place that states them. */
+        private static final boolean SHIPPED_SCALE_TO_ZERO = Boolean.parseBoolean(Autoscale.DEFAULT_SCALE_TO_ZERO);
+        private static final Duration SHIPPED_GRACE = Duration.parse(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE);
+
         private final FunctionProfile profile;
         private final ScalingParameters scaling;
         private final double room;
@@ -67,19 +71,17 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
 
         /** At the shipped defaults: scaling parameters, scale to zero and its grace as the autoscaler ships them. */
         public Dilu(FunctionProfile profile) {
-            this(profile, ScalingParameters.DEFAULTS, 1.0, Boolean.parseBoolean(Autoscale.DEFAULT_SCALE_TO_ZERO),
-                    Duration.parse(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE));
+            this(profile, ScalingParameters.DEFAULTS, 1.0, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
         }
 
         /** The shipped defaults with scale to zero on (Knative's enable-scale-to-zero) and its shipped grace. */
         public static Dilu scalingToZero(FunctionProfile profile) {
-            return new Dilu(profile, ScalingParameters.DEFAULTS, 1.0, true, Duration.parse(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE));
+            return new Dilu(profile, ScalingParameters.DEFAULTS, 1.0, true, SHIPPED_GRACE);
         }
 
         /** With {@code room} of the vertical range its neighbours leave, otherwise as shipped. */
         public static Dilu withRoom(FunctionProfile profile, double room) {
-            return new Dilu(profile, ScalingParameters.DEFAULTS, room, Boolean.parseBoolean(Autoscale.DEFAULT_SCALE_TO_ZERO),
-                    Duration.parse(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE));
+            return new Dilu(profile, ScalingParameters.DEFAULTS, room, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
         }
 
         @Override
