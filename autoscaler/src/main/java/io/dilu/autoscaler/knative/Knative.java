@@ -14,11 +14,6 @@ public final class Knative {
             .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withKind("PodAutoscaler")
             .withPlural("podautoscalers").withNamespaced(true).build();
 
-    /** Dilu's profiles; named by context so that the autoscaler starts even before the CRD is installed. */
-    public static final ResourceDefinitionContext PROFILE = new ResourceDefinitionContext.Builder()
-            .withGroup("dilu.io").withVersion("v1alpha1").withKind("GpuFunctionProfile")
-            .withPlural("gpufunctionprofiles").withNamespaced(true).build();
-
     public static final ResourceDefinitionContext SERVERLESSSERVICE = new ResourceDefinitionContext.Builder()
             .withGroup("networking.internal.knative.dev").withVersion("v1alpha1").withKind("ServerlessService")
             .withPlural("serverlessservices").withNamespaced(true).build();

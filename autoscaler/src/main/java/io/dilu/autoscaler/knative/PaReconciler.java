@@ -8,6 +8,8 @@ import io.dilu.core.scaling.Autoscale;
 import io.dilu.core.scaling.RateWindow;
 import io.dilu.core.scaling.ScaleBounds;
 import io.dilu.core.scaling.ScalingParameters;
+import io.dilu.kube.profile.GpuFunctionProfile;
+import io.dilu.kube.profile.ProfileSettings;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
@@ -58,7 +60,7 @@ public final class PaReconciler {
     private final ScalingParameters params;
     private final SharedIndexInformer<GenericKubernetesResource> pas;
     private final SharedIndexInformer<Pod> pods;
-    private final SharedIndexInformer<GenericKubernetesResource> profiles;
+    private final SharedIndexInformer<GpuFunctionProfile> profiles;
     private final SharedIndexInformer<GenericKubernetesResource> services;
     static final String BY_REVISION = "revision";
     private final Map<String, Function> functions = new ConcurrentHashMap<>();
@@ -76,8 +78,7 @@ public final class PaReconciler {
                 + p.getMetadata().getLabels().get(Knative.REVISION_LABEL))));
         // ServerlessServices are watched, not fetched: a tick makes no API call for a revision that is in line.
         this.services = client.genericKubernetesResources(Knative.SERVERLESSSERVICE).inAnyNamespace().runnableInformer(0);
-        this.profiles = client.genericKubernetesResources(Knative.PROFILE).inAnyNamespace()
-                .runnableInformer(0);
+        this.profiles = client.resources(GpuFunctionProfile.class).inAnyNamespace().runnableInformer(0);
         pas.exceptionHandler((started, t) -> true);
         pods.exceptionHandler((started, t) -> true);
         profiles.exceptionHandler((started, t) -> true);
@@ -191,14 +192,14 @@ public final class PaReconciler {
         return ServingRate.of(pa.getMetadata().getAnnotations(), labels,
                 name -> throughput(Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name))),
                 function -> throughput(profiles.getStore().list().stream().filter(p -> ns.equals(p.getMetadata().getNamespace()))
-                        .filter(p -> function.equals(spec(p, null).get("function"))).findFirst()),
+                        .filter(p -> p.getSpec() != null && function.equals(p.getSpec().function())).findFirst()),
                 config.defaultServingRps()).rps();
     }
 
-    private static OptionalDouble throughput(Optional<GenericKubernetesResource> profile) {
-        return profile.map(p -> spec(p, null).get("servingThroughputRps"))
-                .filter(v -> v instanceof Number n && n.doubleValue() > 0)
-                .map(v -> OptionalDouble.of(((Number) v).doubleValue())).orElse(OptionalDouble.empty());
+    /** The profile's serving rate: by hand, or profiled and Ready. */
+    private static OptionalDouble throughput(Optional<GpuFunctionProfile> profile) {
+        return profile.flatMap(GpuFunctionProfile::settings).flatMap(ProfileSettings::servingThroughputRps).filter(v -> v > 0)
+                .map(OptionalDouble::of).orElse(OptionalDouble.empty());
     }
 
     /** A field of the spec as a map; the whole spec when {@code field} is null. */

@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.LinkedHashMap;
+import io.dilu.kube.profile.ProfileSettings;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -33,7 +34,7 @@ public final class AdmissionHandler {
 
     /** What the handler asks of the cluster. */
     public interface Cluster {
-        Optional<ProfileSpec> profile(String namespace, String name);
+        Optional<ProfileSettings> profile(String namespace, String name);
 
         PodValidator.Facts facts(String namespace);
 
@@ -136,7 +137,7 @@ public final class AdmissionHandler {
                             + "with a Dilu GPU share (only there does admission check it)").message()) : allowed(uid);
         }
         Optional<String> profileName = PodMutator.profileName(pod);
-        Optional<ProfileSpec> profile = profileName.flatMap(n -> cluster.profile(namespace, n));
+        Optional<ProfileSettings> profile = profileName.flatMap(n -> cluster.profile(namespace, n));
         if (kind == Review.MUTATE) {
             if (!PodMutator.concerns(pod)) {
                 return allowed(uid);

@@ -1,5 +1,6 @@
 package io.dilu.webhook.admission;
 
+import io.dilu.core.profiling.TrialReport;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.EnvVarBuilder;
 import io.fabric8.kubernetes.api.model.EnvVarSource;
@@ -7,6 +8,7 @@ import io.fabric8.kubernetes.api.model.ObjectFieldSelector;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * How a GPU pod gets the hook: the node agent's device plugin mounts the library into each GPU container at
@@ -21,6 +23,11 @@ public record HookSettings(String containerDir, String file, String schedulerNam
     static final String LD_PRELOAD = "LD_PRELOAD";
     /** Environment variables of this prefix are Dilu's (the webhook's and the node agent's), never the pod's. */
     static final String DILU_PREFIX = "DILU_";
+    /**
+     * The exceptions: variables the workload reads and the hook does not (the batch size, where a profiling trial
+     * writes its result). A tenant setting them changes only what its own function does.
+     */
+    static final Set<String> WORKLOAD_ENV = Set.of(TrialReport.BATCH_SIZE_ENV, TrialReport.RESULT_ENV);
 
     /** The pod's identity for the hook, from the Downward API. */
     private static final Map<String, String> DOWNWARD = Map.of(

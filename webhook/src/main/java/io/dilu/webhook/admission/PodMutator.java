@@ -18,6 +18,9 @@ import io.fabric8.kubernetes.api.model.ResourceRequirements;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import io.dilu.core.profiling.TrialReport;
+import io.dilu.kube.profile.ProfileSettings;
+import java.math.BigDecimal;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -61,7 +64,7 @@ public final class PodMutator {
      * @param quotaRights the namespace has {@link QuotaRights#ALLOW_SLO_LABEL}: serving pods default to slo, and
      *     a profile's values that need the right are copied
      */
-    public static Mutation mutate(Pod original, Optional<ProfileSpec> profile, HookSettings hook, boolean quotaRights) {
+    public static Mutation mutate(Pod original, Optional<ProfileSettings> profile, HookSettings hook, boolean quotaRights) {
         Pod pod = new PodBuilder(original).build();
         List<PatchOperation> patch = new ArrayList<>();
         List<Container> containers = pod.getSpec().getContainers() == null ? List.of() : pod.getSpec().getContainers();
@@ -82,19 +85,22 @@ public final class PodMutator {
             patch.add(scheduler == null ? add("/spec/schedulerName", hook.schedulerName())
                     : PatchOperation.replace("/spec/schedulerName", hook.schedulerName()));
         }
+        List<EnvVar> env = new ArrayList<>(hook.env());
+        profile.flatMap(ProfileSettings::batchSize)
+                .ifPresent(b -> env.add(new EnvVar(TrialReport.BATCH_SIZE_ENV, Integer.toString(b), null)));
         for (int i : gpu) {
-            inject(containers.get(i), i, hook, patch);
+            inject(containers.get(i), i, env, patch);
         }
         return new Mutation(pod, List.copyOf(patch));
     }
 
     /** Fills the quota annotations the pod leaves out, each only where the quota rights allow it. */
-    private static void annotate(Pod pod, Optional<ProfileSpec> profile, List<Integer> requests, boolean quotaRights,
+    private static void annotate(Pod pod, Optional<ProfileSettings> profile, List<Integer> requests, boolean quotaRights,
             List<PatchOperation> patch) {
         Map<String, String> own = pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations();
         Map<String, String> labels = pod.getMetadata().getLabels() == null ? Map.of() : pod.getMetadata().getLabels();
         List<Map.Entry<String, String>> wanted = new ArrayList<>();
-        profile.ifPresent(p -> wanted.addAll(p.annotations().entrySet()));
+        profile.ifPresent(p -> wanted.addAll(annotations(p).entrySet()));
         SERVING_LABELS.stream().map(labels::get).filter(v -> v != null && !v.isBlank()).findFirst()
                 .ifPresent(fn -> wanted.add(Map.entry(DiluNames.FUNCTION, fn)));
         int largest = requests.stream().mapToInt(Integer::intValue).max().orElse(-1);
@@ -134,12 +140,15 @@ public final class PodMutator {
         pod.getMetadata().setAnnotations(all);
     }
 
-    /** LD_PRELOAD and the pod's identity, where the container does not set them itself (the validator refuses that). */
-    private static void inject(Container c, int index, HookSettings hook, List<PatchOperation> patch) {
+    /**
+     * LD_PRELOAD and the pod's identity, where the container does not set them itself (the validator refuses that),
+     * and the profile's batch size, which the workload reads, where the container does not choose its own.
+     */
+    private static void inject(Container c, int index, List<EnvVar> wanted, List<PatchOperation> patch) {
         List<EnvVar> env = c.getEnv() == null ? new ArrayList<>() : new ArrayList<>(c.getEnv());
         Set<String> names = new HashSet<>();
         env.forEach(e -> names.add(e.getName()));
-        List<EnvVar> added = hook.env().stream().filter(e -> !names.contains(e.getName())).toList();
+        List<EnvVar> added = wanted.stream().filter(e -> !names.contains(e.getName())).toList();
         if (added.isEmpty()) {
             return;
         }
@@ -152,8 +161,25 @@ public final class PodMutator {
         c.setEnv(env);
     }
 
+    /**
+     * The pod annotations a profile gives. In this order the KLC threshold comes before the LLM mark, so that
+     * a mark beside a threshold no longer lowers it when the two are judged one after the other.
+     */
+    static Map<String, String> annotations(ProfileSettings p) {
+        Map<String, String> a = new LinkedHashMap<>();
+        a.put(DiluNames.FUNCTION, p.function());
+        p.smLimit().ifPresent(l -> a.put(DiluNames.SM_LIMIT, Integer.toString(l)));
+        p.batchSize().ifPresent(b -> a.put(DiluNames.BATCH_SIZE, Integer.toString(b)));
+        p.klcThreshold().ifPresent(t -> a.put(DiluNames.KLC_THRESHOLD, BigDecimal.valueOf(t).stripTrailingZeros().toPlainString()));
+        if (p.llm()) {
+            a.put(DiluNames.LLM, "true");
+        }
+        p.priority().ifPresent(pr -> a.put(DiluNames.PRIORITY, pr));
+        return a;
+    }
+
     /** The profile's share for the GPU containers that do not say theirs (the first container if none asks). */
-    private static void applyProfile(List<Container> containers, ProfileSpec p, List<PatchOperation> patch) {
+    private static void applyProfile(List<Container> containers, ProfileSettings p, List<PatchOperation> patch) {
         List<Integer> targets = new ArrayList<>();
         for (int i = 0; i < containers.size(); i++) {
             if (asksForShare(containers.get(i))) {

@@ -16,6 +16,7 @@ import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeMount;
 import java.util.ArrayList;
 import java.util.HashSet;
+import io.dilu.kube.profile.ProfileSettings;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -103,13 +104,13 @@ public final class PodValidator {
      * What is wrong with the pod's {@code dilu.io/profile}: missing, or giving values that need the quota right
      * where the namespace lacks it (the mutator does not copy those, so they are refused here, by the profile's name).
      */
-    public static List<FieldError> profile(String namespace, String name, Optional<ProfileSpec> profile, boolean quotaRights) {
+    public static List<FieldError> profile(String namespace, String name, Optional<ProfileSettings> profile, boolean quotaRights) {
         String field = "metadata.annotations[" + PodMutator.PROFILE + "]";
         if (profile.isEmpty()) {
             return List.of(new FieldError(field, name, "the name of a GpuFunctionProfile in namespace " + namespace));
         }
-        ProfileSpec p = profile.get();
-        List<FieldError> violations = QuotaRights.violations(p.annotations(), Math.clamp(p.smRequest(), Quota.MIN_SM, Quota.MAX_SM), quotaRights);
+        ProfileSettings p = profile.get();
+        List<FieldError> violations = QuotaRights.violations(PodMutator.annotations(p), Math.clamp(p.smRequest(), Quota.MIN_SM, Quota.MAX_SM), quotaRights);
         if (violations.isEmpty()) {
             return List.of();
         }
@@ -195,7 +196,7 @@ public final class PodValidator {
         HookSettings hook = policy.hook();
         for (EnvVar e : c.env()) {
             String name = e.getName() == null ? "" : e.getName();
-            if (hook.injected(e)) {
+            if (hook.injected(e) || HookSettings.WORKLOAD_ENV.contains(name)) {
                 continue;
             }
             if (name.equals(HookSettings.LD_PRELOAD)) {

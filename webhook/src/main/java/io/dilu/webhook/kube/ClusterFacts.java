@@ -6,8 +6,8 @@ import io.dilu.kube.InventoryAnnotation;
 import io.dilu.webhook.WebhookConfig;
 import io.dilu.webhook.admission.AdmissionHandler;
 import io.dilu.webhook.admission.PodValidator;
-import io.dilu.webhook.admission.ProfileSpec;
-import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.dilu.kube.profile.GpuFunctionProfile;
+import io.dilu.kube.profile.ProfileSettings;
 import io.fabric8.kubernetes.api.model.Namespace;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -32,7 +32,7 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
     private final WebhookConfig config;
     private SharedIndexInformer<Node> nodes;
     private SharedIndexInformer<Namespace> namespaces;
-    private SharedIndexInformer<GenericKubernetesResource> profiles;
+    private SharedIndexInformer<GpuFunctionProfile> profiles;
 
     public ClusterFacts(KubernetesClient client, WebhookConfig config) {
         this.client = client;
@@ -48,10 +48,8 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
         nodes.exceptionHandler((started, t) -> true);
         namespaces.exceptionHandler((started, t) -> true);
         // Profiles are watched too, so that admission never waits on the API server (it runs on the event loop).
-        // Named by context, not looked up: the webhook must start even before the CRD is installed.
-        profiles = client.genericKubernetesResources(new io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext.Builder()
-                .withGroup("dilu.io").withVersion("v1alpha1").withKind("GpuFunctionProfile").withPlural("gpufunctionprofiles")
-                .withNamespaced(true).build()).inAnyNamespace().runnableInformer(0);
+        // A typed informer needs no discovery: the webhook starts even before the CRD is installed.
+        profiles = client.resources(GpuFunctionProfile.class).inAnyNamespace().runnableInformer(0);
         profiles.exceptionHandler((started, t) -> true);
         nodes.start();
         namespaces.start();
@@ -102,21 +100,13 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
         return labels == null ? Map.of() : labels;
     }
 
-    /** A profile as last seen; one created a moment ago may not be visible yet (the pod is refused, and retried). */
+    /**
+     * A profile's settings as last seen; none when the profile is not seen (one created a moment ago: the pod is
+     * refused, and retried) or has no settings yet (still profiling, or failed).
+     */
     @Override
-    public Optional<ProfileSpec> profile(String namespace, String name) {
-        GenericKubernetesResource r = profiles == null ? null : profiles.getStore().getByKey(namespace + "/" + name);
-        if (r == null || !(r.getAdditionalProperties().get("spec") instanceof Map<?, ?> spec)) {
-            return Optional.empty();
-        }
-        return Optional.of(new ProfileSpec(String.valueOf(spec.get("function")), number(spec.get("smRequest")).orElse(0),
-                number(spec.get("smLimit")), number(spec.get("memoryMiB")).orElse(0),
-                number(spec.get("batchSize")), Optional.ofNullable(spec.get("priority")).map(String::valueOf),
-                "llm-inference".equals(spec.get("type")),
-                spec.get("klcThreshold") instanceof Number n ? Optional.of(n.doubleValue()) : Optional.empty()));
-    }
-
-    private static Optional<Integer> number(Object v) {
-        return v instanceof Number n ? Optional.of(n.intValue()) : Optional.empty();
+    public Optional<ProfileSettings> profile(String namespace, String name) {
+        GpuFunctionProfile p = profiles == null ? null : profiles.getStore().getByKey(namespace + "/" + name);
+        return p == null ? Optional.empty() : p.settings();
     }
 }

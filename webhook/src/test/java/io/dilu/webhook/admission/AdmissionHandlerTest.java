@@ -1,5 +1,7 @@
 package io.dilu.webhook.admission;
 
+import io.dilu.kube.profile.ProfileSettings;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -36,12 +38,12 @@ class AdmissionHandlerTest {
      */
     static final AdmissionHandler HANDLER = new AdmissionHandler(new AdmissionHandler.Cluster() {
         @Override
-        public Optional<ProfileSpec> profile(String namespace, String name) {
+        public Optional<ProfileSettings> profile(String namespace, String name) {
             if (name.equals("explode")) {
                 throw new OutOfMemoryError("Java heap space");
             }
             return name.equals("bert")
-                    ? Optional.of(new ProfileSpec("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo")))
+                    ? Optional.of(new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty()))
                     : Optional.empty();
         }
 

@@ -1,5 +1,7 @@
 package io.dilu.webhook.admission;
 
+import io.dilu.kube.profile.ProfileSettings;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -100,7 +102,7 @@ class PodMutatorTest {
     void aProfileFillsWhatThePodLeavesOut() {
         Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(PodMutator.PROFILE, "bert"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
-        ProfileSpec bert = new ProfileSpec("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"));
+        ProfileSettings bert = new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty());
         Pod m = PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true).pod();
         var limits = m.getSpec().getContainers().getFirst().getResources().getLimits();
         assertThat(limits.get(DiluNames.GPU_SM).toString()).isEqualTo("25");
@@ -110,11 +112,27 @@ class PodMutatorTest {
     }
 
     @Test
+    void theProfilesBatchSizeReachesTheWorkloadUnlessItChoosesItsOwn() {
+        ProfileSettings bert = new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty());
+        Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(PodMutator.PROFILE, "bert"))
+                .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
+        assertThat(PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true).pod().getSpec().getContainers().getFirst().getEnv())
+                .filteredOn(e -> e.getName().equals("DILU_BATCH_SIZE")).extracting(e -> e.getValue()).containsExactly("8");
+        Pod own = new PodBuilder(pod).editSpec().editFirstContainer().addNewEnv().withName("DILU_BATCH_SIZE").withValue("2").endEnv()
+                .endContainer().endSpec().build();
+        assertThat(PodMutator.mutate(own, Optional.of(bert), Pods.HOOK, true).pod().getSpec().getContainers().getFirst().getEnv())
+                .filteredOn(e -> e.getName().equals("DILU_BATCH_SIZE")).extracting(e -> e.getValue()).containsExactly("2");
+        ProfileSettings noBatch = new ProfileSettings("bert", 25, Optional.empty(), 6144, Optional.empty(), Optional.empty(), false, Optional.empty(), Optional.empty());
+        assertThat(PodMutator.mutate(pod, Optional.of(noBatch), Pods.HOOK, true).pod().getSpec().getContainers().getFirst().getEnv())
+                .extracting(e -> e.getName()).doesNotContain("DILU_BATCH_SIZE");
+    }
+
+    @Test
     void aProfilesValuesThatNeedTheRightAreNotCopiedWithoutIt() {
         Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(PodMutator.PROFILE, "bert"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
-        ProfileSpec greedy = new ProfileSpec("bert", 25, Optional.of(80), 6144, Optional.of(8), Optional.of("slo"), true,
-                Optional.of(1.2));
+        ProfileSettings greedy = new ProfileSettings("bert", 25, Optional.of(80), 6144, Optional.of(8), Optional.of("slo"), true,
+                Optional.of(1.2), Optional.empty());
         Map<String, String> a = PodMutator.mutate(pod, Optional.of(greedy), Pods.HOOK, false).pod().getMetadata().getAnnotations();
         // The limit falls back to the default 2 × 25, the priority to best-effort; the LLM mark and the low
         // threshold are left out. The validator refuses the profile by name (PodValidatorTest).
@@ -126,8 +144,8 @@ class PodMutatorTest {
     void anLlmProfileMarksItsPodsAndCarriesItsThreshold() {
         Pod pod = new PodBuilder().withNewMetadata().withName("llama-1").withAnnotations(Map.of(PodMutator.PROFILE, "llama"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("llama").endContainer().endSpec().build();
-        ProfileSpec llama = new ProfileSpec("llama", 40, Optional.of(80), 30_000, Optional.of(1), Optional.of("slo"), true,
-                Optional.of(1.25));
+        ProfileSettings llama = new ProfileSettings("llama", 40, Optional.of(80), 30_000, Optional.of(1), Optional.of("slo"), true,
+                Optional.of(1.25), Optional.empty());
         Pod m = PodMutator.mutate(pod, Optional.of(llama), Pods.HOOK, true).pod();
         assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.LLM, "true")
                 .containsEntry(DiluNames.KLC_THRESHOLD, "1.25");
@@ -160,8 +178,8 @@ class PodMutatorTest {
     @Property(tries = 300)
     void thePatchAppliedToThePodYieldsTheMutatedPod(@ForAll("pods") ObjectNode json, @ForAll boolean quotaRights) throws Exception {
         Pod pod = JSON.treeToValue(json, Pod.class);
-        Optional<ProfileSpec> profile = PodMutator.profileName(pod).map(n -> new ProfileSpec(n, 20, Optional.of(90), 2048,
-                Optional.of(4), Optional.of("slo"), n.equals("llm"), Optional.empty()));
+        Optional<ProfileSettings> profile = PodMutator.profileName(pod).map(n -> new ProfileSettings(n, 20, Optional.of(90), 2048,
+                Optional.of(4), Optional.of("slo"), n.equals("llm"), Optional.empty(), Optional.empty()));
         PodMutator.Mutation m = PodMutator.mutate(pod, profile, Pods.HOOK, quotaRights);
         JsonNode patched = JsonPatch.apply(JSON.valueToTree(m.patch()), json);
         assertThat((JsonNode) JSON.valueToTree(JSON.treeToValue(patched, Pod.class))).isEqualTo(JSON.valueToTree(m.pod()));

@@ -1,5 +1,7 @@
 package io.dilu.webhook.admission;
 
+import io.dilu.kube.profile.ProfileSettings;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.contract.DiluNames;
@@ -248,13 +250,13 @@ class PodValidatorTest {
 
     @Test
     void aProfileIsRefusedByNameWhenItNeedsARightTheNamespaceLacks() {
-        ProfileSpec bert = new ProfileSpec("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"));
+        ProfileSettings bert = new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty());
         assertThat(PodValidator.profile("fns", "bert", Optional.of(bert), false)).extracting(FieldError::message).containsExactly(
                 "metadata.annotations[dilu.io/profile]=bert is not allowed: must be a GpuFunctionProfile that needs no quota right "
                         + "this namespace lacks; it gives dilu.io/priority=slo, which must be best-effort unless the namespace "
                         + "has the label dilu.io/allow-slo=true (granted by an administrator)");
         assertThat(PodValidator.profile("fns", "bert", Optional.of(bert), true)).isEmpty();
-        ProfileSpec modest = new ProfileSpec("bert", 25, Optional.of(50), 6144, Optional.of(8), Optional.of("best-effort"));
+        ProfileSettings modest = new ProfileSettings("bert", 25, Optional.of(50), 6144, Optional.of(8), Optional.of("best-effort"), false, Optional.empty(), Optional.empty());
         assertThat(PodValidator.profile("fns", "bert", Optional.of(modest), false)).isEmpty();
         assertThat(PodValidator.profile("fns", "gone", Optional.empty(), true)).extracting(FieldError::message).containsExactly(
                 "metadata.annotations[dilu.io/profile]=gone is not allowed: must be the name of a GpuFunctionProfile in namespace fns");

@@ -1,0 +1,144 @@
+package io.dilu.kube.profile;
+
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+import com.fasterxml.jackson.databind.JsonDeserializer;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.Namespaced;
+import io.fabric8.kubernetes.api.model.ObjectMeta;
+import io.fabric8.kubernetes.model.annotation.Group;
+import io.fabric8.kubernetes.model.annotation.Kind;
+import io.fabric8.kubernetes.model.annotation.Plural;
+import io.fabric8.kubernetes.model.annotation.Version;
+import java.util.Optional;
+
+/**
+ * A function's GPU settings (manifests/crds/gpufunctionprofiles.dilu.io.yaml): written by hand in the
+ * {@code spec}, or found by the profiler from the image in the spec and written to the {@code status}. The one
+ * typed model of the resource; the webhook, the autoscaler and the profiler all read it through
+ * {@link #settings()}.
+ */
+@Group(GpuFunctionProfile.GROUP)
+@Version(GpuFunctionProfile.VERSION)
+@Kind("GpuFunctionProfile")
+@Plural("gpufunctionprofiles")
+@JsonInclude(JsonInclude.Include.NON_NULL)
+@JsonIgnoreProperties(ignoreUnknown = true)
+// HasMetadata's own deserializer looks types up by kind; this class is its own type.
+@JsonDeserialize(using = JsonDeserializer.None.class)
+@JsonPropertyOrder({"apiVersion", "kind", "metadata", "spec", "status"})
+public final class GpuFunctionProfile implements HasMetadata, Namespaced {
+
+    public static final String GROUP = "dilu.io";
+    public static final String VERSION = "v1alpha1";
+    /** Condition type: trials are running. */
+    public static final String PROFILING = "Profiling";
+    /** Condition type: the status holds the profiled settings. */
+    public static final String READY = "Ready";
+    /** Condition type: profiling gave up; the reason says why. */
+    public static final String FAILED = "Failed";
+
+    private String apiVersion = GROUP + "/" + VERSION;
+    private String kind = "GpuFunctionProfile";
+    private ObjectMeta metadata = new ObjectMeta();
+    private ProfileSpec spec;
+    private ProfileStatus status;
+
+    public GpuFunctionProfile() {}
+
+    public GpuFunctionProfile(ObjectMeta metadata, ProfileSpec spec, ProfileStatus status) {
+        this.metadata = metadata;
+        this.spec = spec;
+        this.status = status;
+    }
+
+    @Override
+    public String getApiVersion() {
+        return apiVersion;
+    }
+
+    @Override
+    public void setApiVersion(String apiVersion) {
+        this.apiVersion = apiVersion;
+    }
+
+    @Override
+    public String getKind() {
+        return kind;
+    }
+
+    public void setKind(String kind) {
+        this.kind = kind;
+    }
+
+    @Override
+    public ObjectMeta getMetadata() {
+        return metadata;
+    }
+
+    @Override
+    public void setMetadata(ObjectMeta metadata) {
+        this.metadata = metadata;
+    }
+
+    public ProfileSpec getSpec() {
+        return spec;
+    }
+
+    public void setSpec(ProfileSpec spec) {
+        this.spec = spec;
+    }
+
+    public ProfileStatus getStatus() {
+        return status;
+    }
+
+    public void setStatus(ProfileStatus status) {
+        this.status = status;
+    }
+
+    /**
+     * The settings pods of this function get: the spec's when written by hand ({@code smRequest} set), else the
+     * status's once profiling made it {@code Ready}; empty while profiling runs, after it failed, or when the
+     * status's settings are from an older spec.
+     */
+    public Optional<ProfileSettings> settings() {
+        if (spec == null || spec.function() == null) {
+            return Optional.empty();
+        }
+        if (spec.handWritten()) {
+            return Optional.of(new ProfileSettings(spec.function(), spec.smRequest(), Optional.ofNullable(spec.smLimit()),
+                    spec.memoryMiB() == null ? 0 : spec.memoryMiB(), Optional.ofNullable(spec.batchSize()),
+                    Optional.ofNullable(spec.priority()), spec.llm(), Optional.ofNullable(spec.klcThreshold()),
+                    Optional.ofNullable(spec.servingThroughputRps())));
+        }
+        if (status == null || status.smRequest() == null || !conditionTrue(READY) || !current()) {
+            return Optional.empty();
+        }
+        return Optional.of(new ProfileSettings(spec.function(), status.smRequest(), Optional.ofNullable(status.smLimit()),
+                status.memoryMiB() == null ? 0 : status.memoryMiB(), Optional.ofNullable(status.batchSize()),
+                Optional.of(spec.training() ? "best-effort" : "slo"), spec.llm(), Optional.ofNullable(spec.klcThreshold()),
+                Optional.ofNullable(status.servingThroughputRps())));
+    }
+
+    /** Whether the status was written for the spec as it is now. */
+    public boolean current() {
+        Long generation = metadata == null ? null : metadata.getGeneration();
+        return status != null && (generation == null || generation.equals(status.observedGeneration()));
+    }
+
+    /** Whether the status has the condition with status "True". */
+    public boolean conditionTrue(String type) {
+        return condition(type).map(c -> "True".equals(c.getStatus())).orElse(false);
+    }
+
+    public Optional<Condition> condition(String type) {
+        if (status == null || status.conditions() == null) {
+            return Optional.empty();
+        }
+        return status.conditions().stream().filter(c -> type.equals(c.getType())).findFirst();
+    }
+}
