@@ -1,6 +1,7 @@
 package io.dilu.autoscaler;
 
 import io.dilu.autoscaler.knative.PaReconciler;
+import io.dilu.autoscaler.profile.Profiler;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
@@ -24,8 +25,8 @@ import java.util.concurrent.TimeUnit;
 import org.jboss.logging.Logger;
 
 /**
- * Runs the PodAutoscaler reconciler while this replica holds the Lease: two replicas never scale the same
- * revision. A replica that loses the Lease stops ticking at once and waits to win it again.
+ * Runs the PodAutoscaler reconciler and the profiler while this replica holds the Lease: two replicas never
+ * scale the same revision or run the same trial. A replica that loses the Lease stops ticking at once and waits to win it again.
  */
 @ApplicationScoped
 public class AutoscalerApp {
@@ -42,6 +43,7 @@ public class AutoscalerApp {
     private final ExecutorService io = Executors.newFixedThreadPool(4,
             r -> Thread.ofPlatform().daemon().name("dilu-autoscaler-scrape").unstarted(r));
     private PaReconciler reconciler;
+    private Profiler profiler;
     private volatile ScheduledFuture<?> ticking;
     private CompletableFuture<?> election;
     private volatile boolean leading;
@@ -63,6 +65,10 @@ public class AutoscalerApp {
                 config.scrapeMaxBytes(), config.maxPodRps()), io, metrics);
         reconciler = new PaReconciler(client, config, scraper, clock);
         reconciler.start();
+        if (config.profiler().enabled()) {
+            profiler = new Profiler(client, config.profiler(), clock);
+            profiler.start();
+        }
         String identity = System.getenv().getOrDefault("HOSTNAME", "dilu-autoscaler") + "-" + UUID.randomUUID();
         LeaderElector elector = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
                 .withName(config.leaseName())
@@ -81,6 +87,9 @@ public class AutoscalerApp {
         progress.leading();
         long period = config.tick().toMillis();
         ticking = ticker.scheduleAtFixedRate(this::tick, 0, period, TimeUnit.MILLISECONDS);
+        if (profiler != null) {
+            profiler.lead();
+        }
     }
 
     private void follow() {
@@ -88,6 +97,9 @@ public class AutoscalerApp {
         progress.following();
         if (ticking != null) {
             ticking.cancel(false);
+        }
+        if (profiler != null) {
+            profiler.follow();
         }
         LOG.info("no longer leading");
     }
@@ -115,6 +127,9 @@ public class AutoscalerApp {
         io.shutdownNow();
         if (reconciler != null) {
             reconciler.close();
+        }
+        if (profiler != null) {
+            profiler.close();
         }
     }
 }

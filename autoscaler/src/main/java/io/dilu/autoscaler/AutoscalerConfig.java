@@ -92,4 +92,34 @@ public interface AutoscalerConfig {
     /** Namespace of that Lease. */
     @WithDefault("dilu-system")
     String leaseNamespace();
+
+    /** The profiler, which finds GpuFunctionProfiles' settings by trials that run as pods. */
+    Profiler profiler();
+
+    /** {@code dilu.autoscaler.profiler.*} */
+    interface Profiler {
+
+        /** Whether profiles with an image and no settings are profiled (by the leading replica). */
+        @WithDefault("true")
+        boolean enabled();
+
+        /**
+         * How long one trial pod may run (its activeDeadlineSeconds); the profiler waits twice this for a result,
+         * which also covers scheduling and pulling the image.
+         */
+        @WithDefault("5m")
+        Duration trialTimeout();
+
+        /** Further attempts of a trial whose pod failed. */
+        @WithDefault("2")
+        int retries();
+
+        /** Profiles profiled at once: each has at most one trial pod running. */
+        @WithDefault("2")
+        int parallel();
+
+        /** How often profiles are looked over for work. */
+        @WithDefault("2s")
+        Duration scanInterval();
+    }
 }

@@ -12,8 +12,9 @@ import com.fasterxml.jackson.annotation.JsonInclude;
  * @param memoryMiB GPU memory the workload reported
  * @param pod the pod that ran it
  * @param gpu the model of the GPU it ran on (an emulated one says so)
+ * @param error why no measurement came back from any attempt (the search counts the setting as missing the SLO)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
 public record TrialRecord(Integer smPercent, Integer batchSize, Double latencyMillis, Double throughput, Long memoryMiB,
-        String pod, String gpu) {}
+        String pod, String gpu, String error) {}

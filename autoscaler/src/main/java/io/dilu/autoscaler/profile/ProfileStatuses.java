@@ -1,0 +1,63 @@
+package io.dilu.autoscaler.profile;
+
+import io.dilu.kube.profile.GpuFunctionProfile;
+import io.dilu.kube.profile.ProfileStatus;
+import io.dilu.kube.profile.TrialRecord;
+import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.api.model.ConditionBuilder;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+/** The statuses the profiler writes: pure functions of what it found, the previous status and the time. */
+final class ProfileStatuses {
+
+    private ProfileStatuses() {}
+
+    /** The settings a finished search chose. */
+    record Chosen(int smRequest, int smLimit, int batchSize, long memoryMiB, Double servingThroughputRps, int searchTrials) {}
+
+    static ProfileStatus profiling(long generation, List<TrialRecord> trials, String message, ProfileStatus previous, Instant now) {
+        return new ProfileStatus(generation, conditions(generation, previous, now,
+                condition(GpuFunctionProfile.PROFILING, "True", "TrialsRunning", message),
+                condition(GpuFunctionProfile.READY, "False", "Profiling", "trials are running"),
+                condition(GpuFunctionProfile.FAILED, "False", "Profiling", "")),
+                null, null, null, null, null, null, List.copyOf(trials));
+    }
+
+    static ProfileStatus ready(long generation, List<TrialRecord> trials, Chosen c, ProfileStatus previous, Instant now) {
+        String message = "SM " + c.smRequest() + "% (limit " + c.smLimit() + "%), batch " + c.batchSize() + ", after "
+                + c.searchTrials() + " trials";
+        return new ProfileStatus(generation, conditions(generation, previous, now,
+                condition(GpuFunctionProfile.PROFILING, "False", "Profiled", message),
+                condition(GpuFunctionProfile.READY, "True", "Profiled", message),
+                condition(GpuFunctionProfile.FAILED, "False", "Profiled", "")),
+                c.smRequest(), c.smLimit(), c.batchSize(), c.memoryMiB(), c.servingThroughputRps(), c.searchTrials(),
+                List.copyOf(trials));
+    }
+
+    static ProfileStatus failed(long generation, List<TrialRecord> trials, String reason, String message, ProfileStatus previous,
+            Instant now) {
+        return new ProfileStatus(generation, conditions(generation, previous, now,
+                condition(GpuFunctionProfile.PROFILING, "False", reason, message),
+                condition(GpuFunctionProfile.READY, "False", reason, message),
+                condition(GpuFunctionProfile.FAILED, "True", reason, message)),
+                null, null, null, null, null, null, List.copyOf(trials));
+    }
+
+    private static Condition condition(String type, String status, String reason, String message) {
+        return new ConditionBuilder().withType(type).withStatus(status).withReason(reason).withMessage(message).build();
+    }
+
+    /** The conditions, each keeping its previous transition time when its status did not change. */
+    private static List<Condition> conditions(long generation, ProfileStatus previous, Instant now, Condition... conditions) {
+        for (Condition c : conditions) {
+            Optional<Condition> before = previous == null || previous.conditions() == null ? Optional.empty()
+                    : previous.conditions().stream().filter(p -> c.getType().equals(p.getType())).findFirst();
+            c.setLastTransitionTime(before.filter(b -> c.getStatus().equals(b.getStatus()) && b.getLastTransitionTime() != null)
+                    .map(Condition::getLastTransitionTime).orElse(now.toString()));
+            c.setObservedGeneration(generation);
+        }
+        return List.of(conditions);
+    }
+}
