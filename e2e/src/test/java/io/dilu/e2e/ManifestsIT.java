@@ -101,6 +101,10 @@ class ManifestsIT {
         assertThat(allowed("dilu-autoscaler", "patch", "coordination.k8s.io", "leases"))
                 .as("the autoscaler renews its leader lease with a PATCH (fabric8's LeaderElector)").isTrue();
         assertThat(allowed("dilu-autoscaler", "update", "apps", "deployments/scale")).isTrue();
+        assertThat(allowed("dilu-autoscaler", "create", "", "pods")).as("its profiler runs trials as pods").isTrue();
+        assertThat(allowed("dilu-autoscaler", "update", "dilu.io", "gpufunctionprofiles/status"))
+                .as("and writes what they found into the profile's status").isTrue();
+        assertThat(allowed("dilu-autoscaler", "update", "dilu.io", "gpufunctionprofiles")).as("never the spec").isFalse();
         assertThat(allowed("dilu-autoscaler", "get", "", "secrets")).as("nothing beyond what it needs").isFalse();
         DaemonSet agent = api.client().apps().daemonSets().inNamespace("dilu-system").withName("dilu-node-agent").get();
         assertThat(agent.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo("dilu-node-agent");

@@ -9,7 +9,10 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 
-/** The statuses the profiler writes: pure functions of what it found, the previous status and the time. */
+/**
+ * The statuses the profiler writes: pure functions of what it found, the previous status and the time. Every
+ * condition has a message: an empty one reached the API server as null, which the schema refuses.
+ */
 final class ProfileStatuses {
 
     private ProfileStatuses() {}
@@ -21,7 +24,7 @@ final class ProfileStatuses {
         return new ProfileStatus(generation, conditions(generation, previous, now,
                 condition(GpuFunctionProfile.PROFILING, "True", "TrialsRunning", message),
                 condition(GpuFunctionProfile.READY, "False", "Profiling", "trials are running"),
-                condition(GpuFunctionProfile.FAILED, "False", "Profiling", "")),
+                condition(GpuFunctionProfile.FAILED, "False", "Profiling", "no trial has failed for good")),
                 null, null, null, null, null, null, List.copyOf(trials));
     }
 
@@ -31,7 +34,7 @@ final class ProfileStatuses {
         return new ProfileStatus(generation, conditions(generation, previous, now,
                 condition(GpuFunctionProfile.PROFILING, "False", "Profiled", message),
                 condition(GpuFunctionProfile.READY, "True", "Profiled", message),
-                condition(GpuFunctionProfile.FAILED, "False", "Profiled", "")),
+                condition(GpuFunctionProfile.FAILED, "False", "Profiled", message)),
                 c.smRequest(), c.smLimit(), c.batchSize(), c.memoryMiB(), c.servingThroughputRps(), c.searchTrials(),
                 List.copyOf(trials));
     }
