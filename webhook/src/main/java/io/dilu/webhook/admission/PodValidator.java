@@ -107,7 +107,8 @@ public final class PodValidator {
     public static List<FieldError> profile(String namespace, String name, Optional<ProfileSettings> profile, boolean quotaRights) {
         String field = "metadata.annotations[" + PodMutator.PROFILE + "]";
         if (profile.isEmpty()) {
-            return List.of(new FieldError(field, name, "the name of a GpuFunctionProfile in namespace " + namespace));
+            return List.of(new FieldError(field, name, "the name of a GpuFunctionProfile in namespace " + namespace
+                    + " that has settings (written by hand, or profiled and Ready)"));
         }
         ProfileSettings p = profile.get();
         List<FieldError> violations = QuotaRights.violations(PodMutator.annotations(p), Math.clamp(p.smRequest(), Quota.MIN_SM, Quota.MAX_SM), quotaRights);

@@ -259,7 +259,8 @@ class PodValidatorTest {
         ProfileSettings modest = new ProfileSettings("bert", 25, Optional.of(50), 6144, Optional.of(8), Optional.of("best-effort"), false, Optional.empty(), Optional.empty());
         assertThat(PodValidator.profile("fns", "bert", Optional.of(modest), false)).isEmpty();
         assertThat(PodValidator.profile("fns", "gone", Optional.empty(), true)).extracting(FieldError::message).containsExactly(
-                "metadata.annotations[dilu.io/profile]=gone is not allowed: must be the name of a GpuFunctionProfile in namespace fns");
+                "metadata.annotations[dilu.io/profile]=gone is not allowed: must be the name of a GpuFunctionProfile in namespace fns "
+                        + "that has settings (written by hand, or profiled and Ready)");
     }
 
     @Test
