@@ -1,7 +1,12 @@
 /*
  * An emulated inference server: requests arrive by a Poisson rate, a per-second rate trace, or at the times
  * listed in a file; they are batched (up to --batch, waiting at most --max-wait-ms), and each batch runs the
- * model's kernel sequence.
+ * model's kernel sequence. --batch defaults to $DILU_BATCH_SIZE when that is set.
+ *
+ * --trial-batches N is trial mode (trial.h), closed loop, no arrivals: one warm-up batch of --batch requests,
+ * then N batches back to back, each timed in emulated time; prints, and writes to $DILU_TRIAL_RESULT when set,
+ * DILU_TRIAL latency_s=<mean batch time> throughput_rps=<batch / that> memory_mib=<allocated>. Only with the
+ * option: a plain run serves its arrivals whatever the environment says.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -9,6 +14,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "model_memory.h"
+#include "trial.h"
 #include "workload.h"
 
 #define MAX_REQUESTS 2000000
@@ -74,16 +81,38 @@ static long load_arrivals(const char *path) {
     return n;
 }
 
+/* Trial mode: --trial-batches N closed-loop batches of a full --batch, reported as one DILU_TRIAL line. */
+static int trial(const model *m, long batches) {
+    CUcontext ctx;
+    CUstream stream;
+    model_memory memory;
+    CHECK(cuInit(0));
+    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
+    CHECK(cuStreamCreate(&stream, 0));
+    CUfunction f = load_kernel(m->block_us);
+    if (model_memory_alloc(m, &memory) != 0) {
+        return 3;
+    }
+    double latency = trial_batches(m, f, stream, (long)m->batch, batches);
+    int rc = trial_report(latency, latency > 0 ? m->batch / latency : 0, memory.mib);
+    model_memory_free(&memory);
+    CHECK(cuStreamDestroy_v2(stream));
+    return rc == 0 ? 0 : 3;
+}
+
 int main(int argc, char **argv) {
     double rate = 100, seconds = 5, scale = 1;
+    long trial_runs = 0;
     model m = MODEL_DEFAULTS;
+    model_batch_from_env(&m);
     const char *trace = NULL, *latencies = NULL, *arrival_file = NULL;
     unsigned seed = 42;
     static const struct option options[] = {
         {"rate", required_argument, NULL, 'r'},    {"seconds", required_argument, NULL, 's'},
         {"trace", required_argument, NULL, 't'},   {"scale", required_argument, NULL, 'x'},
         {"latencies", required_argument, NULL, 'l'}, {"seed", required_argument, NULL, 'e'},
-        {"arrivals", required_argument, NULL, 'a'}, MODEL_OPTIONS, {NULL, 0, NULL, 0}};
+        {"arrivals", required_argument, NULL, 'a'}, {"trial-batches", required_argument, NULL, 'T'},
+        MODEL_OPTIONS, {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         if (model_option(&m, c, optarg)) {
@@ -97,11 +126,16 @@ int main(int argc, char **argv) {
         case 'l': latencies = optarg; break;
         case 'e': seed = (unsigned)parse_double("seed", optarg, 0, 4294967295.0); break;
         case 'a': arrival_file = optarg; break;
+        case 'T': trial_runs = (long)parse_integer("trial-batches", optarg, 1, TRIAL_MAX_RUNS); break;
         default:
-            fprintf(stderr, "usage: emu-infer [--rate R --seconds S | --trace FILE [--scale X] | --arrivals FILE] "
-                            MODEL_USAGE " [--latencies FILE]\n");
+            fprintf(stderr, "usage: emu-infer [--rate R --seconds S | --trace FILE [--scale X] | --arrivals FILE | "
+                            "--trial-batches N] " MODEL_USAGE " [--latencies FILE]\n");
             return 2;
         }
+    }
+    model_check(&m);
+    if (trial_runs > 0) {
+        return trial(&m, trial_runs);
     }
     arrivals = malloc(sizeof(*arrivals) * MAX_REQUESTS);
     if (arrivals == NULL) {
@@ -138,6 +172,12 @@ int main(int argc, char **argv) {
     CHECK(cuCtxCreate_v2(&ctx, 0, 0));
     CHECK(cuStreamCreate(&stream, 0));
     CUfunction f = load_kernel(m.block_us);
+    model_memory memory;
+    if (model_memory_alloc(&m, &memory) != 0) {
+        free(latency);
+        free(arrivals);
+        return 3;
+    }
 
     uint64_t start = now_ns();
     long next = 0;
@@ -167,7 +207,7 @@ int main(int argc, char **argv) {
                 nanosleep(&ts, NULL);
             }
         }
-        run_batch(&m, f, stream);
+        run_batch(&m, f, stream, end - next);
         uint64_t done = now_ns() - start;
         for (long i = next; i < end; i++) {
             latency[i] = (double)(done - arrivals[i]) / 1e6;
@@ -195,6 +235,7 @@ int main(int argc, char **argv) {
            (double)total / elapsed);
     free(latency);
     free(arrivals);
+    model_memory_free(&memory);
     CHECK(cuStreamDestroy_v2(stream));
     return 0;
 }

@@ -16,7 +16,11 @@
  * (counted per port) are refused.
  *
  *   emu-serve --port P [--host A] [--batch N] [--max-wait-ms W] [--kernels K] [--blocks B] [--block-us U]
+ *             [--blocks-per-item X] [--memory-mib M] [--memory-per-item-mib m]
  *             [--max-connections C] [--idle-s S] [--stats-port S] [--pod-name NAME] [--load-ms L]
+ * --batch defaults to $DILU_BATCH_SIZE when that is set: the batch size the profiler chose reaches a served
+ * container that way. The model's memory (--memory-mib, --memory-per-item-mib × --batch) is allocated before
+ * the server listens and held while it runs (the emulated GPU reclaims it when the process ends).
  * --load-ms L (default 0, at most 600000) waits L ms after setting up the GPU before listening: the model's
  * load, the part of a cold start that a container start does not include.
  * It prints "listening on PORT" first, then "stats on PORT" with --stats-port (0 for either: a free port).
@@ -31,6 +35,7 @@
 #include <unistd.h>
 
 #include "http_server.h"
+#include "model_memory.h"
 #include "queue_stats.h"
 #include "request_stats.h"
 #include "workload.h"
@@ -97,6 +102,10 @@ static void *batcher(void *arg) {
     CHECK(cuCtxCreate_v2(&ctx, 0, 0));
     CHECK(cuStreamCreate(&stream, 0));
     CUfunction f = load_kernel(m.block_us);
+    model_memory memory;
+    if (model_memory_alloc(&m, &memory) != 0) {
+        exit(3);
+    }
     /* A cold start is mostly the model's weights reaching GPU memory; the emulated GPU copies nothing, so the
      * time is taken here, before the server listens (and its readiness probe passes). */
     long long load_ns = (long long)(load_ms * 1e6);
@@ -144,7 +153,7 @@ static void *batcher(void *arg) {
         last->next = NULL;
         server.waiting -= n;
         unlock();
-        run_batch(&m, f, stream);
+        run_batch(&m, f, stream, n);
         uint64_t done = now_ns();
         lock();
         for (request *r = first; r != NULL; r = r->next) {
@@ -247,6 +256,7 @@ int main(int argc, char **argv) {
     const char *host = "0.0.0.0", *pod_name = NULL;
     http_server api = {.route = route, .max_connections = 256, .idle_s = 30};
     http_server metrics = {.route = queue_stats_route};
+    model_batch_from_env(&m);
     static const struct option options[] = {
         {"port", required_argument, NULL, 'p'},    {"host", required_argument, NULL, 'h'},
         {"max-connections", required_argument, NULL, 'c'}, {"idle-s", required_argument, NULL, 'i'},
@@ -275,6 +285,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "--port is required (0: any free port)\n");
         return 2;
     }
+    model_check(&m);
     struct in_addr addr;
     if (inet_pton(AF_INET, host, &addr) != 1) {
         fprintf(stderr, "--host=%s is not allowed: must be an IPv4 address\n", host);
