@@ -281,7 +281,8 @@ public final class Main implements Runnable {
     }
 
     @Command(name = "bench", mixinStandardHelpOptions = true, description = "Run a benchmark; each ends with a BENCH line.",
-            subcommands = {Bench.Placement.class, Bench.Tokens.class, Bench.Openb.class, Bench.Coscaling.class})
+            subcommands = {Bench.Placement.class, Bench.Tokens.class, Bench.Openb.class, Bench.Coscaling.class,
+                    Bench.Profiling.class})
     static final class Bench implements Runnable {
 
         @CommandLine.Spec
@@ -333,6 +334,22 @@ public final class Main implements Runnable {
             public Integer call() throws IOException {
                 CoScalingBench.run(spec.commandLine().getOut(), report);
                 return 0;
+            }
+        }
+
+        @Command(name = "profiling", mixinStandardHelpOptions = true,
+                description = "Profile four emulated inference models by Hybrid Growth Search and by the traversal, and a "
+                        + "training job by the binary search, every trial a run on the emulated GPU; one BENCH line per model.")
+        static final class Profiling implements Callable<Integer> {
+            @Option(names = "--native", paramLabel = "DIR", description = "The CMake build of hook-native (default ${DEFAULT-VALUE})")
+            Path nativeDir = LocalCommand.defaultNativeDir();
+
+            @CommandLine.Spec
+            CommandLine.Model.CommandSpec spec;
+
+            @Override
+            public Integer call() {
+                return LocalCommand.run(spec.commandLine().getOut(), spec.commandLine().getErr(), nativeDir, List.of());
             }
         }
 

@@ -21,12 +21,16 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code ./dilu profile --table FILE --slo SECONDS}: the inference searches replayed on a measured sweep. */
+/**
+ * {@code ./dilu profile --table FILE --slo SECONDS}: the inference searches replayed on a measured sweep; {@code
+ * ./dilu profile --local [--model NAME]}: the searches run by real trials of emulated models on the emulated GPU.
+ */
 @Command(name = "profile", mixinStandardHelpOptions = true, sortOptions = false, description = {
-        "Replay a measured sweep with Hybrid Growth Search and the traversal baseline (docs/profiler.md).",
+        "Replay a measured sweep (--table, --slo) with Hybrid Growth Search and the traversal baseline, or profile the "
+                + "emulated models by real trials on the emulated GPU (--local) (docs/profiler.md).",
         "Prints each search's trials in order (batch, SM, latency, throughput efficacy TE = batch / (latency x SM), "
                 + "whether one batch runs within SLO/2), its choice, and the choice's TE against the best SLO-meeting "
-                + "TE in the table; ends with one BENCH profile line. A setting the table lacks is a failed trial.",
+                + "TE; ends with BENCH lines. A setting the table lacks, or a trial that fails, is a failed trial.",
         "The traversal asks for SM 10..100 in steps of 10 times batch 1..32 (60 trials)."})
 final class ProfileCommand implements Callable<Integer> {
 
@@ -36,14 +40,26 @@ final class ProfileCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--table", required = true, paramLabel = "FILE", description = "The sweep: CSV with header "
+    @Option(names = "--table", paramLabel = "FILE", description = "The sweep: CSV with header "
             + ProfileTable.HEADER + ", one row per measured setting (batch_size 1.." + ProfileTable.MAX_BATCH
             + ", sm_percent 1..100, latency_s > 0 of one batch, throughput_rps >= 0)")
     Path table;
 
-    @Option(names = "--slo", required = true, paramLabel = "SECONDS", description = "End-to-end latency objective, "
+    @Option(names = "--slo", paramLabel = "SECONDS", description = "With --table: end-to-end latency objective, "
             + "in (0, 3600] seconds; a setting meets it when one batch executes within half of it")
-    double slo;
+    Double slo;
+
+    @Option(names = "--local", description = "Profile the emulated models (--model) by trials: each trial runs the "
+            + "model's workload as a process on an emulated GPU of its own, at the SM share (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) "
+            + "and batch (DILU_BATCH_SIZE) asked, and reads its DILU_TRIAL report. Needs the native build (--native)")
+    boolean local;
+
+    @Option(names = "--model", paramLabel = "NAME", description = "With --local: one model (repeatable; default all)")
+    List<String> models = new ArrayList<>();
+
+    @Option(names = "--native", paramLabel = "DIR", description = "With --local: the CMake build of hook-native, holding "
+            + "bin/emu-infer and bin/emu-train (default ${DEFAULT-VALUE})")
+    Path nativeDir = LocalCommand.defaultNativeDir();
 
     /** Runs the table and remembers the settings asked, in order (each once: the searches never repeat one). */
     private record Recording(ProfileTable table, List<int[]> asked) implements Trial {
@@ -58,6 +74,21 @@ final class ProfileCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        if (local) {
+            if (table != null || slo != null) {
+                err.println("--local runs each model at its own SLO: --table and --slo are not allowed with it");
+                return 2;
+            }
+            return LocalCommand.run(out, err, nativeDir, models);
+        }
+        if (table == null || slo == null) {
+            err.println("--table FILE and --slo SECONDS are required (or --local)");
+            return 2;
+        }
+        if (!models.isEmpty()) {
+            err.println("--model is for --local");
+            return 2;
+        }
         if (!(slo > 0 && slo <= MAX_SLO_SECONDS)) {
             err.println("--slo must be in (0, " + (int) MAX_SLO_SECONDS + "] seconds, got " + slo);
             return 2;

@@ -91,6 +91,28 @@ class ProfileCommandTest {
         assertThat(run("profile", "--help").out()).contains("--table", "--slo", "batch_size,sm_percent");
     }
 
+    @Test
+    void localNamesTheModelsAndTheMissingBuildAndRefusesTableOptions() throws Exception {
+        Run model = run("profile", "--local", "--model", "resnet-9000", "--native", dir.toString());
+        assertThat(model.exit()).isEqualTo(2);
+        assertThat(model.err()).contains("--model must be one of resnet50, bert-large, mobilenet-v1, llama2-7b-decode, "
+                + "resnet50-train, got 'resnet-9000'");
+
+        Run unbuilt = run("profile", "--local", "--model", "resnet50", "--native", dir.resolve("nothing").toString());
+        assertThat(unbuilt.exit()).isEqualTo(2);
+        assertThat(unbuilt.err()).contains("the emulated GPU's workloads are not built: no " + dir.resolve("nothing/bin/emu-infer"));
+        assertThat(run("bench", "profiling", "--native", dir.resolve("nothing").toString()).exit()).isEqualTo(2);
+
+        Path table = dir.resolve("t.csv");
+        Files.writeString(table, ProfileTable.HEADER + "\n1,10,0.01,100\n");
+        Run both = run("profile", "--local", "--table", table.toString(), "--slo", "1");
+        assertThat(both.exit()).isEqualTo(2);
+        assertThat(both.err()).contains("--table and --slo are not allowed with it");
+        assertThat(run("profile", "--table", table.toString(), "--slo", "1", "--model", "resnet50").err())
+                .contains("--model is for --local");
+        assertThat(run("profile", "--help").out()).contains("--local", "--model");
+    }
+
     private static ProfileTable read(String body) throws Exception {
         return ProfileTable.read(new StringReader(ProfileTable.HEADER + "\n" + body), "sweep.csv");
     }
