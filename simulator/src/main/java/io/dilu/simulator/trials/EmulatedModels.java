@@ -6,8 +6,9 @@ import java.util.Optional;
 /**
  * The models profiled on the emulated GPU: four inference functions of different shapes and one training job.
  *
- * <p>Each shape was derived from public facts about the model it stands for, by one rule, before any search
- * ran on it; none was adjusted after seeing a search's result. The emulated GPU is an A100 (108 SMs, one
+ * <p>Each shape was derived from public facts about the model it stands for, by one rule; none was adjusted
+ * to make a search look good (docs/profiler.md tells the two corrections made on the facts, both of which
+ * lowered the search's figures). The emulated GPU is an A100 (108 SMs, one
  * block slot each, 40 GiB; hook-native/docs/emulated-gpu.md), a kernel of B blocks of U µs takes
  * ⌈B / SMs it may use⌉ × U, and a batch of n requests launches kernels of ⌈blocks + X·(n − 1)⌉ blocks
  * ({@code --blocks-per-item X}). The rule: one emulated kernel per kernel an inference engine runs (layers with
