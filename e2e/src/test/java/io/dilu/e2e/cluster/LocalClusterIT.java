@@ -2,6 +2,8 @@ package io.dilu.e2e.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.kube.profile.GpuFunctionProfile;
+import io.dilu.kube.profile.ProfileSpec;
 import io.dilu.simulator.coscaling.RateTrace;
 import io.dilu.simulator.load.LoadGenerator;
 import io.dilu.simulator.load.LoadResult;
@@ -262,6 +264,35 @@ class LocalClusterIT {
         LoadResult result = load.finished().get(3, TimeUnit.MINUTES);
         assertThat(result.count()).isEqualTo(1800);
         assertThat(result.failures()).as("every request answered with a 2xx").isZero();
+        client.namespaces().withName(ns).delete();
+    }
+
+    /**
+     * The shipped profiler on the cluster: a GpuFunctionProfile with only a spec (the workload image, emu-infer's
+     * trial mode) reaches Ready from trial pods that ran on the node's emulated GPU with their share pinned by the
+     * token manager, and its trials say the GPU was emulated.
+     */
+    @Test
+    @Order(7)
+    void aProfileWithOnlyASpecIsProfiledByTrialPodsOnTheEmulatedGpu() throws Exception {
+        String ns = "e2e-profile";
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns)
+                .addToLabels("dilu.io/webhook", "enabled").endMetadata().build()).serverSideApply();
+        client.resources(GpuFunctionProfile.class).inNamespace(ns).resource(new GpuFunctionProfile(
+                new io.fabric8.kubernetes.api.model.ObjectMetaBuilder().withName("resnet").build(),
+                ProfileSpec.toProfile("resnet", "inference", "dilu.local/workload:0.1.0", List.of("emu-infer", "--trial-batches", "3",
+                        "--kernels", "4", "--blocks", "54", "--blocks-per-item", "27", "--block-us", "250", "--memory-mib", "1500",
+                        "--memory-per-item-mib", "100"), 40, 16), null)).create();
+        await(Duration.ofMinutes(8), () -> {
+            GpuFunctionProfile p = client.resources(GpuFunctionProfile.class).inNamespace(ns).withName("resnet").get();
+            return p.conditionTrue(GpuFunctionProfile.READY) || p.conditionTrue(GpuFunctionProfile.FAILED);
+        });
+        GpuFunctionProfile p = client.resources(GpuFunctionProfile.class).inNamespace(ns).withName("resnet").get();
+        assertThat(p.conditionTrue(GpuFunctionProfile.READY)).as("%s", p.getStatus()).isTrue();
+        assertThat(p.getStatus().trials()).hasSize(p.getStatus().searchTrials())
+                .allSatisfy(t -> assertThat(t.gpu()).startsWith("Emulated"));
+        assertThat(p.getStatus().batchSize()).isBetween(1, 16);
+        assertThat(client.pods().inNamespace(ns).list().getItems()).as("trial pods are deleted once measured").isEmpty();
         client.namespaces().withName(ns).delete();
     }
 
