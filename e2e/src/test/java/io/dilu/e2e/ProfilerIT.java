@@ -191,6 +191,7 @@ class ProfilerIT {
             var c = pod.getSpec().getContainers().getFirst();
             String sm = c.getResources().getLimits().get(DiluNames.GPU_SM).toString();
             assertThat(pod.getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, sm);
+            assertThat(c.getResources().getLimits().get(DiluNames.GPU_MEMORY).toString()).as("the whole GPU's memory").isEqualTo("40960");
             assertThat(c.getEnv()).anySatisfy(e -> {
                 assertThat(e.getName()).isEqualTo("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
                 assertThat(e.getValue()).isEqualTo(sm);

@@ -38,6 +38,8 @@ public final class Profiler implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Profiler.class);
     /** How often the trial pod's status is read from the watch. */
     private static final Duration POLL = Duration.ofMillis(250);
+    /** A trial's memory where no node says what its GPUs have (the node agent's default share). */
+    static final long DEFAULT_TRIAL_MEMORY_MIB = 1024;
 
     private final KubernetesClient client;
     private final AutoscalerConfig.Profiler config;
@@ -123,7 +125,8 @@ public final class Profiler implements AutoCloseable {
         Instant deadline = clock.instant().plus(config.trialTimeout().multipliedBy(2));
         try {
             if (pod(ns, name).isEmpty()) {
-                client.pods().inNamespace(ns).resource(TrialPods.pod(profile, sm, batch, attempt, config.trialTimeout())).create();
+                client.pods().inNamespace(ns).resource(TrialPods.pod(profile, sm, batch, attempt, config.trialTimeout(),
+                        trialMemory(profile))).create();
             }
         } catch (KubernetesClientException e) {
             if (e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
@@ -169,6 +172,27 @@ public final class Profiler implements AutoCloseable {
         } catch (KubernetesClientException e) {
             LOG.warnf("could not delete trial pod %s/%s: %s (its owner's deletion removes it)", ns, name, e.getMessage());
         }
+    }
+
+    /**
+     * A trial's GPU memory: the spec's bound when it gives one, else the largest GPU's (from the nodes' inventories),
+     * so that the function is measured with all the memory it may want; else the agent's default.
+     */
+    private long trialMemory(GpuFunctionProfile profile) {
+        if (profile.getSpec().memoryMiB() != null) {
+            return profile.getSpec().memoryMiB();
+        }
+        return client.nodes().list().getItems().stream()
+                .map(n -> n.getMetadata().getAnnotations() == null ? null : n.getMetadata().getAnnotations().get(DiluNames.GPU_INVENTORY))
+                .filter(a -> a != null)
+                .flatMap(a -> {
+                    try {
+                        return InventoryAnnotation.read(a).stream();
+                    } catch (IllegalArgumentException e) {
+                        return java.util.stream.Stream.empty();
+                    }
+                })
+                .mapToLong(GpuDevice::memoryMib).max().orElse(DEFAULT_TRIAL_MEMORY_MIB);
     }
 
     /** The model of a node's first GPU as its inventory says; the node's name when it says none. */

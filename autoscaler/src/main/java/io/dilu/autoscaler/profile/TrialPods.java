@@ -45,8 +45,12 @@ public final class TrialPods {
         return (profile.length() + suffix.length() > 253 ? profile.substring(0, 253 - suffix.length()) : profile) + suffix;
     }
 
-    /** The pod for one attempt at one setting; owned by the profile, so deleting the profile deletes it. */
-    public static Pod pod(GpuFunctionProfile profile, int smPercent, int batchSize, int attempt, Duration timeout) {
+    /**
+     * The pod for one attempt at one setting; owned by the profile, so deleting the profile deletes it.
+     *
+     * @param memoryMib the GPU memory it may use: a whole GPU's, since the trial is to find out how much it needs
+     */
+    public static Pod pod(GpuFunctionProfile profile, int smPercent, int batchSize, int attempt, Duration timeout, long memoryMib) {
         ProfileSpec spec = profile.getSpec();
         String sm = Integer.toString(smPercent);
         ContainerBuilder container = new ContainerBuilder().withName(CONTAINER).withImage(spec.image())
@@ -54,7 +58,8 @@ public final class TrialPods {
                         new EnvVar(TrialReport.RESULT_ENV, TERMINATION_LOG, null),
                         new EnvVar(MPS_PERCENTAGE, sm, null))
                 .withTerminationMessagePath(TERMINATION_LOG).withTerminationMessagePolicy("File")
-                .withNewResources().withLimits(Map.of(DiluNames.GPU_SM, new Quantity(sm))).endResources();
+                .withNewResources().withLimits(Map.of(DiluNames.GPU_SM, new Quantity(sm),
+                        DiluNames.GPU_MEMORY, new Quantity(Long.toString(memoryMib)))).endResources();
         if (spec.command() != null && !spec.command().isEmpty()) {
             container.withCommand(spec.command());
         }

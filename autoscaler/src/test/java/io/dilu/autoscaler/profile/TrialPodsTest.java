@@ -29,7 +29,7 @@ class TrialPodsTest {
 
     @Test
     void aTrialPodPinsItsShareAndTellsTheWorkloadWhereToReport() {
-        Pod pod = TrialPods.pod(BERT, 30, 8, 1, Duration.ofMinutes(5));
+        Pod pod = TrialPods.pod(BERT, 30, 8, 1, Duration.ofMinutes(5), 40960);
         assertThat(pod.getMetadata().getName()).isEqualTo("bert-sm30-b8-1");
         assertThat(pod.getMetadata().getNamespace()).isEqualTo("fns");
         assertThat(pod.getMetadata().getLabels()).containsEntry(TrialPods.ROLE_LABEL, TrialPods.ROLE);
@@ -41,6 +41,7 @@ class TrialPodsTest {
         assertThat(c.getImage()).isEqualTo("registry.local/bert:1");
         assertThat(c.getCommand()).containsExactly("serve", "--trial");
         assertThat(c.getResources().getLimits().get(DiluNames.GPU_SM).toString()).isEqualTo("30");
+        assertThat(c.getResources().getLimits().get(DiluNames.GPU_MEMORY).toString()).isEqualTo("40960");
         assertThat(c.getEnv().stream().collect(Collectors.toMap(EnvVar::getName, EnvVar::getValue))).isEqualTo(Map.of(
                 TrialReport.BATCH_SIZE_ENV, "8", TrialReport.RESULT_ENV, "/dev/termination-log",
                 "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "30"));
@@ -50,13 +51,13 @@ class TrialPodsTest {
     }
 
     private static Pod withStatus(String phase, ContainerStatusBuilder container) {
-        return new PodBuilder(TrialPods.pod(BERT, 30, 8, 0, Duration.ofMinutes(5))).editSpec().withNodeName("gpu-1").endSpec()
+        return new PodBuilder(TrialPods.pod(BERT, 30, 8, 0, Duration.ofMinutes(5), 40960)).editSpec().withNodeName("gpu-1").endSpec()
                 .withNewStatus().withPhase(phase).withContainerStatuses(container.withName("trial").build()).endStatus().build();
     }
 
     @Test
     void theOutcomeIsReadFromThePodsStatus() {
-        assertThat(TrialPods.outcome(TrialPods.pod(BERT, 30, 8, 0, Duration.ofMinutes(5)))).isInstanceOf(TrialPods.Running.class);
+        assertThat(TrialPods.outcome(TrialPods.pod(BERT, 30, 8, 0, Duration.ofMinutes(5), 40960))).isInstanceOf(TrialPods.Running.class);
         assertThat(TrialPods.outcome(withStatus("Succeeded", new ContainerStatusBuilder().withNewState().withNewTerminated()
                 .withExitCode(0).withMessage("DILU_TRIAL latency_s=0.04 throughput_rps=200 memory_mib=3000\n").endTerminated().endState())))
                 .isEqualTo(new TrialPods.Measured(new TrialReport(0.04, 200, 3000), "gpu-1"));
