@@ -102,6 +102,7 @@ class ManifestsIT {
                 .as("the autoscaler renews its leader lease with a PATCH (fabric8's LeaderElector)").isTrue();
         assertThat(allowed("dilu-autoscaler", "update", "apps", "deployments/scale")).isTrue();
         assertThat(allowed("dilu-autoscaler", "create", "", "pods")).as("its profiler runs trials as pods").isTrue();
+        assertThat(allowed("dilu-autoscaler", "watch", "", "nodes")).as("sized from the nodes' GPU inventories").isTrue();
         assertThat(allowed("dilu-autoscaler", "update", "dilu.io", "gpufunctionprofiles/status"))
                 .as("and writes what they found into the profile's status").isTrue();
         assertThat(allowed("dilu-autoscaler", "update", "dilu.io", "gpufunctionprofiles")).as("never the spec").isFalse();

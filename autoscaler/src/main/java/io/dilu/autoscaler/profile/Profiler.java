@@ -16,6 +16,7 @@ import java.net.HttpURLConnection;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -46,6 +47,8 @@ public final class Profiler implements AutoCloseable {
     private final InstantSource clock;
     private final SharedIndexInformer<GpuFunctionProfile> profiles;
     private final SharedIndexInformer<Pod> trialPods;
+    /** GPU nodes: the largest GPU's memory for a trial, the GPU model a trial ran on. */
+    private final SharedIndexInformer<Node> nodes;
     private final ScheduledExecutorService scanner = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-profiler-scan").unstarted(r));
     private final ExecutorService workers;
@@ -60,13 +63,16 @@ public final class Profiler implements AutoCloseable {
                 r -> Thread.ofPlatform().daemon().name("dilu-profiler").unstarted(r));
         this.profiles = client.resources(GpuFunctionProfile.class).inAnyNamespace().runnableInformer(0);
         this.trialPods = client.pods().inAnyNamespace().withLabel(TrialPods.ROLE_LABEL, TrialPods.ROLE).runnableInformer(0);
+        this.nodes = client.nodes().runnableInformer(0);
         profiles.exceptionHandler((started, t) -> true);
         trialPods.exceptionHandler((started, t) -> true);
+        nodes.exceptionHandler((started, t) -> true);
     }
 
     public void start() {
         profiles.start();
         trialPods.start();
+        nodes.start();
     }
 
     /** Starts profiling: this replica holds the Lease. */
@@ -90,6 +96,7 @@ public final class Profiler implements AutoCloseable {
         workers.shutdownNow();
         profiles.close();
         trialPods.close();
+        nodes.close();
     }
 
     private void scan() {
@@ -123,13 +130,17 @@ public final class Profiler implements AutoCloseable {
         String name = TrialPods.name(profile.getMetadata().getName(), sm, batch, attempt);
         // The pod's own deadline runs from its start; this one also covers scheduling and image pulls.
         Instant deadline = clock.instant().plus(config.trialTimeout().multipliedBy(2));
+        Pod trial = TrialPods.pod(profile, sm, batch, attempt, config.trialTimeout(), trialMemory(profile));
         try {
             if (pod(ns, name).isEmpty()) {
-                client.pods().inNamespace(ns).resource(TrialPods.pod(profile, sm, batch, attempt, config.trialTimeout(),
-                        trialMemory(profile))).create();
+                client.pods().inNamespace(ns).resource(trial).create();
             }
         } catch (KubernetesClientException e) {
-            if (e.getCode() != HttpURLConnection.HTTP_CONFLICT) {
+            int code = e.getCode();
+            if (code == 0 || code == 429 || code >= 500) {
+                throw e; // the API server's trouble, not the pod's: the job ends and the next scan resumes it
+            }
+            if (code != HttpURLConnection.HTTP_CONFLICT) {
                 // Refused (by admission, say): the reason is the API server's, and no attempt will do better.
                 return new TrialPods.Fatal("PodRefused: " + TrialPods.clip(e.getStatus() == null ? e.getMessage()
                         : e.getStatus().getMessage()));
@@ -182,30 +193,26 @@ public final class Profiler implements AutoCloseable {
         if (profile.getSpec().memoryMiB() != null) {
             return profile.getSpec().memoryMiB();
         }
-        return client.nodes().list().getItems().stream()
-                .map(n -> n.getMetadata().getAnnotations() == null ? null : n.getMetadata().getAnnotations().get(DiluNames.GPU_INVENTORY))
-                .filter(a -> a != null)
-                .flatMap(a -> {
-                    try {
-                        return InventoryAnnotation.read(a).stream();
-                    } catch (IllegalArgumentException e) {
-                        return java.util.stream.Stream.empty();
-                    }
-                })
-                .mapToLong(GpuDevice::memoryMib).max().orElse(DEFAULT_TRIAL_MEMORY_MIB);
+        return nodes.getStore().list().stream().flatMap(n -> gpus(n).stream()).mapToLong(GpuDevice::memoryMib).max()
+                .orElse(DEFAULT_TRIAL_MEMORY_MIB);
+    }
+
+    /** A node's GPUs as its inventory annotation says; none when it says nothing readable. */
+    private static List<GpuDevice> gpus(Node node) {
+        String inventory = node.getMetadata().getAnnotations() == null ? null
+                : node.getMetadata().getAnnotations().get(DiluNames.GPU_INVENTORY);
+        try {
+            return inventory == null ? List.of() : InventoryAnnotation.read(inventory);
+        } catch (IllegalArgumentException e) {
+            return List.of();
+        }
     }
 
     /** The model of a node's first GPU as its inventory says; the node's name when it says none. */
     private String gpuOf(String nodeName) {
-        try {
-            Node node = client.nodes().withName(nodeName).get();
-            String inventory = node == null || node.getMetadata().getAnnotations() == null ? null
-                    : node.getMetadata().getAnnotations().get(DiluNames.GPU_INVENTORY);
-            return inventory == null ? "node " + nodeName
-                    : InventoryAnnotation.read(inventory).stream().findFirst().map(GpuDevice::model).orElse("node " + nodeName);
-        } catch (KubernetesClientException | IllegalArgumentException e) {
-            return "node " + nodeName;
-        }
+        Node node = nodes.getStore().getByKey(nodeName);
+        return (node == null ? List.<GpuDevice>of() : gpus(node)).stream().findFirst().map(GpuDevice::model)
+                .orElse("node " + nodeName);
     }
 
     /** Writes the status of the profile the job started from, unless it went or its spec changed since. */

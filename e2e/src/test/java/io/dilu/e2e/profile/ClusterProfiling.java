@@ -48,8 +48,13 @@ public final class ClusterProfiling {
                 .withConfig(Config.fromKubeconfig(Files.readString(DIR.resolve("admin.kubeconfig")))).build()) {
             client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS)
                     .addToLabels("dilu.io/webhook", "enabled").endMetadata().build()).serverSideApply();
+            int failed = 0;
             for (EmulatedModel m : models) {
-                profile(client, m);
+                failed += profile(client, m) ? 0 : 1;
+            }
+            if (failed > 0) {
+                System.err.println("profile: " + failed + " of " + models.size() + " profiles Failed (above)");
+                System.exit(1);
             }
         }
     }
@@ -60,7 +65,8 @@ public final class ClusterProfiling {
                 m.training() ? null : (int) Math.round(m.sloSeconds() * 1000), null);
     }
 
-    private static void profile(KubernetesClient client, EmulatedModel m) throws InterruptedException {
+    /** Profiles one model; whether its profile became Ready. */
+    private static boolean profile(KubernetesClient client, EmulatedModel m) throws InterruptedException {
         var profiles = client.resources(GpuFunctionProfile.class).inNamespace(NS);
         // A fresh profile each run: its trials are this run's.
         profiles.withName(m.name()).withTimeout(1, TimeUnit.MINUTES).delete();
@@ -84,7 +90,7 @@ public final class ClusterProfiling {
             System.out.printf("%s: Failed: %s: %s%n", m.name(), c.getReason(), c.getMessage());
             System.out.printf(Locale.ROOT, "BENCH profile-cluster model=%s ready=false trials=%d gpu=emulated%n", m.name(),
                     s.trials() == null ? 0 : s.trials().size());
-            return;
+            return false;
         }
         System.out.printf(Locale.ROOT, "%s: Ready: SM request %d%%, limit %d%%, batch %d, memory %d MiB%s after %d trials%n",
                 m.name(), s.smRequest(), s.smLimit(), s.batchSize(), s.memoryMiB(),
@@ -92,6 +98,7 @@ public final class ClusterProfiling {
                 s.searchTrials());
         System.out.printf(Locale.ROOT, "BENCH profile-cluster model=%s ready=true trials=%d sm_request=%d sm_limit=%d batch=%d gpu=emulated%n",
                 m.name(), s.searchTrials(), s.smRequest(), s.smLimit(), s.batchSize());
+        return true;
     }
 
     /** Prints the trials after the first {@code shown}; returns how many are shown now. */
