@@ -54,7 +54,7 @@ import org.junit.jupiter.api.io.TempDir;
 class ProfilerIT {
 
     static final String NS = "fns";
-    static final String GPU_MODEL = "Emulated A100-SXM4-40GB";
+    static final String GPU_MODEL = "A100-40GB";
     static final String MISSING_IMAGE = "registry.local/missing:1";
     static final Path LOGS = Path.of("target", "it-logs");
     static final Path NATIVE = Path.of(System.getProperty("dilu.native.dir", "../hook-native/target/cmake")).toAbsolutePath();
@@ -82,7 +82,7 @@ class ProfilerIT {
         api.createNamespace(NS, Map.of("dilu.io/webhook", "enabled", "dilu.io/allow-slo", "true"));
         api.createNamespace("dilu-system", Map.of());
         client.nodes().resource(new NodeBuilder().withNewMetadata().withName("gpu-node").withAnnotations(Map.of(
-                DiluNames.GPU_INVENTORY, InventoryAnnotation.write(List.of(new GpuDevice("GPU-0", 0, GPU_MODEL, 40_960, 108)))))
+                DiluNames.GPU_INVENTORY, InventoryAnnotation.write(List.of(new GpuDevice(GpuDevice.EMULATED_UUID_PREFIX + "gpu-node-0", 0, GPU_MODEL, 40_960, 108)))))
                 .endMetadata().build()).create();
         Path kubeconfig = api.writeKubeconfig(tmp.resolve("kubeconfig"));
         webhook = LocalControlPlane.startWebhook(client, kubeconfig, tmp, LOGS.resolve("profiler-webhook.log"));
@@ -199,7 +199,7 @@ class ProfilerIT {
             assertThat(c.getEnv()).as("the webhook injected the hook").anySatisfy(e -> assertThat(e.getName()).isEqualTo("LD_PRELOAD"));
         }
         assertThat(trials).allSatisfy(t -> {
-            assertThat(t.gpu()).isEqualTo(GPU_MODEL);
+            assertThat(t.gpu()).as("labelled emulated").isEqualTo("emulated " + GPU_MODEL);
             assertThat(t.pod()).isNotBlank();
             assertThat(pods).anySatisfy(p -> assertThat(p.getMetadata().getName()).isEqualTo(t.pod()));
         });

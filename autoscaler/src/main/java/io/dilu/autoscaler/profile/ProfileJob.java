@@ -45,6 +45,7 @@ final class ProfileJob {
     private final StatusWriter writer;
     private final Function<String, String> gpuOfNode;
     private final int retries;
+    private final long trialMemoryMib;
     private final InstantSource clock;
     private final List<TrialRecord> trials = new ArrayList<>();
     private ProfileStatus last;
@@ -52,15 +53,18 @@ final class ProfileJob {
     /**
      * @param gpuOfNode the GPU model of a node (an emulated GPU's name says so), recorded with each trial
      * @param retries further attempts of a trial whose pod failed
+     * @param trialMemoryMib the GPU memory each trial pod may use: the profile's memory when the workload does not
+     *     report what it used (it keeps what it was measured with)
      */
     ProfileJob(GpuFunctionProfile profile, Runner runner, StatusWriter writer, Function<String, String> gpuOfNode, int retries,
-            InstantSource clock) {
+            long trialMemoryMib, InstantSource clock) {
         this.profile = profile;
         this.generation = Optional.ofNullable(profile.getMetadata().getGeneration()).orElse(0L);
         this.runner = runner;
         this.writer = writer;
         this.gpuOfNode = gpuOfNode;
         this.retries = retries;
+        this.trialMemoryMib = trialMemoryMib;
         this.clock = clock;
         this.last = profile.getStatus();
         if (profile.current() && profile.getStatus().trials() != null) {
@@ -123,12 +127,14 @@ final class ProfileJob {
     private ProfileStatuses.Chosen training() {
         TrainingProfile p = new TrainingProfiler().profile(this::trial);
         long memory = trials.stream().mapToLong(t -> t.memoryMiB() == null ? 0 : t.memoryMiB()).max().orElse(0);
-        return new ProfileStatuses.Chosen(p.smRequest(), p.smLimit(), 1, Math.max(1, memory), null, p.trials());
+        return new ProfileStatuses.Chosen(p.smRequest(), p.smLimit(), 1, memory > 0 ? memory : trialMemoryMib, null, p.trials());
     }
 
+    /** What the chosen trial used; what the trials were given when the workload did not say. */
     private long memoryAt(int sm, int batch) {
-        return Math.max(1, trials.stream().filter(t -> t.smPercent() == sm && t.batchSize() == batch)
-                .mapToLong(t -> t.memoryMiB() == null ? 0 : t.memoryMiB()).max().orElse(0));
+        long reported = trials.stream().filter(t -> t.smPercent() == sm && t.batchSize() == batch)
+                .mapToLong(t -> t.memoryMiB() == null ? 0 : t.memoryMiB()).max().orElse(0);
+        return reported > 0 ? reported : trialMemoryMib;
     }
 
     /** One trial: from the status when this spec's trial already ran, else by pod, retried. */

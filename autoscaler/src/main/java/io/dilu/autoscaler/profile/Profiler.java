@@ -107,7 +107,9 @@ public final class Profiler implements AutoCloseable {
                 if (running.size() >= config.parallel() || key == null || running.containsKey(key) || !ProfileJob.needsWork(p)) {
                     continue;
                 }
-                ProfileJob job = new ProfileJob(p, this::runTrial, this::writeStatus, this::gpuOf, config.retries(), clock);
+                long memory = trialMemory(p);
+                ProfileJob job = new ProfileJob(p, (profile, sm, batch, attempt) -> runTrial(profile, sm, batch, attempt, memory),
+                        this::writeStatus, this::gpuOf, config.retries(), memory, clock);
                 running.put(key, workers.submit(() -> {
                     try {
                         job.run();
@@ -125,12 +127,13 @@ public final class Profiler implements AutoCloseable {
     }
 
     /** Creates the attempt's pod unless it exists (a previous leader's), waits for its outcome, deletes it. */
-    private TrialPods.Outcome runTrial(GpuFunctionProfile profile, int sm, int batch, int attempt) throws InterruptedException {
+    private TrialPods.Outcome runTrial(GpuFunctionProfile profile, int sm, int batch, int attempt, long memoryMib)
+            throws InterruptedException {
         String ns = profile.getMetadata().getNamespace();
         String name = TrialPods.name(profile.getMetadata().getName(), sm, batch, attempt);
         // The pod's own deadline runs from its start; this one also covers scheduling and image pulls.
         Instant deadline = clock.instant().plus(config.trialTimeout().multipliedBy(2));
-        Pod trial = TrialPods.pod(profile, sm, batch, attempt, config.trialTimeout(), trialMemory(profile));
+        Pod trial = TrialPods.pod(profile, sm, batch, attempt, config.trialTimeout(), memoryMib);
         try {
             if (pod(ns, name).isEmpty()) {
                 client.pods().inNamespace(ns).resource(trial).create();
@@ -208,11 +211,11 @@ public final class Profiler implements AutoCloseable {
         }
     }
 
-    /** The model of a node's first GPU as its inventory says; the node's name when it says none. */
+    /** The model of a node's first GPU as its inventory says, marked when emulated; the node's name when it says none. */
     private String gpuOf(String nodeName) {
         Node node = nodes.getStore().getByKey(nodeName);
-        return (node == null ? List.<GpuDevice>of() : gpus(node)).stream().findFirst().map(GpuDevice::model)
-                .orElse("node " + nodeName);
+        return (node == null ? List.<GpuDevice>of() : gpus(node)).stream().findFirst()
+                .map(g -> g.emulated() ? "emulated " + g.model() : g.model()).orElse("node " + nodeName);
     }
 
     /** Writes the status of the profile the job started from, unless it went or its spec changed since. */

@@ -66,7 +66,7 @@ class ProfileJobTest {
     }
 
     private static ProfileJob job(GpuFunctionProfile p, TestingRunner runner, TestingWriter writer) {
-        return new ProfileJob(p, runner, writer, node -> "Emulated A100 on " + node, 2, CLOCK);
+        return new ProfileJob(p, runner, writer, node -> "Emulated A100 on " + node, 2, 40_960, CLOCK);
     }
 
     @Test
@@ -183,5 +183,16 @@ class ProfileJobTest {
         assertThat(s.batchSize()).isEqualTo(1);
         assertThat(s.memoryMiB()).isEqualTo(5000);
         assertThat(s.searchTrials()).isLessThanOrEqualTo(14);
+    }
+
+    @Test
+    void aWorkloadThatDoesNotSayItsMemoryKeepsWhatItWasMeasuredWith() throws Exception {
+        TestingRunner runner = new TestingRunner((sm, b) -> {
+            TrialReport r = ((TrialPods.Measured) model(sm, b)).report();
+            return new TrialPods.Measured(new TrialReport(r.latencySeconds(), r.throughput(), 0), "gpu-1");
+        });
+        TestingWriter writer = new TestingWriter();
+        job(inference(100), runner, writer).run();
+        assertThat(writer.last().memoryMiB()).isEqualTo(40_960);
     }
 }

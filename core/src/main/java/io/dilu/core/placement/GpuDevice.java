@@ -11,6 +11,9 @@ package io.dilu.core.placement;
  */
 public record GpuDevice(String uuid, int index, String model, long memoryMib, int smCount) {
 
+    /** How the node agent names the UUIDs of emulated GPUs ({@code GPU-emu-<node>-<index>}); no real GPU's starts so. */
+    public static final String EMULATED_UUID_PREFIX = "GPU-emu-";
+
     public GpuDevice {
         if (uuid == null || uuid.isBlank()) {
             throw new IllegalArgumentException("uuid must not be blank");
@@ -21,5 +24,10 @@ public record GpuDevice(String uuid, int index, String model, long memoryMib, in
         if (smCount < 1) {
             throw new IllegalArgumentException("smCount must be at least 1, got " + smCount);
         }
+    }
+
+    /** Whether this is an emulated GPU (figures measured on it are emulated, not GPU measurements). */
+    public boolean emulated() {
+        return uuid.startsWith(EMULATED_UUID_PREFIX);
     }
 }

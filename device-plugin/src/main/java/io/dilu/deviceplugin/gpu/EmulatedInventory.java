@@ -53,7 +53,7 @@ public final class EmulatedInventory implements GpuInventory {
         }
         List<GpuDevice> gpus = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            gpus.add(new GpuDevice(String.format(Locale.ROOT, "GPU-emu-%s-%d", node, i), i, m.group(2), memoryGb * 1024, sms));
+            gpus.add(new GpuDevice(String.format(Locale.ROOT, GpuDevice.EMULATED_UUID_PREFIX + "%s-%d", node, i), i, m.group(2), memoryGb * 1024, sms));
         }
         return new EmulatedInventory(gpus);
     }

@@ -290,7 +290,7 @@ class LocalClusterIT {
         GpuFunctionProfile p = client.resources(GpuFunctionProfile.class).inNamespace(ns).withName("resnet").get();
         assertThat(p.conditionTrue(GpuFunctionProfile.READY)).as("%s", p.getStatus()).isTrue();
         assertThat(p.getStatus().trials()).hasSize(p.getStatus().searchTrials())
-                .allSatisfy(t -> assertThat(t.gpu()).startsWith("Emulated"));
+                .allSatisfy(t -> assertThat(t.gpu()).startsWith("emulated "));
         assertThat(p.getStatus().batchSize()).isBetween(1, 16);
         assertThat(client.pods().inNamespace(ns).list().getItems()).as("trial pods are deleted once measured").isEmpty();
         client.namespaces().withName(ns).delete();
