@@ -28,10 +28,12 @@ public final class EmulatedModels {
      * 156 TFLOP/s, i.e. 97 µs·SM per kernel per image; at 20 µs per block (54 kernels: about a millisecond at
      * batch 1, where the GPU runs one small kernel after another) that is 5 blocks per image, and a
      * convolution's grid is proportional to the batch (its GEMM rows are images × output pixels). SLO 15 ms
-     * (MLPerf server bound for ResNet-50 v1.5).
+     * (MLPerf server bound for ResNet-50 v1.5). Memory: 25.6 M FP16 weights, 49 MiB; per image the largest
+     * layer's input and output (224×224×3 and 112×112×64 FP16), 2 MiB.
      */
     public static final EmulatedModel RESNET50 = new EmulatedModel("resnet50", false,
-            List.of("--kernels", "54", "--blocks", "5", "--blocks-per-item", "5", "--block-us", "20"), 0.015,
+            List.of("--kernels", "54", "--blocks", "5", "--blocks-per-item", "5", "--block-us", "20", "--memory-mib", "49",
+                    "--memory-per-item-mib", "2"), 0.015,
             "54 kernels (53 convolutions + classifier), 5 blocks of 20 us per image: 7.6 GFLOP/image at 156 TFLOP/s; SLO 15 ms (MLPerf)");
 
     /**
@@ -40,9 +42,12 @@ public final class EmulatedModels {
      * FFN down), 120 in all; 128×128 output tiles of one 384-token sequence: 72, 48, 24, 96 and 24 blocks, 53 on
      * average, proportional to the batch. 2 × 302 M layer weights × 384 tokens + 14.5 GFLOP of attention =
      * 246 GFLOP per sequence, 1.58 ms of the GPU at 156 TFLOP/s: 27 µs per block. SLO 130 ms (MLPerf, BERT).
+     * Memory: 335 M FP16 weights, 639 MiB; per sequence the FFN's 384×4096 activations (3 MiB) and 16 heads'
+     * 384×384 attention scores (4.5 MiB), 8 MiB.
      */
     public static final EmulatedModel BERT_LARGE = new EmulatedModel("bert-large", false,
-            List.of("--kernels", "120", "--blocks", "53", "--blocks-per-item", "53", "--block-us", "27"), 0.130,
+            List.of("--kernels", "120", "--blocks", "53", "--blocks-per-item", "53", "--block-us", "27", "--memory-mib", "639",
+                    "--memory-per-item-mib", "8"), 0.130,
             "120 kernels (24 layers x 5), 53 blocks of 27 us per 384-token sequence: 246 GFLOP at 156 TFLOP/s; SLO 130 ms (MLPerf)");
 
     /**
@@ -50,9 +55,11 @@ public final class EmulatedModels {
      * (Howard et al., 2017, Table 1), so 28 kernels; 569 M MACs = 1.14 GFLOP per image is 7.3 µs of the GPU at
      * 156 TFLOP/s, 28 µs·SM per kernel per image: at 10 µs per block (a few hundred µs at batch 1) 3 blocks per
      * image, so 96 blocks at batch 32, less than the 108 SMs. SLO 10 ms (MLPerf v0.5 server bound, MobileNet-v1).
+     * Memory: 4.2 M FP16 weights, 8 MiB; per image the first layers' 112×112×32 FP16 input and output, 2 MiB.
      */
     public static final EmulatedModel MOBILENET = new EmulatedModel("mobilenet-v1", false,
-            List.of("--kernels", "28", "--blocks", "3", "--blocks-per-item", "3", "--block-us", "10"), 0.010,
+            List.of("--kernels", "28", "--blocks", "3", "--blocks-per-item", "3", "--block-us", "10", "--memory-mib", "8",
+                    "--memory-per-item-mib", "2"), 0.010,
             "28 kernels, 3 blocks of 10 us per image: 1.14 GFLOP/image at 156 TFLOP/s; SLO 10 ms (MLPerf v0.5)");
 
     /**

@@ -23,7 +23,8 @@ class EmulatedModelsTest {
     void trialCommandsRunTheWorkloadInTrialMode() {
         Path root = Path.of("/build");
         assertThat(EmulatedModels.RESNET50.trialCommand(root, 10)).containsExactly("/build/bin/emu-infer", "--kernels", "54",
-                "--blocks", "5", "--blocks-per-item", "5", "--block-us", "20", "--trial-batches", "10");
+                "--blocks", "5", "--blocks-per-item", "5", "--block-us", "20", "--memory-mib", "49", "--memory-per-item-mib", "2",
+                "--trial-batches", "10");
         assertThat(EmulatedModels.RESNET50_TRAINING.trialCommand(root, 5)).startsWith("/build/bin/emu-train")
                 .endsWith("--trial", "--iterations", "5");
         assertThatThrownBy(() -> EmulatedModels.RESNET50.trialCommand(root, 0)).isInstanceOf(IllegalArgumentException.class);
