@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
+import io.fabric8.kubernetes.api.model.Node;
 import java.util.List;
 
 /**
@@ -37,6 +38,19 @@ public final class InventoryAnnotation {
                     .map(e -> new GpuDevice(e.uuid(), e.index(), e.model(), e.memoryMiB(), e.smCount())).toList();
         } catch (JsonProcessingException | IllegalArgumentException e) {
             throw new IllegalArgumentException(KEY + " is not a valid GPU inventory: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * A node's GPUs for readers that only look (the largest GPU, a GPU's model): none when the node has no
+     * inventory or a malformed one, which its agent reports and fixes.
+     */
+    public static List<GpuDevice> ofNode(Node node) {
+        String inventory = node.getMetadata().getAnnotations() == null ? null : node.getMetadata().getAnnotations().get(KEY);
+        try {
+            return inventory == null ? List.of() : read(inventory);
+        } catch (IllegalArgumentException e) {
+            return List.of();
         }
     }
 }

@@ -1,7 +1,6 @@
 package io.dilu.autoscaler.profile;
 
 import io.dilu.autoscaler.AutoscalerConfig;
-import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.kube.profile.GpuFunctionProfile;
@@ -102,9 +101,15 @@ public final class Profiler implements AutoCloseable {
     private void scan() {
         try {
             running.values().removeIf(Future::isDone);
-            for (GpuFunctionProfile p : profiles.getStore().list()) {
-                String key = p.getMetadata().getUid();
-                if (running.size() >= config.parallel() || key == null || running.containsKey(key) || !ProfileJob.needsWork(p)) {
+            for (GpuFunctionProfile cached : profiles.getStore().list()) {
+                String key = cached.getMetadata().getUid();
+                if (running.size() >= config.parallel() || key == null || running.containsKey(key) || !ProfileJob.needsWork(cached)) {
+                    continue;
+                }
+                // The watch may not have delivered the status a job just finished with: ask, or that job runs twice.
+                GpuFunctionProfile p = client.resources(GpuFunctionProfile.class).inNamespace(cached.getMetadata().getNamespace())
+                        .withName(cached.getMetadata().getName()).get();
+                if (p == null || !key.equals(p.getMetadata().getUid()) || !ProfileJob.needsWork(p)) {
                     continue;
                 }
                 long memory = trialMemory(p);
@@ -196,25 +201,14 @@ public final class Profiler implements AutoCloseable {
         if (profile.getSpec().memoryMiB() != null) {
             return profile.getSpec().memoryMiB();
         }
-        return nodes.getStore().list().stream().flatMap(n -> gpus(n).stream()).mapToLong(GpuDevice::memoryMib).max()
-                .orElse(DEFAULT_TRIAL_MEMORY_MIB);
-    }
-
-    /** A node's GPUs as its inventory annotation says; none when it says nothing readable. */
-    private static List<GpuDevice> gpus(Node node) {
-        String inventory = node.getMetadata().getAnnotations() == null ? null
-                : node.getMetadata().getAnnotations().get(DiluNames.GPU_INVENTORY);
-        try {
-            return inventory == null ? List.of() : InventoryAnnotation.read(inventory);
-        } catch (IllegalArgumentException e) {
-            return List.of();
-        }
+        return nodes.getStore().list().stream().flatMap(n -> InventoryAnnotation.ofNode(n).stream())
+                .mapToLong(GpuDevice::memoryMib).max().orElse(DEFAULT_TRIAL_MEMORY_MIB);
     }
 
     /** The model of a node's first GPU as its inventory says, marked when emulated; the node's name when it says none. */
     private String gpuOf(String nodeName) {
         Node node = nodes.getStore().getByKey(nodeName);
-        return (node == null ? List.<GpuDevice>of() : gpus(node)).stream().findFirst()
+        return (node == null ? List.<GpuDevice>of() : InventoryAnnotation.ofNode(node)).stream().findFirst()
                 .map(g -> g.emulated() ? "emulated " + g.model() : g.model()).orElse("node " + nodeName);
     }
 

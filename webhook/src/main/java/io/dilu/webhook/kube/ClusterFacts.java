@@ -1,6 +1,5 @@
 package io.dilu.webhook.kube;
 
-import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.QuotaRights;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.webhook.WebhookConfig;
@@ -80,16 +79,7 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
         if (nodes == null) {
             return OptionalLong.empty();
         }
-        return nodes.getStore().list().stream()
-                .map(n -> n.getMetadata().getAnnotations() == null ? null : n.getMetadata().getAnnotations().get(DiluNames.GPU_INVENTORY))
-                .filter(a -> a != null)
-                .flatMap(a -> {
-                    try {
-                        return InventoryAnnotation.read(a).stream();
-                    } catch (IllegalArgumentException e) {
-                        return java.util.stream.Stream.empty();
-                    }
-                })
+        return nodes.getStore().list().stream().flatMap(n -> InventoryAnnotation.ofNode(n).stream())
                 .mapToLong(g -> g.memoryMib()).max();
     }
 
