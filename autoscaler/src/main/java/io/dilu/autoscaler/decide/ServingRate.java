@@ -1,19 +1,32 @@
 package io.dilu.autoscaler.decide;
 
+import io.dilu.core.quota.FieldError;
+import io.dilu.kube.profile.ProfileSettings;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalDouble;
 import java.util.function.Function;
 
 /**
- * Requests per second one instance of a function serves at its SM request: the revision's
- * {@code dilu.io/serving-rps} annotation, else the {@code servingThroughputRps} of its GpuFunctionProfile
- * (named by {@code dilu.io/profile}, else the one for its {@code dilu.io/function} or Knative service), else a
- * configured default.
+ * Requests per second one instance of a function is to serve: the capacity lazy scaling compares the rate with.
+ * In order: the revision's {@code dilu.io/serving-rps} (Dilu's override); Knative's own {@code
+ * autoscaling.knative.dev/target} for {@code metric: rps}, times {@code target-utilization-percentage} (70% unless
+ * given, as Knative); the same for {@code metric: concurrency}, turned into a rate through the profile's latency
+ * (Little's law: in-flight requests / latency of one); the {@code servingThroughputRps} of its GpuFunctionProfile
+ * (named by {@code dilu.io/profile}, else the one for its {@code dilu.io/function} or Knative service); else a
+ * configured default. A malformed annotation is reported and skipped, so scaling goes on.
  */
 public final class ServingRate {
 
     public static final String ANNOTATION = "dilu.io/serving-rps";
+    public static final String METRIC = "autoscaling.knative.dev/metric";
+    public static final String TARGET = "autoscaling.knative.dev/target";
+    public static final String TARGET_UTILIZATION = "autoscaling.knative.dev/target-utilization-percentage";
+    /** Knative's default target utilization (config-autoscaler's {@code container-concurrency-target-percentage}). */
+    static final double DEFAULT_UTILIZATION_PERCENT = 70;
+    /** Knative's smallest target ({@code autoscaling.knative.dev/target} must be at least 0.01). */
+    static final double MIN_TARGET = 0.01;
     static final String PROFILE = "dilu.io/profile";
     static final String FUNCTION = "dilu.io/function";
     static final String SERVICE_LABEL = "serving.knative.dev/service";
@@ -24,35 +37,78 @@ public final class ServingRate {
     public record Rate(double rps, String source) {}
 
     /**
-     * @param byName a profile's rate by profile name
-     * @param byFunction a profile's rate by the function it describes
+     * @param byName a profile's settings by profile name
+     * @param byFunction a profile's settings by the function it describes
+     * @param problems where malformed annotations are reported, naming the field and the allowed range
      */
     public static Rate of(Map<String, String> annotations, Map<String, String> labels,
-            Function<String, OptionalDouble> byName, Function<String, OptionalDouble> byFunction, double fallback) {
-        OptionalDouble annotated = positive(annotations.get(ANNOTATION));
+            Function<String, Optional<ProfileSettings>> byName, Function<String, Optional<ProfileSettings>> byFunction,
+            double fallback, List<FieldError> problems) {
+        Optional<Double> annotated = number(annotations, ANNOTATION, Double.MIN_VALUE, Double.MAX_VALUE, "a number > 0", problems);
         if (annotated.isPresent()) {
-            return new Rate(annotated.getAsDouble(), ANNOTATION);
+            return new Rate(annotated.get(), ANNOTATION);
         }
-        Optional<String> profile = Optional.ofNullable(annotations.get(PROFILE));
-        if (profile.isPresent() && byName.apply(profile.get()).isPresent()) {
-            return new Rate(byName.apply(profile.get()).getAsDouble(), "GpuFunctionProfile " + profile.get());
+        Optional<ProfileSettings> profile = Optional.ofNullable(annotations.get(PROFILE)).flatMap(byName);
+        if (profile.isEmpty()) {
+            String function = Optional.ofNullable(annotations.get(FUNCTION)).orElse(labels.get(SERVICE_LABEL));
+            profile = function == null ? Optional.empty() : byFunction.apply(function);
         }
-        String function = Optional.ofNullable(annotations.get(FUNCTION)).orElse(labels.get(SERVICE_LABEL));
-        if (function != null && byFunction.apply(function).isPresent()) {
-            return new Rate(byFunction.apply(function).getAsDouble(), "GpuFunctionProfile of " + function);
+        Optional<Rate> knative = knativeTarget(annotations, profile, problems);
+        if (knative.isPresent()) {
+            return knative.get();
+        }
+        Optional<Double> profiled = profile.flatMap(ProfileSettings::servingThroughputRps).filter(v -> v > 0);
+        if (profiled.isPresent()) {
+            return new Rate(profiled.get(), "GpuFunctionProfile of " + profile.get().function());
         }
         return new Rate(fallback, "default");
     }
 
-    private static OptionalDouble positive(String value) {
+    /** Knative's target and utilization as a per-instance rate; empty without a target (or one this class cannot read). */
+    private static Optional<Rate> knativeTarget(Map<String, String> annotations, Optional<ProfileSettings> profile,
+            List<FieldError> problems) {
+        Optional<Double> target = number(annotations, TARGET, MIN_TARGET, Double.MAX_VALUE, "a number >= 0.01", problems);
+        Optional<Double> utilization = number(annotations, TARGET_UTILIZATION, 1, 100, "a number in 1..100", problems);
+        if (target.isEmpty()) {
+            return Optional.empty();
+        }
+        double share = utilization.orElse(DEFAULT_UTILIZATION_PERCENT) / 100;
+        String metric = annotations.getOrDefault(METRIC, "concurrency").strip().toLowerCase(Locale.ROOT);
+        String basis = String.format(Locale.ROOT, "%s=%s at %s%%", TARGET, annotations.get(TARGET), fmt(share * 100));
+        return switch (metric) {
+            case "rps" -> Optional.of(new Rate(target.get() * share, basis + " (rps)"));
+            case "concurrency" -> profile.filter(p -> p.servingThroughputRps().orElse(0.0) > 0).map(p -> {
+                // One request takes about one batch's latency, batch / throughput: in-flight / latency is a rate.
+                double latencySeconds = p.batchSize().orElse(1) / p.servingThroughputRps().get();
+                return new Rate(target.get() * share / latencySeconds, basis + " (concurrency, through the profile's "
+                        + fmt(latencySeconds * 1000) + " ms)");
+            });
+            default -> {
+                problems.add(new FieldError(METRIC, annotations.get(METRIC), "rps or concurrency for this class"));
+                yield Optional.empty();
+            }
+        };
+    }
+
+    private static Optional<Double> number(Map<String, String> annotations, String key, double min, double max, String allowed,
+            List<FieldError> problems) {
+        String value = annotations.get(key);
         if (value == null) {
-            return OptionalDouble.empty();
+            return Optional.empty();
         }
         try {
             double v = Double.parseDouble(value.strip());
-            return v > 0 && Double.isFinite(v) ? OptionalDouble.of(v) : OptionalDouble.empty();
+            if (v >= min && v <= max) {
+                return Optional.of(v);
+            }
         } catch (NumberFormatException e) {
-            return OptionalDouble.empty();
+            // reported below
         }
+        problems.add(new FieldError(key, value, allowed));
+        return Optional.empty();
+    }
+
+    private static String fmt(double v) {
+        return String.format(Locale.ROOT, "%.4g", v).replaceAll("\\.?0+$", "");
     }
 }

@@ -9,7 +9,6 @@ import io.dilu.core.scaling.RateWindow;
 import io.dilu.core.scaling.ScaleBounds;
 import io.dilu.core.scaling.ScalingParameters;
 import io.dilu.kube.profile.GpuFunctionProfile;
-import io.dilu.kube.profile.ProfileSettings;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
@@ -168,9 +167,10 @@ public final class PaReconciler {
         Map<String, String> annotations = pa.getMetadata().getAnnotations();
         List<FieldError> problems = new ArrayList<>();
         ScaleBounds bounds = ScaleBounds.of(annotations, problems);
+        double servingRps = servingRps(pa, problems);
         problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.getMetadata().getName(), p.message()));
         Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(f.window.samples(now), f.desired,
-                servingRps(pa), bounds, config.enableScaleToZero(), config.scaleToZeroGrace(), f.zeroWantedSince, now));
+                servingRps, bounds, config.enableScaleToZero(), config.scaleToZeroGrace(), f.zeroWantedSince, now));
         f.zeroWantedSince = out.zeroWantedSince();
         Map<String, Object> ref = spec(pa, "scaleTargetRef");
         if (out.desired() != f.desired) {
@@ -186,20 +186,16 @@ public final class PaReconciler {
                 sks.map(PaReconciler::sksReady).orElse(null), Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L)), now);
     }
 
-    private double servingRps(GenericKubernetesResource pa) {
+    private double servingRps(GenericKubernetesResource pa, List<FieldError> problems) {
         String ns = pa.getMetadata().getNamespace();
         Map<String, String> labels = pa.getMetadata().getLabels() == null ? Map.of() : pa.getMetadata().getLabels();
-        return ServingRate.of(pa.getMetadata().getAnnotations(), labels,
-                name -> throughput(Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name))),
-                function -> throughput(profiles.getStore().list().stream().filter(p -> ns.equals(p.getMetadata().getNamespace()))
-                        .filter(p -> p.getSpec() != null && function.equals(p.getSpec().function())).findFirst()),
-                config.defaultServingRps()).rps();
-    }
-
-    /** The profile's serving rate: by hand, or profiled and Ready. */
-    private static OptionalDouble throughput(Optional<GpuFunctionProfile> profile) {
-        return profile.flatMap(GpuFunctionProfile::settings).flatMap(ProfileSettings::servingThroughputRps).filter(v -> v > 0)
-                .map(OptionalDouble::of).orElse(OptionalDouble.empty());
+        Map<String, String> annotations = pa.getMetadata().getAnnotations() == null ? Map.of() : pa.getMetadata().getAnnotations();
+        return ServingRate.of(annotations, labels,
+                name -> Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name)).flatMap(GpuFunctionProfile::settings),
+                function -> profiles.getStore().list().stream().filter(p -> ns.equals(p.getMetadata().getNamespace()))
+                        .filter(p -> p.getSpec() != null && function.equals(p.getSpec().function())).findFirst()
+                        .flatMap(GpuFunctionProfile::settings),
+                config.defaultServingRps(), problems).rps();
     }
 
     /** A field of the spec as a map; the whole spec when {@code field} is null. */

@@ -2,25 +2,78 @@ package io.dilu.autoscaler.decide;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.quota.FieldError;
+import io.dilu.kube.profile.ProfileSettings;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
-import java.util.OptionalDouble;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class ServingRateTest {
 
-    static OptionalDouble bert(String key) {
-        return key.equals("bert") ? OptionalDouble.of(120) : OptionalDouble.empty();
+    /** Batch 4 at 120 rps: one request takes about 33 ms. */
+    static Optional<ProfileSettings> bert(String key) {
+        return key.equals("bert") ? Optional.of(new ProfileSettings("bert", 20, Optional.of(40), 2048, Optional.of(4),
+                Optional.of("slo"), false, Optional.empty(), Optional.of(120.0))) : Optional.empty();
+    }
+
+    static Optional<ProfileSettings> none(String key) {
+        return Optional.empty();
+    }
+
+    static ServingRate.Rate rate(Map<String, String> annotations, List<FieldError> problems) {
+        return ServingRate.of(annotations, Map.of(), ServingRateTest::bert, ServingRateTest::none, 10, problems);
     }
 
     @Test
     void theAnnotationThenTheNamedProfileThenTheFunctionsProfileThenTheDefault() {
-        assertThat(ServingRate.of(Map.of(ServingRate.ANNOTATION, "40", "dilu.io/profile", "bert"), Map.of(),
-                ServingRateTest::bert, ServingRateTest::bert, 10).rps()).isEqualTo(40);
-        assertThat(ServingRate.of(Map.of("dilu.io/profile", "bert"), Map.of(), ServingRateTest::bert, k -> OptionalDouble.empty(), 10))
-                .isEqualTo(new ServingRate.Rate(120, "GpuFunctionProfile bert"));
-        assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), k -> OptionalDouble.empty(),
-                ServingRateTest::bert, 10).rps()).isEqualTo(120);
-        assertThat(ServingRate.of(Map.of(ServingRate.ANNOTATION, "-3"), Map.of(), ServingRateTest::bert, ServingRateTest::bert, 10))
-                .as("a bad annotation is ignored").isEqualTo(new ServingRate.Rate(10, "default"));
+        List<FieldError> problems = new ArrayList<>();
+        assertThat(rate(Map.of(ServingRate.ANNOTATION, "40", "dilu.io/profile", "bert"), problems).rps()).isEqualTo(40);
+        assertThat(rate(Map.of("dilu.io/profile", "bert"), problems)).isEqualTo(new ServingRate.Rate(120, "GpuFunctionProfile of bert"));
+        assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), ServingRateTest::none,
+                ServingRateTest::bert, 10, problems).rps()).isEqualTo(120);
+        assertThat(problems).isEmpty();
+        assertThat(rate(Map.of(ServingRate.ANNOTATION, "-3"), problems)).as("a bad annotation is skipped")
+                .isEqualTo(new ServingRate.Rate(10, "default"));
+        assertThat(problems).extracting(FieldError::message)
+                .containsExactly("dilu.io/serving-rps=-3 is not allowed: must be a number > 0");
+    }
+
+    @Test
+    void knativesTargetForRpsIsTakenAtItsUtilization() {
+        List<FieldError> problems = new ArrayList<>();
+        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50"), problems).rps())
+                .as("70%% by default, as Knative").isEqualTo(35.0, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", ServingRate.TARGET_UTILIZATION, "100",
+                "dilu.io/profile", "bert"), problems).rps()).as("over the profile").isEqualTo(50);
+        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", ServingRate.ANNOTATION, "12"), problems).rps())
+                .as("dilu.io/serving-rps overrides").isEqualTo(12);
+        assertThat(problems).isEmpty();
+    }
+
+    @Test
+    void aConcurrencyTargetBecomesARateThroughTheProfilesLatency() {
+        List<FieldError> problems = new ArrayList<>();
+        // 4 requests in flight at 100%, each 4/120 s: 120 rps; 2 in flight: 60.
+        assertThat(rate(Map.of(ServingRate.METRIC, "concurrency", ServingRate.TARGET, "2", ServingRate.TARGET_UTILIZATION, "100",
+                "dilu.io/profile", "bert"), problems).rps()).isEqualTo(60.0, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(rate(Map.of(ServingRate.TARGET, "2", ServingRate.TARGET_UTILIZATION, "100"), problems))
+                .as("concurrency is Knative's default metric; without a profile there is no latency to go through")
+                .isEqualTo(new ServingRate.Rate(10, "default"));
+        assertThat(problems).isEmpty();
+    }
+
+    @Test
+    void badKnativeAnnotationsAreReportedNamingTheFieldAndSkipped() {
+        List<FieldError> problems = new ArrayList<>();
+        assertThat(rate(Map.of(ServingRate.METRIC, "cpu", ServingRate.TARGET, "50", "dilu.io/profile", "bert"), problems).rps())
+                .isEqualTo(120);
+        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "0", ServingRate.TARGET_UTILIZATION, "150"), problems)
+                .rps()).isEqualTo(10);
+        assertThat(problems).extracting(FieldError::message).containsExactly(
+                "autoscaling.knative.dev/metric=cpu is not allowed: must be rps or concurrency for this class",
+                "autoscaling.knative.dev/target=0 is not allowed: must be a number >= 0.01",
+                "autoscaling.knative.dev/target-utilization-percentage=150 is not allowed: must be a number in 1..100");
     }
 }
