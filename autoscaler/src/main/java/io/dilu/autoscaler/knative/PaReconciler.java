@@ -7,6 +7,8 @@ import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.Autoscale;
 import io.dilu.core.scaling.RateWindow;
 import io.dilu.core.scaling.ScaleBounds;
+import io.dilu.core.scaling.ScaleDownDelay;
+import io.dilu.core.scaling.ScalingAnnotations;
 import io.dilu.core.scaling.ScalingParameters;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
@@ -16,6 +18,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
@@ -42,6 +45,7 @@ public final class PaReconciler {
     /** What the reconciler remembers of one revision between ticks. */
     private static final class Function {
         final RateWindow window;
+        final ScaleDownDelay delay = new ScaleDownDelay();
         int desired = -1;
         Optional<Instant> zeroWantedSince = Optional.empty();
         boolean initialized;
@@ -145,7 +149,14 @@ public final class PaReconciler {
 
     private void reconcile(GenericKubernetesResource pa, List<CompletableFuture<StatScraper.Reading>> readings, int ready,
             Instant now) {
-        Function f = functions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Function(config.windowSamples()));
+        Map<String, String> annotations = pa.getMetadata().getAnnotations();
+        List<FieldError> problems = new ArrayList<>();
+        ScaleBounds bounds = ScaleBounds.of(annotations, problems);
+        ScalingAnnotations knobs = ScalingAnnotations.of(annotations, problems);
+        int windowSeconds = knobs.windowSeconds().orElse(config.windowSamples());
+        // A revision whose window changed starts a window of the new length (its samples so far are dropped).
+        Function f = functions.compute(pa.getMetadata().getUid(),
+                (k, old) -> old != null && old.window.size() == windowSeconds ? old : carry(old, new Function(windowSeconds)));
         // A pod without a sample (no answer, or one refused) is left out of the mean; if no pod gave one the
         // second has no sample at all. The scrapes of every revision started together and each completes by
         // the scrape deadline (a straggler's exchange cancelled), so these joins hold the tick no longer.
@@ -164,13 +175,14 @@ public final class PaReconciler {
             f.window.record(now, 0);
         }
 
-        Map<String, String> annotations = pa.getMetadata().getAnnotations();
-        List<FieldError> problems = new ArrayList<>();
-        ScaleBounds bounds = ScaleBounds.of(annotations, problems);
         double servingRps = servingRps(pa, problems);
         problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.getMetadata().getName(), p.message()));
-        Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(f.window.samples(now), f.desired,
-                servingRps, bounds, config.enableScaleToZero(), config.scaleToZeroGrace(), f.zeroWantedSince, now));
+        // Knative's retention period is the least time the last pod stays once zero is wanted: the longer of it and the grace.
+        Duration grace = knobs.retention().compareTo(config.scaleToZeroGrace()) > 0 ? knobs.retention() : config.scaleToZeroGrace();
+        Autoscale.Output decided = Autoscale.decide(params.withWindow(windowSeconds), new Autoscale.Input(f.window.samples(now),
+                f.desired, servingRps, bounds, config.enableScaleToZero(), grace, f.zeroWantedSince, now));
+        Autoscale.Output out = new Autoscale.Output(f.delay.apply(now, decided.desired(), knobs.scaleDownDelay()),
+                decided.reason(), decided.zeroWantedSince());
         f.zeroWantedSince = out.zeroWantedSince();
         Map<String, Object> ref = spec(pa, "scaleTargetRef");
         if (out.desired() != f.desired) {
@@ -184,6 +196,17 @@ public final class PaReconciler {
         writeStatus(pa, f, new PaStatus(out.desired(), ready, pa.getMetadata().getName(),
                 pa.getMetadata().getName() + "-private", out.desired() > 0 && ready > 0, f.initialized,
                 sks.map(PaReconciler::sksReady).orElse(null), Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L)), now);
+    }
+
+    /** A revision's state carried into a window of another length: what it asked for and its timers. */
+    private static Function carry(Function old, Function fresh) {
+        if (old != null) {
+            fresh.desired = old.desired;
+            fresh.zeroWantedSince = old.zeroWantedSince;
+            fresh.initialized = old.initialized;
+            fresh.lastStatus = old.lastStatus;
+        }
+        return fresh;
     }
 
     private double servingRps(GenericKubernetesResource pa, List<FieldError> problems) {

@@ -21,6 +21,11 @@ public final class RateWindow {
         Arrays.fill(seconds, Long.MIN_VALUE);
     }
 
+    /** The window's length in seconds (one sample each). */
+    public int size() {
+        return rates.length;
+    }
+
     /** Records the rate of the second containing {@code at}; a second recorded twice keeps the latest. */
     public void record(Instant at, double rps) {
         if (!(rps >= 0) || Double.isInfinite(rps)) {

@@ -39,4 +39,21 @@ public record ScalingParameters(int windowSeconds, int phiOut, int phiIn, int mi
     public ScalingParameters withScaleBounds(int min, int max) {
         return new ScalingParameters(windowSeconds, phiOut, phiIn, min, max);
     }
+
+    /**
+     * The same scaler over a window of {@code seconds}, its thresholds scaled in proportion (the paper's 20 and 30
+     * of 40 become 30 and 45 of 60), and kept such that one window cannot ask for both directions.
+     */
+    public ScalingParameters withWindow(int seconds) {
+        if (seconds == windowSeconds) {
+            return this;
+        }
+        int out = Math.clamp(Math.round((double) phiOut * seconds / windowSeconds), 1, seconds);
+        int in = Math.clamp(Math.round((double) phiIn * seconds / windowSeconds), 0, seconds - 1);
+        if (out + in <= seconds) {
+            in = Math.min(seconds - 1, seconds - out + 1);
+            out = Math.max(out, seconds + 1 - in);
+        }
+        return new ScalingParameters(seconds, out, in, minScale, maxScale);
+    }
 }

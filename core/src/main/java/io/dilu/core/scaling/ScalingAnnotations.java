@@ -1,0 +1,52 @@
+package io.dilu.core.scaling;
+
+import io.dilu.core.quota.FieldError;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+
+/**
+ * Knative's per-revision timing knobs, from the PodAutoscaler's annotations, as this autoscaler reads them:
+ * {@code window} is the lazy window (6s..1h, Knative's range; whole seconds, one sample each),
+ * {@code scale-down-delay} how long a lower scale must be wanted before it is applied (0..1h), and
+ * {@code scale-to-zero-pod-retention-period} the least time the last instance stays once zero is wanted. A
+ * malformed one is reported naming the field and the allowed range, and read as absent.
+ */
+public record ScalingAnnotations(OptionalInt windowSeconds, Duration scaleDownDelay, Duration retention) {
+
+    public static final String WINDOW = "autoscaling.knative.dev/window";
+    public static final String SCALE_DOWN_DELAY = "autoscaling.knative.dev/scale-down-delay";
+    public static final String RETENTION = "autoscaling.knative.dev/scale-to-zero-pod-retention-period";
+    static final Duration MIN_WINDOW = Duration.ofSeconds(6);
+    static final Duration HOUR = Duration.ofHours(1);
+
+    public static ScalingAnnotations of(Map<String, String> annotations, List<FieldError> problems) {
+        Duration window = read(annotations, WINDOW, MIN_WINDOW, HOUR, "a duration in 6s..1h, e.g. 60s", problems);
+        return new ScalingAnnotations(window == null ? OptionalInt.empty() : OptionalInt.of((int) window.toSeconds()),
+                orZero(read(annotations, SCALE_DOWN_DELAY, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 5m", problems)),
+                orZero(read(annotations, RETENTION, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 1m", problems)));
+    }
+
+    private static Duration orZero(Duration d) {
+        return d == null ? Duration.ZERO : d;
+    }
+
+    private static Duration read(Map<String, String> annotations, String key, Duration min, Duration max, String allowed,
+            List<FieldError> problems) {
+        String v = annotations.get(key);
+        if (v == null) {
+            return null;
+        }
+        try {
+            Duration d = GoDuration.parse(v);
+            if (d.compareTo(min) >= 0 && d.compareTo(max) <= 0) {
+                return d;
+            }
+        } catch (IllegalArgumentException e) {
+            // reported below
+        }
+        problems.add(new FieldError(key, v, allowed));
+        return null;
+    }
+}
