@@ -63,7 +63,7 @@ public class AutoscalerApp {
         }
         StatScraper scraper = new StatScraper(new StatScraper.Limits(config.queueProxyPort(), config.scrapeTimeout(),
                 config.scrapeMaxBytes(), config.maxPodRps()), io, metrics);
-        reconciler = new PaReconciler(client, config, scraper, clock);
+        reconciler = new PaReconciler(client, config, scraper, clock, metrics);
         reconciler.start();
         if (config.profiler().enabled()) {
             profiler = new Profiler(client, config.profiler(), clock);

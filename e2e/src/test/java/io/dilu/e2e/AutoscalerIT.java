@@ -269,6 +269,13 @@ class AutoscalerIT {
         assertThat((System.nanoTime() - rise) / 1e9).as("not at the first samples").isGreaterThan(8);
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(status(REVISION)).containsEntry("desiredScale", 3)
                 .containsEntry("actualScale", 3));
+        // What operators watch: the leader's desired and ready pods per revision, and its scale decisions.
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+            String metrics = metrics(metricsPort) + metrics(standbyMetricsPort); // whichever leads
+            assertThat(sample(metrics, "dilu_autoscaler_desired_pods{", "revision=\"" + REVISION + "\"")).isEqualTo(3);
+            assertThat(sample(metrics, "dilu_autoscaler_ready_pods{", "revision=\"" + REVISION + "\"")).isEqualTo(3);
+            assertThat(sample(metrics, "dilu_autoscaler_scale_decisions_total{", "direction=\"up\"")).isGreaterThanOrEqualTo(1);
+        });
 
         // A queue-proxy answering garbage is skipped and counted; the scale does not move.
         double failuresBefore = scrapeFailures();
@@ -289,6 +296,19 @@ class AutoscalerIT {
         assertThat(logs.stream().filter(l -> l.contains("leading: reconciling"))).hasSize(1);
         assertThat(logs.stream().filter(l -> l.contains(" instances ("))).hasSize(1);
         assertThat(standby.alive()).isTrue();
+    }
+
+    static String metrics(int port) throws Exception {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/q/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+    }
+
+    /** The sum of the samples of {@code name} whose labels contain {@code label}; fails when there is none. */
+    static double sample(String metrics, String name, String label) {
+        List<Double> values = metrics.lines().filter(l -> l.startsWith(name) && l.contains(label))
+                .map(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).toList();
+        assertThat(values).as("samples of %s with %s in%n%s", name, label, metrics).isNotEmpty();
+        return values.stream().mapToDouble(Double::doubleValue).sum();
     }
 
     /** Scrape failures counted by both replicas (whichever leads does the scraping). */

@@ -18,6 +18,11 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -30,6 +35,7 @@ import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jboss.logging.Logger;
 
 /**
@@ -46,6 +52,10 @@ public final class PaReconciler {
     private static final class Function {
         final RateWindow window;
         final ScaleDownDelay delay = new ScaleDownDelay();
+        /** What the gauges read: the scale asked for, and the ready pods seen. */
+        AtomicInteger desiredGauge = new AtomicInteger();
+        AtomicInteger readyGauge = new AtomicInteger();
+        List<Meter> meters = List.of();
         int desired = -1;
         Optional<Instant> zeroWantedSince = Optional.empty();
         boolean initialized;
@@ -67,8 +77,17 @@ public final class PaReconciler {
     private final SharedIndexInformer<GenericKubernetesResource> services;
     static final String BY_REVISION = "revision";
     private final Map<String, Function> functions = new ConcurrentHashMap<>();
+    private final MeterRegistry metrics;
+    private final Counter scaledUp;
+    private final Counter scaledDown;
 
-    public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock) {
+    public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
+            MeterRegistry metrics) {
+        this.metrics = metrics;
+        this.scaledUp = Counter.builder("dilu_autoscaler_scale_decisions_total").tag("direction", "up")
+                .description("changes of a revision's desired scale").register(metrics);
+        this.scaledDown = Counter.builder("dilu_autoscaler_scale_decisions_total").tag("direction", "down")
+                .description("changes of a revision's desired scale").register(metrics);
         this.client = client;
         this.config = config;
         this.scraper = scraper;
@@ -134,7 +153,14 @@ public final class PaReconciler {
                 }
             }
         }
-        functions.keySet().retainAll(mine.stream().map(p -> p.getMetadata().getUid()).toList());
+        List<String> live = mine.stream().map(p -> p.getMetadata().getUid()).toList();
+        functions.entrySet().removeIf(e -> {
+            if (live.contains(e.getKey())) {
+                return false;
+            }
+            e.getValue().meters.forEach(metrics::remove); // a revision that went takes its gauges along
+            return true;
+        });
     }
 
     private List<String> readyAddresses(GenericKubernetesResource pa) {
@@ -157,6 +183,15 @@ public final class PaReconciler {
         // A revision whose window changed starts a window of the new length (its samples so far are dropped).
         Function f = functions.compute(pa.getMetadata().getUid(),
                 (k, old) -> old != null && old.window.size() == windowSeconds ? old : carry(old, new Function(windowSeconds)));
+        if (f.meters.isEmpty()) {
+            Tags tags = Tags.of("namespace", pa.getMetadata().getNamespace(), "revision", pa.getMetadata().getName());
+            f.meters = List.of(
+                    Gauge.builder("dilu_autoscaler_desired_pods", f.desiredGauge, AtomicInteger::get).tags(tags)
+                            .description("instances the autoscaler asks for").register(metrics),
+                    Gauge.builder("dilu_autoscaler_ready_pods", f.readyGauge, AtomicInteger::get).tags(tags)
+                            .description("ready instances it sees").register(metrics));
+        }
+        f.readyGauge.set(ready);
         // A pod without a sample (no answer, or one refused) is left out of the mean; if no pod gave one the
         // second has no sample at all. The scrapes of every revision started together and each completes by
         // the scrape deadline (a straggler's exchange cancelled), so these joins hold the tick no longer.
@@ -189,7 +224,11 @@ public final class PaReconciler {
             LOG.infof("%s/%s: %d -> %d instances (%s)", pa.getMetadata().getNamespace(), pa.getMetadata().getName(),
                     Math.max(0, f.desired), out.desired(), out.reason());
             scaleTarget(pa.getMetadata().getNamespace(), ref, out.desired());
+            if (f.desired >= 0) {
+                (out.desired() > f.desired ? scaledUp : scaledDown).increment();
+            }
             f.desired = out.desired();
+            f.desiredGauge.set(out.desired());
         }
         f.initialized |= ready >= Math.max(1, bounds.initial()) || (bounds.initial() == 0 && out.desired() == 0);
         Optional<GenericKubernetesResource> sks = ensureSks(pa, out.desired() > 0 ? "Serve" : "Proxy");
@@ -205,6 +244,9 @@ public final class PaReconciler {
             fresh.zeroWantedSince = old.zeroWantedSince;
             fresh.initialized = old.initialized;
             fresh.lastStatus = old.lastStatus;
+            fresh.desiredGauge = old.desiredGauge; // the registered gauges read these
+            fresh.readyGauge = old.readyGauge;
+            fresh.meters = old.meters;
         }
         return fresh;
     }
