@@ -154,22 +154,24 @@ public final class Profiler implements AutoCloseable {
                         : e.getStatus().getMessage()));
             }
         }
-        try {
-            while (clock.instant().isBefore(deadline)) {
-                Optional<Pod> pod = pod(ns, name);
-                if (pod.isPresent()) {
-                    TrialPods.Outcome outcome = TrialPods.outcome(pod.get());
-                    if (!(outcome instanceof TrialPods.Running)) {
-                        return outcome;
-                    }
-                }
-                Thread.sleep(POLL.toMillis());
+        // Interrupted (leadership lost), the pod is left for the next leader, which adopts it by its name.
+        boolean seen = false;
+        while (clock.instant().isBefore(deadline)) {
+            Optional<Pod> pod = pod(ns, name);
+            if (pod.isEmpty() && seen) {
+                return new TrialPods.Retry("the trial pod was deleted before it finished");
             }
-            return new TrialPods.Retry("no result within " + config.trialTimeout().multipliedBy(2).toSeconds() + " s"
-                    + pod(ns, name).map(Profiler::pendingReason).orElse(""));
-        } finally {
-            delete(ns, name);
+            seen |= pod.isPresent();
+            TrialPods.Outcome outcome = pod.map(TrialPods::outcome).orElse(new TrialPods.Running());
+            if (!(outcome instanceof TrialPods.Running)) {
+                delete(ns, name);
+                return outcome;
+            }
+            Thread.sleep(POLL.toMillis());
         }
+        String pending = pod(ns, name).map(Profiler::pendingReason).orElse("");
+        delete(ns, name);
+        return new TrialPods.Retry("no result within " + config.trialTimeout().multipliedBy(2).toSeconds() + " s" + pending);
     }
 
     private Optional<Pod> pod(String ns, String name) {

@@ -73,7 +73,9 @@ public final class TrialPods {
                         .withName(profile.getMetadata().getName()).withUid(profile.getMetadata().getUid())
                         .withController(true).withBlockOwnerDeletion(false).build())
                 .endMetadata()
+                                // A trial needs no API access: no service account token in it.
                 .withNewSpec().withRestartPolicy("Never").withActiveDeadlineSeconds(Math.max(1, timeout.toSeconds()))
+                .withAutomountServiceAccountToken(false)
                 .withContainers(container.build()).endSpec().build();
     }
 

@@ -46,6 +46,7 @@ class TrialPodsTest {
                 TrialReport.BATCH_SIZE_ENV, "8", TrialReport.RESULT_ENV, "/dev/termination-log",
                 "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "30"));
         assertThat(pod.getSpec().getRestartPolicy()).isEqualTo("Never");
+        assertThat(pod.getSpec().getAutomountServiceAccountToken()).isFalse();
         assertThat(pod.getSpec().getActiveDeadlineSeconds()).isEqualTo(300L);
         assertThat(TrialPods.name("x".repeat(300), 100, 1024, 2)).hasSize(253).endsWith("-sm100-b1024-2");
     }
