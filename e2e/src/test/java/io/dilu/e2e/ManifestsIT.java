@@ -21,8 +21,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every manifest under {@code manifests/} (but the examples, which need Knative and KServe, and cert-manager's
- * objects) is accepted by a real kube-apiserver: schemas, references between objects, admission (e.g. the
+ * Every manifest under {@code manifests/} (but the examples, which need Knative and KServe — the KServe ones are
+ * checked against KServe's CRD by {@link KServeExamplesIT} — and cert-manager's objects) is accepted by a real kube-apiserver: schemas, references between objects, admission (e.g. the
  * priority class exists).
  */
 class ManifestsIT {
