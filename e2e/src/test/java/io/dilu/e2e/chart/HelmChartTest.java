@@ -1,0 +1,254 @@
+package io.dilu.e2e.chart;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.marcnuri.helm.Helm;
+import com.marcnuri.helm.LintResult;
+import io.dilu.testing.RealApiServer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The chart {@code charts/dilu}, rendered and linted offline: the scheduler configuration and kube-scheduler
+ * image follow the cluster's version, the default rendering holds the objects of {@code manifests/}, optional
+ * parts appear only when asked for, the dashboard shows only exported metrics, and dilu.yaml is up to date.
+ */
+class HelmChartTest {
+
+    private static final Path ROOT = RealApiServer.root();
+
+    @ParameterizedTest(name = "Kubernetes {0}: {1}, kube-scheduler {2}")
+    @CsvSource({
+            "1.20.2, kubescheduler.config.k8s.io/v1beta1, v1.20.2, true",
+            "1.21.14, kubescheduler.config.k8s.io/v1beta1, v1.21.14, true",
+            "1.22.17, kubescheduler.config.k8s.io/v1beta2, v1.22.17, true",
+            "1.23.17, kubescheduler.config.k8s.io/v1beta3, v1.23.17, false",
+            "1.24.17, kubescheduler.config.k8s.io/v1beta3, v1.24.17, false",
+            "1.25.0, kubescheduler.config.k8s.io/v1, v1.25.0, false",
+            "1.31.0, kubescheduler.config.k8s.io/v1, v1.31.0, false"})
+    void theSchedulerFollowsTheClustersVersion(String kube, String configApi, String tag, boolean portFlag) {
+        Map<String, Object> deployment = one(render(kube, Map.of()), "Deployment", "dilu-scheduler");
+        assertThat(schedulerConfig(render(kube, Map.of())).get("apiVersion")).isEqualTo(configApi);
+        Map<String, Object> scheduler = container(deployment, "kube-scheduler");
+        assertThat(scheduler.get("image")).isEqualTo("registry.k8s.io/kube-scheduler:" + tag);
+        assertThat(strings(scheduler.get("command"))).as("--port exists before 1.23 only")
+                .containsExactlyElementsOf(portFlag
+                        ? List.of("kube-scheduler", "--config=/etc/dilu/scheduler-config.yaml", "--port=0")
+                        : List.of("kube-scheduler", "--config=/etc/dilu/scheduler-config.yaml"));
+    }
+
+    @Test
+    void aVendorsVersionSuffixIsDroppedAndTheValuesOverrideWhatHelmSays() {
+        String out = render("1.31.0", Map.of("kubeVersion", "v1.23.17+k3s1"));
+        assertThat(schedulerConfig(out).get("apiVersion")).isEqualTo("kubescheduler.config.k8s.io/v1beta3");
+        assertThat(container(one(out, "Deployment", "dilu-scheduler"), "kube-scheduler").get("image"))
+                .isEqualTo("registry.k8s.io/kube-scheduler:v1.23.17");
+        out = render("1.31.0", Map.of("kubeVersion", "1.27.9-eks-5e0fdde",
+                "scheduler.configApiVersion", "kubescheduler.config.k8s.io/v1beta3",
+                "scheduler.kubeScheduler.image.registry", "registry.example.com",
+                "scheduler.kubeScheduler.image.tag", "v1.27.9-custom"));
+        assertThat(schedulerConfig(out).get("apiVersion")).isEqualTo("kubescheduler.config.k8s.io/v1beta3");
+        assertThat(container(one(out, "Deployment", "dilu-scheduler"), "kube-scheduler").get("image"))
+                .isEqualTo("registry.example.com/kube-scheduler:v1.27.9-custom");
+    }
+
+    @Test
+    void theSchedulerConfigurationKeepsTheExtenderOfManifests() {
+        Map<String, Object> config = schedulerConfig(render("1.31.0", Map.of()));
+        Map<String, Object> shipped = schedulerConfigOf(manifestObjects());
+        config.remove("apiVersion");
+        shipped.remove("apiVersion");
+        assertThat(config).isEqualTo(shipped);
+    }
+
+    @Test
+    void lintIsClean() {
+        LintResult lint = new Helm(DiluChart.dir()).lint().strict().call();
+        assertThat(lint.isFailed()).as("%s", lint.getMessages()).isFalse();
+        assertThat(lint.getMessages()).noneMatch(m -> m.contains("[ERROR]") || m.contains("[WARNING]"));
+    }
+
+    @Test
+    void theDefaultRenderingHoldsTheObjectsOfManifestsWithTheirRbac() throws IOException {
+        List<Map<String, Object>> chart = DiluChart.objects(render("1.20.2", Map.of("namespace.create", "true")));
+        List<Map<String, Object>> shipped = manifestObjects();
+        assertThat(keys(chart)).isEqualTo(keys(shipped));
+        for (Map<String, Object> o : shipped) {
+            String kind = (String) o.get("kind");
+            if (kind.endsWith("Role") || kind.endsWith("RoleBinding")) {
+                Map<String, Object> mine = one(chart, kind, name(o));
+                for (String field : List.of("rules", "roleRef", "subjects")) {
+                    assertThat(mine.get(field)).as("%s %s %s", kind, name(o), field).isEqualTo(o.get(field));
+                }
+            }
+        }
+        // Same selectors, so a cluster installed from manifests/ upgrades in place.
+        for (Map<String, Object> o : shipped) {
+            if (o.get("kind").equals("Deployment") || o.get("kind").equals("DaemonSet")) {
+                assertThat(at(one(chart, (String) o.get("kind"), name(o)), "spec", "selector")).isEqualTo(at(o, "spec", "selector"));
+            }
+        }
+    }
+
+    @Test
+    void optionalPartsAppearOnlyWhenAskedFor() throws IOException {
+        List<Map<String, Object>> plain = DiluChart.objects(render("1.25.0", Map.of()));
+        assertThat(plain).extracting(o -> o.get("kind"))
+                .doesNotContain("Namespace", "ServiceMonitor", "Issuer", "Certificate")
+                .contains("CustomResourceDefinition");
+        assertThat(plain).noneMatch(o -> name(o).equals("dilu-grafana-dashboard"));
+        Map<String, Object> agent = container(one(plain, "DaemonSet", "dilu-node-agent"), "agent");
+        assertThat(envNames(agent)).contains("NVIDIA_VISIBLE_DEVICES").doesNotContain("DILU_AGENT_EMULATED_GPUS", "DILU_AGENT_PERIOD");
+        assertThat(at(one(plain, "DaemonSet", "dilu-node-agent"), "spec", "template", "spec", "nodeSelector"))
+                .isEqualTo(Map.of("dilu.io/gpu-node", "true"));
+
+        Map<String, Object> all = new HashMap<>(Map.of("monitoring.serviceMonitors.enabled", "true",
+                "monitoring.grafanaDashboard.enabled", "true", "webhook.certManager.enabled", "true",
+                "emulation.enabled", "true", "nodeAgent.tokens.period", "10ms", "nodeAgent.tokens.etaViolation", "1.3",
+                "image.registry", "registry.example.com/dilu", "image.tag", "0.2.0"));
+        List<Map<String, Object>> full = DiluChart.objects(render("1.25.0", all));
+        assertThat(full.stream().filter(o -> o.get("kind").equals("ServiceMonitor")).map(HelmChartTest::name))
+                .containsExactlyInAnyOrder("dilu-node-agent", "dilu-scheduler", "dilu-webhook", "dilu-autoscaler");
+        assertThat(full).extracting(o -> o.get("kind")).contains("Issuer", "Certificate");
+        Map<String, Object> dashboard = one(full, "ConfigMap", "dilu-grafana-dashboard");
+        assertThat(new ObjectMapper().readTree((String) at(dashboard, "data", "dilu.json")).get("panels").size()).isGreaterThan(5);
+        agent = container(one(full, "DaemonSet", "dilu-node-agent"), "agent");
+        assertThat(env(agent)).containsEntry("DILU_AGENT_EMULATED_GPUS", "4x A100-40GB, 108 SMs")
+                .containsEntry("DILU_AGENT_PERIOD", "10ms").containsEntry("DILU_AGENT_ETA_VIOLATION", "1.3")
+                .doesNotContainKey("NVIDIA_VISIBLE_DEVICES");
+        assertThat(agent.get("image")).isEqualTo("registry.example.com/dilu/node-agent:0.2.0");
+
+        List<Map<String, Object>> none = DiluChart.objects(render("1.25.0", Map.of("nodeAgent.enabled", "false",
+                "scheduler.enabled", "false", "webhook.enabled", "false", "autoscaler.enabled", "false", "crd.install", "false")));
+        assertThat(none).isEmpty();
+    }
+
+    /** Every metric the dashboard queries is registered under that name in some component's main code. */
+    @Test
+    void theDashboardShowsOnlyMetricsTheComponentsExport() throws IOException {
+        String dashboard = Files.readString(DiluChart.dir().resolve("dashboards/dilu.json"));
+        Set<String> used = new TreeSet<>();
+        Matcher m = Pattern.compile("\\bdilu_[a-z_]+").matcher(dashboard);
+        while (m.find()) {
+            used.add(m.group());
+        }
+        StringBuilder sources = new StringBuilder();
+        for (String module : List.of("device-plugin", "scheduler-extender", "webhook", "autoscaler")) {
+            try (Stream<Path> files = Files.walk(ROOT.resolve(module).resolve("src/main/java"))) {
+                for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+                    sources.append(Files.readString(f));
+                }
+            }
+        }
+        assertThat(used).isNotEmpty().allSatisfy(metric ->
+                assertThat(sources.toString()).as("metric %s", metric).contains("\"" + metric + "\""));
+    }
+
+    @Test
+    void diluYamlIsUpToDate() throws IOException {
+        String expected = ReleaseManifest.render(ROOT, ReleaseManifest.KUBE_VERSION);
+        Path file = ROOT.resolve(ReleaseManifest.FILE);
+        assertThat(Files.exists(file) ? Files.readString(file) : "")
+                .as("dilu.yaml is out of date with charts/dilu: run ./dilu release-manifest").isEqualTo(expected);
+    }
+
+    // ---- helpers
+
+    static String render(String kube, Map<String, ?> values) {
+        return DiluChart.render(kube, values);
+    }
+
+    static Map<String, Object> schedulerConfig(String rendered) {
+        return schedulerConfigOf(DiluChart.objects(rendered));
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> schedulerConfigOf(List<Map<String, Object>> objects) {
+        String text = (String) at(one(objects, "ConfigMap", "dilu-scheduler-config"), "data", "scheduler-config.yaml");
+        return (Map<String, Object>) DiluChart.objects(text).getFirst();
+    }
+
+    /** Every object under manifests/ that `kubectl apply -k manifests/` installs, with cert-manager's certificate. */
+    static List<Map<String, Object>> manifestObjects() {
+        Path dir = RealApiServer.root().resolve("manifests");
+        List<Map<String, Object>> all = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(dir)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".yaml"))
+                    .filter(p -> !p.getFileName().toString().equals("kustomization.yaml"))
+                    .filter(p -> !dir.relativize(p).startsWith("examples"))
+                    .filter(p -> !dir.relativize(p).toString().equals("webhook/certificate.yaml")).sorted().toList()) {
+                all.addAll(DiluChart.objects(Files.readString(f)));
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return all;
+    }
+
+    static Set<String> keys(List<Map<String, Object>> objects) {
+        return objects.stream().map(o -> o.get("kind") + " " + at(o, "metadata", "namespace") + "/" + name(o))
+                .collect(Collectors.toCollection(TreeSet::new));
+    }
+
+    static String name(Map<String, Object> o) {
+        return (String) at(o, "metadata", "name");
+    }
+
+    static Map<String, Object> one(String rendered, String kind, String name) {
+        return one(DiluChart.objects(rendered), kind, name);
+    }
+
+    static Map<String, Object> one(List<Map<String, Object>> objects, String kind, String name) {
+        List<Map<String, Object>> found = objects.stream().filter(o -> kind.equals(o.get("kind")) && name.equals(name(o))).toList();
+        assertThat(found).as("%s %s", kind, name).hasSize(1);
+        return found.getFirst();
+    }
+
+    @SuppressWarnings("unchecked")
+    static Object at(Map<String, Object> o, String... path) {
+        Object at = o;
+        for (String p : path) {
+            at = at == null ? null : ((Map<String, Object>) at).get(p);
+        }
+        return at;
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> container(Map<String, Object> workload, String name) {
+        List<Map<String, Object>> containers = (List<Map<String, Object>>) at(workload, "spec", "template", "spec", "containers");
+        return containers.stream().filter(c -> name.equals(c.get("name"))).findFirst().orElseThrow();
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, String> env(Map<String, Object> container) {
+        Map<String, String> env = new HashMap<>();
+        for (Map<String, Object> e : (List<Map<String, Object>>) container.getOrDefault("env", List.of())) {
+            env.put((String) e.get("name"), (String) e.get("value"));
+        }
+        return env;
+    }
+
+    static Set<String> envNames(Map<String, Object> container) {
+        return env(container).keySet();
+    }
+
+    @SuppressWarnings("unchecked")
+    static List<String> strings(Object list) {
+        return (List<String>) list;
+    }
+}
