@@ -97,6 +97,10 @@ class HelmChartTest {
                 }
             }
         }
+        // The chart holds a copy of the CRD (a chart cannot reach outside its directory): the same schema.
+        Map<String, Object> crd = one(shipped, "CustomResourceDefinition", "gpufunctionprofiles.dilu.io");
+        assertThat(one(chart, "CustomResourceDefinition", "gpufunctionprofiles.dilu.io").get("spec"))
+                .as("charts/dilu/templates/crd.yaml's spec, against manifests/crds/").isEqualTo(crd.get("spec"));
         // Same selectors, so a cluster installed from manifests/ upgrades in place.
         for (Map<String, Object> o : shipped) {
             if (o.get("kind").equals("Deployment") || o.get("kind").equals("DaemonSet")) {
