@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,9 +47,16 @@ static void *map_page(const char *dir, const char *file, int writable, size_t si
         snprintf(why, why_len, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < (off_t)size) {
-        snprintf(why, why_len, "%s is truncated: %lld bytes, expected %zu", path, (long long)st.st_size, size);
+    /* The file's size from lseek, not fstat: fstat is a glibc 2.33 symbol (before, an inline over __fxstat), and
+     * the hook loads into older images (glibc_floor.h). */
+    off_t end = lseek(fd, 0, SEEK_END);
+    if (end < 0) {
+        snprintf(why, why_len, "cannot read the size of %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (end < (off_t)size) {
+        snprintf(why, why_len, "%s is truncated: %lld bytes, expected %zu", path, (long long)end, size);
         close(fd);
         return NULL;
     }
