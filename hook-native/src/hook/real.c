@@ -1,9 +1,10 @@
 /*
  * Finding the real functions behind the ones we export.
  *
- * We export dlsym and dlvsym ourselves, so calling them would call us. glibc's own are found by reading
- * libc.so.6's dynamic symbol table in memory (dl_iterate_phdr, PT_DYNAMIC, DT_GNU_HASH) — no private glibc
- * symbol, no recursion. The same reader answers dlsym(RTLD_NEXT, ...) for the caller (hook_next_symbol).
+ * We export dlsym and dlvsym ourselves, so calling them would call us. glibc's own are found by reading the
+ * dynamic symbol table of libc.so.6 (glibc 2.34 and later) or libdl.so.2 (older) in memory (dl_iterate_phdr,
+ * PT_DYNAMIC, DT_GNU_HASH) — no private glibc symbol, no recursion. The same reader answers
+ * dlsym(RTLD_NEXT, ...) for the caller (hook_next_symbol).
  * The real driver is opened with dlopen (not interposed) and read with the real dlsym.
  *
  * Everything dlsym reaches is uninstrumented and allocation-free: sanitizer runtimes resolve what they
@@ -196,17 +197,24 @@ typedef struct libc_lookup {
     void *dlvsym;
 } libc_lookup;
 
+/* glibc defines dlsym and dlvsym in libc.so.6 from 2.34 on, in libdl.so.2 before (the hook loads into images with
+ * glibc down to 2.17: glibc_floor.h), so the first of the two that defines both is glibc's. */
 HOOK_NO_SANITIZE static int scan_libc(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     libc_lookup *want = data;
     elf_object o;
-    if (info->dlpi_name == NULL || !hook_contains(info->dlpi_name, "libc.so.6") || !elf_read(info, &o)) {
+    if (info->dlpi_name == NULL ||
+        !(hook_contains(info->dlpi_name, "libc.so.6") || hook_contains(info->dlpi_name, "libdl.so.2")) ||
+        !elf_read(info, &o)) {
         return 0;
     }
     const ElfW(Sym) *s = elf_lookup(&o, "dlsym", NULL);
     const ElfW(Sym) *v = elf_lookup(&o, "dlvsym", NULL);
-    want->dlsym = s != NULL ? (void *)(o.base + s->st_value) : NULL;
-    want->dlvsym = v != NULL ? (void *)(o.base + v->st_value) : NULL;
+    if (s == NULL || v == NULL) {
+        return 0; /* libdl.so.2 of glibc 2.34 and later, which is empty, or libc.so.6 before 2.34 */
+    }
+    want->dlsym = (void *)(o.base + s->st_value);
+    want->dlvsym = (void *)(o.base + v->st_value);
     return 1;
 }
 
