@@ -6,6 +6,8 @@ import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -97,6 +99,22 @@ public final class RealApiServer implements AutoCloseable {
     public static Path manifests() {
         String configured = System.getProperty("dilu.manifests");
         return configured != null ? Path.of(configured) : root().resolve("manifests");
+    }
+
+    /**
+     * Whether this (RBAC-enforcing) API server lets the service account {@code namespace/serviceAccount} do
+     * {@code verb} on {@code resource} (with its subresource after a slash, e.g. {@code deployments/scale}) in
+     * {@code namespace}.
+     */
+    public boolean allowed(String namespace, String serviceAccount, String verb, String group, String resource) {
+        String[] parts = resource.split("/", 2);
+        SubjectAccessReview review = client.authorization().v1().subjectAccessReview().create(new SubjectAccessReviewBuilder()
+                .withNewSpec().withUser("system:serviceaccount:" + namespace + ":" + serviceAccount)
+                .withGroups("system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated")
+                .withNewResourceAttributes().withNamespace(namespace).withVerb(verb).withGroup(group)
+                .withResource(parts[0]).withSubresource(parts.length > 1 ? parts[1] : null).endResourceAttributes()
+                .endSpec().build());
+        return review.getStatus().getAllowed();
     }
 
     public KubernetesClient client() {
