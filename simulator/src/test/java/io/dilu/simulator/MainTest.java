@@ -1,13 +1,12 @@
 package io.dilu.simulator;
 
+import static io.dilu.simulator.TestingCli.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.simulator.load.LoadResult;
 import io.dilu.simulator.load.TestingInferenceServer;
 import io.dilu.simulator.plot.Svg;
 import java.awt.image.BufferedImage;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -17,24 +16,11 @@ import java.util.stream.Stream;
 import javax.imageio.ImageIO;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 class MainTest {
 
     @TempDir
     Path dir;
-
-    private record Run(int exit, String out, String err) {}
-
-    private static Run run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine cli = new CommandLine(new Main());
-        cli.setOut(new PrintWriter(out));
-        cli.setErr(new PrintWriter(err));
-        int exit = cli.execute(args);
-        return new Run(exit, out.toString(), err.toString());
-    }
 
     @Test
     void simulatesAUsersOwnInstances() throws Exception {
@@ -46,7 +32,7 @@ class MainTest {
                 inference,1,0.3,0.5,8
                 training,2,0.5,0.7,20
                 """);
-        Run r = run("simulate", "--instances", csv.toString());
+        TestingCli.Run r = run("simulate", "--instances", csv.toString());
         assertThat(r.exit()).isZero();
         // Three inference instances share one GPU (Σreq 0.9, Σlim 1.5), training takes two more.
         assertThat(r.out()).containsPattern("dilu\\s+3\\s+1\\s+4 ");
@@ -57,7 +43,7 @@ class MainTest {
     void badRowsAreReportedWithLineNumbersAndFailTheCommand() throws Exception {
         Path csv = dir.resolve("bad.csv");
         Files.writeString(csv, "type,gpus,sm_request,sm_limit,memory_gb\ninference,1,1.5,0.5,8\n");
-        Run r = run("simulate", "--instances", csv.toString());
+        TestingCli.Run r = run("simulate", "--instances", csv.toString());
         assertThat(r.exit()).isEqualTo(2);
         assertThat(r.err()).contains("line 2: sm_request=1.5 is not allowed: must be in 0.001..1.0");
         assertThat(run("simulate", "--instances", dir.resolve("missing.csv").toString()).err()).contains("no such file");
@@ -72,14 +58,14 @@ class MainTest {
         }
         Files.writeString(trace, rows);
         Path series = dir.resolve("series.csv");
-        Run r = run("simulate", "coscaling", "--trace", trace.toString(), "--policies", "dilu,kpa", "--series", series.toString());
+        TestingCli.Run r = run("simulate", "coscaling", "--trace", trace.toString(), "--policies", "dilu,kpa", "--series", series.toString());
         assertThat(r.exit()).as(r.err()).isZero();
         assertThat(r.out()).containsPattern("BENCH coscaling model=fluid trace=f.csv dilu_cold_starts=\\d+ .* kpa_gpu_s=[0-9.]+\\n")
                 .doesNotContain("fastgs");
         assertThat(Files.readAllLines(series)).hasSize(1 + 2 * 300).first().isEqualTo("trace,policy,second,rps,instances,gpu_share,late");
 
         Files.writeString(trace, "second,rps\n0,1\n5,1\n");
-        Run bad = run("simulate", "coscaling", "--trace", trace.toString());
+        TestingCli.Run bad = run("simulate", "coscaling", "--trace", trace.toString());
         assertThat(bad.exit()).isEqualTo(2);
         assertThat(bad.err()).contains("f.csv:3: second must be 1");
         assertThat(run("simulate", "coscaling", "--pattern", "weekly").err()).contains("--pattern must be bursty, periodic or sporadic");
@@ -90,7 +76,7 @@ class MainTest {
     @Test
     void coscalingWritesTheReportOfItsRunWhereAsked() throws Exception {
         Path report = dir.resolve("out");
-        Run r = run("simulate", "coscaling", "--pattern", "sporadic", "--seconds", "120", "--policies", "dilu,kpa",
+        TestingCli.Run r = run("simulate", "coscaling", "--pattern", "sporadic", "--seconds", "120", "--policies", "dilu,kpa",
                 "--report", report.toString());
         assertThat(r.exit()).as(r.err()).isZero();
         assertThat(r.out()).contains("figures and report: " + report.resolve("report.md"));
@@ -102,7 +88,7 @@ class MainTest {
 
         Path file = dir.resolve("a-file");
         Files.writeString(file, "");
-        Run bad = run("simulate", "coscaling", "--pattern", "sporadic", "--seconds", "10", "--report", file.toString());
+        TestingCli.Run bad = run("simulate", "coscaling", "--pattern", "sporadic", "--seconds", "10", "--report", file.toString());
         assertThat(bad.exit()).isEqualTo(2);
         assertThat(bad.err()).contains("is a file, not a directory");
         assertThat(run("simulate", "coscaling", "--help").out()).contains("--report=DIR");
@@ -111,7 +97,7 @@ class MainTest {
     @Test
     void theCoscalingBenchSaysWhereItsReportGoesAndEachTraceStillEndsWithItsBenchLine() throws Exception {
         Path report = dir.resolve("bench");
-        Run r = run("bench", "coscaling", "--report", report.toString());
+        TestingCli.Run r = run("bench", "coscaling", "--report", report.toString());
         assertThat(r.exit()).as(r.err()).isZero();
         List<String> blocks = List.of(r.out().strip().split("\n\n"));
         assertThat(blocks.getFirst()).contains("figures and report: " + report.resolve("report.md"));
@@ -130,7 +116,7 @@ class MainTest {
         Path events = dir.resolve("events.csv");
         assertThat(run("simulate", "--generate-events", events.toString(), "--count", "60").exit()).isZero();
         Path png = dir.resolve("gpus.png");
-        Run r = run("simulate", "--events", events.toString(), "--plot", png.toString());
+        TestingCli.Run r = run("simulate", "--events", events.toString(), "--plot", png.toString());
         assertThat(r.exit()).as(r.err()).isZero();
         assertThat(r.out()).contains("plot: " + png + " and " + dir.resolve("gpus.svg"));
         assertThat(r.out().strip().lines().toList().getLast()).startsWith("BENCH events");
@@ -141,7 +127,7 @@ class MainTest {
                 .contains("Active GPUs over time: events.csv", "active GPUs", "time (s)", "dilu", "exclusive", "static-limit",
                         "static-request", "bestfit");
 
-        Run jpg = run("simulate", "--events", events.toString(), "--plot", dir.resolve("gpus.jpg").toString());
+        TestingCli.Run jpg = run("simulate", "--events", events.toString(), "--plot", dir.resolve("gpus.jpg").toString());
         assertThat(jpg.exit()).isEqualTo(2);
         assertThat(jpg.err()).contains("--plot needs --events and a FILE ending in .png");
         assertThat(run("simulate", "--count", "10", "--plot", png.toString()).exit()).isEqualTo(2);
@@ -149,7 +135,7 @@ class MainTest {
 
     @Test
     void refusesOmegaAboveGamma() {
-        Run r = run("simulate", "--count", "10", "--omega", "1.5", "--gamma", "1.2");
+        TestingCli.Run r = run("simulate", "--count", "10", "--omega", "1.5", "--gamma", "1.2");
         assertThat(r.exit()).isEqualTo(2);
         assertThat(r.err()).contains("gamma must be in omega");
     }
@@ -160,7 +146,7 @@ class MainTest {
         Files.writeString(trace, "second,rps\n0,4\n1,4\n");
         Path csv = dir.resolve("requests.csv");
         try (TestingInferenceServer server = TestingInferenceServer.answeringAfter(Duration.ofMillis(5))) {
-            Run r = run("load", "--trace", trace.toString(), "--target", server.uri().toString(), "--slo", "3600",
+            TestingCli.Run r = run("load", "--trace", trace.toString(), "--target", server.uri().toString(), "--slo", "3600",
                     "--out", csv.toString());
             assertThat(r.exit()).as(r.err()).isZero();
             assertThat(r.out()).containsPattern(
@@ -168,7 +154,7 @@ class MainTest {
             assertThat(Files.readAllLines(csv)).hasSize(9).first().isEqualTo(LoadResult.CSV_HEADER);
             assertThat(Files.readAllLines(csv).get(1)).matches("0,0\\.[0-9]{6},[0-9]+\\.[0-9]{6},200");
 
-            Run noSlo = run("load", "--trace", trace.toString(), "--target", server.uri() + "/");
+            TestingCli.Run noSlo = run("load", "--trace", trace.toString(), "--target", server.uri() + "/");
             assertThat(noSlo.out()).containsPattern("BENCH load trace=t.csv requests=8 failures=0 p50_ms=[0-9.]+ "
                     + "p95_ms=[0-9.]+ p99_ms=[0-9.]+\n");
         }
@@ -196,7 +182,7 @@ class MainTest {
                 new Case("--out " + dir.resolve("no/such.csv") + " cannot be written", "--trace", t, "--target", url,
                         "--out", dir.resolve("no/such.csv").toString()))) {
             String[] args = Stream.concat(Stream.of("load"), Arrays.stream(c.args())).toArray(String[]::new);
-            Run r = run(args);
+            TestingCli.Run r = run(args);
             assertThat(r.exit()).as(String.join(" ", args)).isEqualTo(2);
             assertThat(r.err()).as(String.join(" ", args)).contains(c.message());
         }
@@ -206,7 +192,7 @@ class MainTest {
 
     @Test
     void loadHelpGivesEveryOptionsDefault() {
-        Run r = run("load", "--help");
+        TestingCli.Run r = run("load", "--help");
         assertThat(r.exit()).isZero();
         assertThat(r.out()).contains("--trace=FILE", "--requests=FILE", "--target=URL", "--slo=SECONDS", "(default: none)",
                 "--out=FILE", "--seed=S", "(default 42)", "--timeout=SECONDS", "(default 30", "--max-outstanding=N",

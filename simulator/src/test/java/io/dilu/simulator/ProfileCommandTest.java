@@ -1,34 +1,20 @@
 package io.dilu.simulator;
 
+import static io.dilu.simulator.TestingCli.run;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.io.PrintWriter;
 import java.io.StringReader;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 class ProfileCommandTest {
 
     @TempDir
     Path dir;
-
-    private record Run(int exit, String out, String err) {}
-
-    private static Run run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine cli = new CommandLine(new Main());
-        cli.setOut(new PrintWriter(out));
-        cli.setErr(new PrintWriter(err));
-        int exit = cli.execute(args);
-        return new Run(exit, out.toString(), err.toString());
-    }
 
     /**
      * The traversal's whole grid (SM 10..100 × batch 1..32) of a model whose TE peaks inside it: Amdahl over
@@ -49,7 +35,7 @@ class ProfileCommandTest {
     void replaysASweepAndEndsWithOneBenchLine() throws Exception {
         Path table = dir.resolve("convex.csv");
         Files.writeString(table, convexSweep());
-        Run r = run("profile", "--table", table.toString(), "--slo", "0.1");
+        TestingCli.Run r = run("profile", "--table", table.toString(), "--slo", "0.1");
 
         assertThat(r.exit()).as(r.err()).isZero();
         String[] lines = r.out().strip().split("\n");
@@ -66,7 +52,7 @@ class ProfileCommandTest {
     void aSettingTheTableLacksIsAFailedTrial() throws Exception {
         Path table = dir.resolve("sparse.csv");
         Files.writeString(table, ProfileTable.HEADER + "\n1,10,0.01,100\n2,10,0.015,133\n");
-        Run r = run("profile", "--table", table.toString(), "--slo", "0.1");
+        TestingCli.Run r = run("profile", "--table", table.toString(), "--slo", "0.1");
         assertThat(r.exit()).isZero();
         assertThat(r.out()).contains("no (not in the table)");
         assertThat(r.out()).containsPattern("BENCH profile table=sparse hgs_trials=5 chosen_sm=10 chosen_batch=2 "
@@ -77,12 +63,12 @@ class ProfileCommandTest {
     void badOptionsAndRowsExitTwoNamingTheField() throws Exception {
         Path table = dir.resolve("t.csv");
         Files.writeString(table, ProfileTable.HEADER + "\n1,10,0.01,100\n");
-        Run slo = run("profile", "--table", table.toString(), "--slo", "0");
+        TestingCli.Run slo = run("profile", "--table", table.toString(), "--slo", "0");
         assertThat(slo.exit()).isEqualTo(2);
         assertThat(slo.err()).contains("--slo must be in (0, 3600]");
 
         Files.writeString(table, ProfileTable.HEADER + "\n1,101,0.01,100\n");
-        Run row = run("profile", "--table", table.toString(), "--slo", "1");
+        TestingCli.Run row = run("profile", "--table", table.toString(), "--slo", "1");
         assertThat(row.exit()).isEqualTo(2);
         assertThat(row.err()).contains("t.csv:2: sm_percent must be in 1..100, got 101");
 
@@ -93,19 +79,19 @@ class ProfileCommandTest {
 
     @Test
     void localNamesTheModelsAndTheMissingBuildAndRefusesTableOptions() throws Exception {
-        Run model = run("profile", "--local", "--model", "resnet-9000", "--native", dir.toString());
+        TestingCli.Run model = run("profile", "--local", "--model", "resnet-9000", "--native", dir.toString());
         assertThat(model.exit()).isEqualTo(2);
         assertThat(model.err()).contains("--model must be one of resnet50, bert-large, mobilenet-v1, llama2-7b-decode, "
                 + "resnet50-train, got 'resnet-9000'");
 
-        Run unbuilt = run("profile", "--local", "--model", "resnet50", "--native", dir.resolve("nothing").toString());
+        TestingCli.Run unbuilt = run("profile", "--local", "--model", "resnet50", "--native", dir.resolve("nothing").toString());
         assertThat(unbuilt.exit()).isEqualTo(2);
         assertThat(unbuilt.err()).contains("the emulated GPU's workloads are not built: no " + dir.resolve("nothing/bin/emu-infer"));
         assertThat(run("bench", "profiling", "--native", dir.resolve("nothing").toString()).exit()).isEqualTo(2);
 
         Path table = dir.resolve("t.csv");
         Files.writeString(table, ProfileTable.HEADER + "\n1,10,0.01,100\n");
-        Run both = run("profile", "--local", "--table", table.toString(), "--slo", "1");
+        TestingCli.Run both = run("profile", "--local", "--table", table.toString(), "--slo", "1");
         assertThat(both.exit()).isEqualTo(2);
         assertThat(both.err()).contains("--table and --slo are not allowed with it");
         assertThat(run("profile", "--table", table.toString(), "--slo", "1", "--model", "resnet50").err())

@@ -33,9 +33,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalDouble;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
 /**
@@ -153,7 +155,7 @@ public final class PaReconciler {
                 }
             }
         }
-        List<String> live = mine.stream().map(p -> p.getMetadata().getUid()).toList();
+        Set<String> live = mine.stream().map(p -> p.getMetadata().getUid()).collect(Collectors.toSet());
         functions.entrySet().removeIf(e -> {
             if (live.contains(e.getKey())) {
                 return false;

@@ -128,10 +128,6 @@ public final class TrialPods {
 
     /** Text from a pod (tenant-written) quoted in a status: one line, bounded. */
     static String clip(String s) {
-        if (s == null) {
-            return "";
-        }
-        String p = s.replaceAll("[\\r\\n\\t]+", " ").replaceAll("[^\\x20-\\x7e]", "?").strip();
-        return p.length() > 200 ? p.substring(0, 200) + "…" : p;
+        return TrialReport.quoted(s, 200);
     }
 }

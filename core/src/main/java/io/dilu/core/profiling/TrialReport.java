@@ -110,9 +110,20 @@ public record TrialReport(double latencySeconds, double throughput, long memoryM
         }
     }
 
-    /** Hostile text quoted back in an error: short, printable. */
     private static String clip(String s) {
-        String p = s.replaceAll("[^\\x20-\\x7e]", "?");
-        return p.length() > 40 ? p.substring(0, 40) + "…" : p;
+        return quoted(s, 40);
+    }
+
+    /**
+     * Text a trial's workload or pod wrote, fit to quote in an error or a status: line breaks and tabs become one
+     * space, anything else outside printable ASCII a '?', at most {@code maxChars} characters (then "…"); "" for
+     * none.
+     */
+    public static String quoted(String s, int maxChars) {
+        if (s == null) {
+            return "";
+        }
+        String p = s.replaceAll("[\\r\\n\\t]+", " ").replaceAll("[^\\x20-\\x7e]", "?").strip();
+        return p.length() > maxChars ? p.substring(0, maxChars) + "…" : p;
     }
 }

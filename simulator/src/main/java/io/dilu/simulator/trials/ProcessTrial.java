@@ -138,8 +138,8 @@ public final class ProcessTrial implements ReportingTrial {
             }
             String text = new String(tail.array(), 0, tail.position(), StandardCharsets.UTF_8);
             String last = text.lines().filter(l -> !l.isBlank()).reduce((a, b) -> b).orElse("");
-            String clean = last.strip().replaceAll("[^\\x20-\\x7e]", "?");
-            return clean.isEmpty() ? "" : ": " + (clean.length() > REASON_CHARS ? clean.substring(0, REASON_CHARS) + "…" : clean);
+            String clean = TrialReport.quoted(last, REASON_CHARS);
+            return clean.isEmpty() ? "" : ": " + clean;
         } catch (IOException e) {
             return "";
         }

@@ -1,0 +1,24 @@
+package io.dilu.simulator;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import picocli.CommandLine;
+
+/** Runs {@code ./dilu}'s simulator commands in the test's JVM, keeping what they print. */
+final class TestingCli {
+
+    private TestingCli() {}
+
+    /** One run: its exit status and what it wrote to standard output and error. */
+    record Run(int exit, String out, String err) {}
+
+    static Run run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cli = new CommandLine(new Main());
+        cli.setOut(new PrintWriter(out));
+        cli.setErr(new PrintWriter(err));
+        int exit = cli.execute(args);
+        return new Run(exit, out.toString(), err.toString());
+    }
+}
