@@ -1,6 +1,7 @@
 package io.dilu.simulator.coscaling;
 
 import io.dilu.core.scaling.Autoscale;
+import io.dilu.core.scaling.KnativeMetricWindow;
 import io.dilu.core.scaling.KnativePodAutoscaler;
 import io.dilu.core.scaling.LazyHorizontalScaler;
 import io.dilu.core.scaling.ScaleBounds;
@@ -142,15 +143,15 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
         private final double share;
         private final KnativePodAutoscaler autoscaler;
         private KnativePodAutoscaler.State state = KnativePodAutoscaler.State.INITIAL;
-        /** The first and the latest second the metric had data: a pod to scrape, or requests the activator saw. */
-        private int firstWrite = -1;
-        private int lastWrite = -1;
+        /** The metric as Knative's autoscaler averages it: written each second the revision has a pod or a request. */
+        private final KnativeMetricWindow metric;
 
         private Kpa(String name, double perInstanceRps, double share) {
             this.name = name;
             this.perInstanceRps = perInstanceRps;
             this.share = share;
             this.autoscaler = new KnativePodAutoscaler(KnativePodAutoscaler.Parameters.defaults(perInstanceRps));
+            this.metric = new KnativeMetricWindow(autoscaler.parameters().stableWindow());
         }
 
         public static Kpa kpa(FunctionProfile profile) {
@@ -169,16 +170,13 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
         @Override
         public int desired(double[] rates, int now, int ready, int starting) {
             KnativePodAutoscaler.Parameters p = autoscaler.parameters();
-            int window = (int) p.stableWindow().toSeconds();
+            Instant at = Instant.ofEpochSecond(now);
             if (ready + starting > 0 || rates[now] > 0) {
-                if (lastWrite < 0 || now - lastWrite >= window) {
-                    firstWrite = now; // a window without data: the average starts over
-                }
-                lastWrite = now;
+                metric.record(at, rates[now]);
             }
-            double stable = average(rates, now, window);
-            double panic = average(rates, now, (int) Math.max(1, p.panicWindow().toSeconds()));
-            KnativePodAutoscaler.Decision d = autoscaler.decide(stable, panic, ready, state, Instant.ofEpochSecond(now));
+            double stable = metric.average(p.stableWindow(), at);
+            double panic = metric.average(p.panicWindow(), at);
+            KnativePodAutoscaler.Decision d = autoscaler.decide(stable, panic, ready, state, at);
             state = d.next();
             return d.desired();
         }
@@ -191,23 +189,6 @@ public sealed interface CoScalingPolicy permits CoScalingPolicy.Dilu, CoScalingP
         @Override
         public double bookedShare() {
             return share;
-        }
-
-        /**
-         * The average over the last {@code seconds} seconds, or, when the data began less than that ago, over the
-         * seconds since it began: Knative's windowed average (its TimedFloat64Buckets) divides by the buckets that
-         * have data since the first write, which a whole window without data resets.
-         */
-        private double average(double[] rates, int now, int seconds) {
-            if (firstWrite < 0) {
-                return 0;
-            }
-            int from = Math.max(firstWrite, now + 1 - seconds);
-            double sum = 0;
-            for (int t = from; t <= now; t++) {
-                sum += rates[t];
-            }
-            return sum / (now + 1 - from);
         }
     }
 

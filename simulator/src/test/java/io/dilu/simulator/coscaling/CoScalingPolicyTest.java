@@ -101,6 +101,7 @@ class CoScalingPolicyTest {
             calm = kpa.desired(rates, t, Math.max(1, calm), 0);
         }
         assertThat(calm).as("30 rps at 70% of 50").isEqualTo(1);
+        kpa.desired(rates, 100, 1, 0); // driven once a second, as the simulation does
         int burst = kpa.desired(rates, 101, 1, 0);
         assertThat(burst).as("the panic window sees 200 rps").isGreaterThan(2);
         assertThat(CoScalingPolicy.Kpa.exclusive(MID).bookedShare()).isEqualTo(1.0);
