@@ -1,6 +1,7 @@
 package io.dilu.autoscaler;
 
 import io.dilu.autoscaler.knative.PaReconciler;
+import io.dilu.autoscaler.knative.PaWriter;
 import io.dilu.autoscaler.profile.Profiler;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -63,7 +64,8 @@ public class AutoscalerApp {
         }
         StatScraper scraper = new StatScraper(new StatScraper.Limits(config.queueProxyPort(), config.scrapeTimeout(),
                 config.scrapeMaxBytes(), config.maxPodRps()), io, metrics);
-        reconciler = new PaReconciler(client, config, scraper, clock, metrics);
+        reconciler = new PaReconciler(client, config, scraper, clock, metrics, new PaWriter(client),
+                (namespace, revision, now) -> PaReconciler.ActivatorLoad.Load.NONE);
         reconciler.start();
         if (config.profiler().enabled()) {
             profiler = new Profiler(client, config.profiler(), clock);

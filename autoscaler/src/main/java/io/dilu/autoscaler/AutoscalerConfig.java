@@ -1,9 +1,9 @@
 package io.dilu.autoscaler;
 
-import io.dilu.core.scaling.Autoscale;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
+import java.util.Optional;
 
 /** The autoscaler's configuration ({@code dilu.autoscaler.*}). */
 @ConfigMapping(prefix = "dilu.autoscaler")
@@ -66,16 +66,30 @@ public interface AutoscalerConfig {
     double defaultServingRps();
 
     /**
-     * Whether revisions with min-scale 0 may go to zero (Knative's enable-scale-to-zero). Off by default: a
-     * revision at zero is woken by the request rate the activator reports, which this autoscaler does not
-     * receive yet, so it would stay at zero.
+     * How this autoscaler is installed beside Knative: {@code alongside} Knative's own autoscaler (it scales
+     * PodAutoscalers of {@link #paClass()} only, and a revision at zero cannot wake, since the activator reports to
+     * Knative's autoscaler), or {@code replace}, as the {@code autoscaler} Service of {@code knative-serving}: it then
+     * receives the activator's reports, also scales Knative's own class ({@code kpa.autoscaling.knative.dev}) as
+     * Knative's KPA does, and revisions may scale to zero.
      */
-    @WithDefault(Autoscale.DEFAULT_SCALE_TO_ZERO)
-    boolean enableScaleToZero();
+    @WithDefault("alongside")
+    Mode mode();
 
-    /** How long the scaler must keep wanting zero before the last instance goes. */
-    @WithDefault(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE)
-    Duration scaleToZeroGrace();
+    /** See {@link #mode()}. */
+    enum Mode {
+        ALONGSIDE, REPLACE
+    }
+
+    /**
+     * Whether revisions with min-scale 0 may go to zero, over {@code config-autoscaler}'s {@code
+     * enable-scale-to-zero}. Unset (the default): off {@code alongside}, where a revision at zero would not wake;
+     * {@code replace}: as the ConfigMap says (Knative's default: on).
+     */
+    Optional<Boolean> enableScaleToZero();
+
+    /** The namespace of Knative Serving, whose {@code config-autoscaler} ConfigMap holds the cluster's defaults. */
+    @WithDefault("knative-serving")
+    String knativeNamespace();
 
     /**
      * Liveness ({@code /q/health/live}) goes DOWN when the leading replica has completed no tick for this many

@@ -1,20 +1,12 @@
 package io.dilu.autoscaler.knative;
 
-import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
-
-/** The Knative resources and names the autoscaler works with (knative.dev/serving, internal APIs). */
+/** The Knative names the autoscaler works with (knative.dev/serving). */
 public final class Knative {
 
     private Knative() {}
 
     public static final String CLASS = "autoscaling.knative.dev/class";
+    /** Knative's own class, the Knative Pod Autoscaler's: a PodAutoscaler without a class annotation has it. */
+    public static final String KPA_CLASS = "kpa.autoscaling.knative.dev";
     public static final String REVISION_LABEL = "serving.knative.dev/revision";
-
-    public static final ResourceDefinitionContext PODAUTOSCALER = new ResourceDefinitionContext.Builder()
-            .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withKind("PodAutoscaler")
-            .withPlural("podautoscalers").withNamespaced(true).build();
-
-    public static final ResourceDefinitionContext SERVERLESSSERVICE = new ResourceDefinitionContext.Builder()
-            .withGroup("networking.internal.knative.dev").withVersion("v1alpha1").withKind("ServerlessService")
-            .withPlural("serverlessservices").withNamespaced(true).build();
 }

@@ -1,19 +1,16 @@
 package io.dilu.autoscaler.knative;
 
 import io.dilu.autoscaler.AutoscalerConfig;
+import io.dilu.autoscaler.decide.Knobs;
+import io.dilu.autoscaler.decide.Readings;
+import io.dilu.autoscaler.decide.RevisionScaler;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.quota.FieldError;
-import io.dilu.core.scaling.Autoscale;
-import io.dilu.core.scaling.RateWindow;
-import io.dilu.core.scaling.ScaleBounds;
-import io.dilu.core.scaling.ScaleDownDelay;
-import io.dilu.core.scaling.ScalingAnnotations;
+import io.dilu.core.scaling.KnativeAutoscalerConfig;
 import io.dilu.core.scaling.ScalingParameters;
 import io.dilu.kube.profile.GpuFunctionProfile;
-import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
-import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
-import io.fabric8.kubernetes.api.model.OwnerReferenceBuilder;
+import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -23,7 +20,6 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
-import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
@@ -41,122 +37,112 @@ import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
 /**
- * Plays Knative's autoscaler for PodAutoscalers of class {@code co-scaling.dilu.io}: every tick it scrapes the
- * revision's ready pods, adds the request rate to the function's window, asks {@link Autoscale} for a scale,
- * scales the target through its {@code scale} subresource, keeps the ServerlessService (Serve while instances
- * run, Proxy at zero) and writes the PodAutoscaler's status. PodAutoscalers of other classes are not touched.
+ * Plays Knative's autoscaler for the PodAutoscalers it handles: those of class {@code co-scaling.dilu.io}, and,
+ * when it replaces Knative's autoscaler, Knative's own class too. Every tick, and at once when an activator
+ * reports requests for a revision, it reads (informers, a scrape of the revision's ready pods, the activators'
+ * reports), decides ({@link Knobs} and {@link RevisionScaler}: pure functions of what was read and the time),
+ * builds the desired ServerlessService and status ({@link Desired}, {@link PaStatus}) and writes what differs
+ * ({@link PaWriter}). PodAutoscalers of other classes are not touched. Calls are not thread-safe: one thread
+ * runs ticks and pokes.
  */
 public final class PaReconciler {
 
     private static final Logger LOG = Logger.getLogger(PaReconciler.class);
+    static final String BY_REVISION = "revision";
 
-    /** What the reconciler remembers of one revision between ticks. */
-    private static final class Function {
-        final RateWindow window;
-        final ScaleDownDelay delay = new ScaleDownDelay();
-        /** What the gauges read: the scale asked for, and the ready pods seen. */
-        AtomicInteger desiredGauge = new AtomicInteger();
-        AtomicInteger readyGauge = new AtomicInteger();
-        List<Meter> meters = List.of();
-        int desired = -1;
-        Optional<Instant> zeroWantedSince = Optional.empty();
-        boolean initialized;
-        Map<String, Object> lastStatus = Map.of();
+    /** What Knative's activators reported proxying to a revision, fresh at {@code now}; zero without a report. */
+    @FunctionalInterface
+    public interface ActivatorLoad {
+        Load of(String namespace, String revision, Instant now);
 
-        Function(int samples) {
-            window = new RateWindow(samples);
+        /** Requests per second and in flight, summed over activators. */
+        record Load(double rps, double concurrency) {
+            public static final Load NONE = new Load(0, 0);
         }
     }
 
-    private final KubernetesClient client;
+    /** What the reconciler remembers of one revision between ticks. */
+    private static final class Revision {
+        RevisionScaler scaler;
+        /** The scale last written to the target; -1 before the first. */
+        int applied = -1;
+        boolean initialized;
+        final AtomicInteger desiredGauge = new AtomicInteger();
+        final AtomicInteger readyGauge = new AtomicInteger();
+        List<Meter> meters = List.of();
+    }
+
     private final AutoscalerConfig config;
     private final StatScraper scraper;
     private final InstantSource clock;
-    private final ScalingParameters params;
-    private final SharedIndexInformer<GenericKubernetesResource> pas;
+    private final PaWriter writer;
+    private final ActivatorLoad activators;
+    private final ScalingParameters lazyDefaults;
+    private final Set<String> classes;
+    private final SharedIndexInformer<PodAutoscaler> pas;
     private final SharedIndexInformer<Pod> pods;
     private final SharedIndexInformer<GpuFunctionProfile> profiles;
-    private final SharedIndexInformer<GenericKubernetesResource> services;
-    static final String BY_REVISION = "revision";
-    private final Map<String, Function> functions = new ConcurrentHashMap<>();
+    private final SharedIndexInformer<ServerlessService> services;
+    private final SharedIndexInformer<ConfigMap> clusterConfigs;
+    private final Map<String, Revision> revisions = new ConcurrentHashMap<>();
     private final MeterRegistry metrics;
     private final Counter scaledUp;
     private final Counter scaledDown;
+    private String clusterConfigVersion;
+    private KnativeAutoscalerConfig clusterConfig = KnativeAutoscalerConfig.DEFAULTS;
 
     public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
-            MeterRegistry metrics) {
+            MeterRegistry metrics, PaWriter writer, ActivatorLoad activators) {
+        this.config = config;
+        this.scraper = scraper;
+        this.clock = clock;
         this.metrics = metrics;
+        this.writer = writer;
+        this.activators = activators;
+        this.lazyDefaults = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0, 1000);
+        this.classes = config.mode() == AutoscalerConfig.Mode.REPLACE ? Set.of(config.paClass(), Knative.KPA_CLASS)
+                : Set.of(config.paClass());
         this.scaledUp = Counter.builder("dilu_autoscaler_scale_decisions_total").tag("direction", "up")
                 .description("changes of a revision's desired scale").register(metrics);
         this.scaledDown = Counter.builder("dilu_autoscaler_scale_decisions_total").tag("direction", "down")
                 .description("changes of a revision's desired scale").register(metrics);
-        this.client = client;
-        this.config = config;
-        this.scraper = scraper;
-        this.clock = clock;
-        this.params = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0, 1000);
-        this.pas = client.genericKubernetesResources(Knative.PODAUTOSCALER).inAnyNamespace().runnableInformer(0);
+        this.pas = client.resources(PodAutoscaler.class).inAnyNamespace().runnableInformer(0);
         this.pods = client.pods().inAnyNamespace().withLabel(Knative.REVISION_LABEL).runnableInformer(0);
         // Every tick asks for one revision's pods: an index keeps that from walking every pod of the cluster.
         pods.addIndexers(Map.of(BY_REVISION, p -> List.of(p.getMetadata().getNamespace() + "/"
                 + p.getMetadata().getLabels().get(Knative.REVISION_LABEL))));
         // ServerlessServices are watched, not fetched: a tick makes no API call for a revision that is in line.
-        this.services = client.genericKubernetesResources(Knative.SERVERLESSSERVICE).inAnyNamespace().runnableInformer(0);
+        this.services = client.resources(ServerlessService.class).inAnyNamespace().runnableInformer(0);
         this.profiles = client.resources(GpuFunctionProfile.class).inAnyNamespace().runnableInformer(0);
-        pas.exceptionHandler((started, t) -> true);
-        pods.exceptionHandler((started, t) -> true);
-        profiles.exceptionHandler((started, t) -> true);
-        services.exceptionHandler((started, t) -> true);
+        this.clusterConfigs = client.configMaps().inNamespace(config.knativeNamespace())
+                .withField("metadata.name", KnativeAutoscalerConfig.CONFIG_MAP).runnableInformer(0);
+        for (SharedIndexInformer<?> i : List.of(pas, pods, services, profiles, clusterConfigs)) {
+            i.exceptionHandler((started, t) -> true);
+        }
     }
 
     public void start() {
-        pas.start();
-        pods.start();
-        profiles.start();
-        services.start();
+        List.of(pas, pods, services, profiles, clusterConfigs).forEach(SharedIndexInformer::start);
     }
 
     public void close() {
-        pas.close();
-        pods.close();
-        profiles.close();
-        services.close();
+        List.of(pas, pods, services, profiles, clusterConfigs).forEach(SharedIndexInformer::close);
     }
 
-    boolean ours(GenericKubernetesResource pa) {
-        Map<String, String> a = pa.getMetadata().getAnnotations();
-        return a != null && config.paClass().equals(a.get(Knative.CLASS));
+    /** Whether this autoscaler scales the PodAutoscaler (its class is one it handles). */
+    public boolean handles(PodAutoscaler pa) {
+        return classes.contains(pa.paClass());
     }
 
     /**
-     * One tick over every PodAutoscaler of our class; the scrapes of all revisions run at once, in one round
-     * that the tick closes (which drops every connection when some pod failed).
+     * One tick over every PodAutoscaler handled; the scrapes of all revisions run at once, in one round that the
+     * tick closes (which drops every connection when some pod failed).
      */
     public void tick() {
-        Instant now = clock.instant();
-        List<GenericKubernetesResource> mine = pas.getStore().list().stream().filter(this::ours).toList();
-        Map<String, List<CompletableFuture<StatScraper.Reading>>> readings = new HashMap<>();
-        Map<String, Integer> readyPods = new HashMap<>();
-        try (StatScraper.Round round = scraper.round()) {
-            for (GenericKubernetesResource pa : mine) {
-                List<String> addresses = readyAddresses(pa);
-                readyPods.put(pa.getMetadata().getUid(), addresses.size());
-                List<String> sample = new ArrayList<>(addresses);
-                Collections.shuffle(sample);
-                readings.put(pa.getMetadata().getUid(), round.scrape(sample.subList(0, StatScraper.sampleSize(sample.size()))));
-            }
-            for (GenericKubernetesResource pa : mine) {
-                String uid = pa.getMetadata().getUid();
-                try {
-                    reconcile(pa, readings.get(uid), readyPods.get(uid), now);
-                } catch (KubernetesClientException e) {
-                    LOG.warnf("PodAutoscaler %s/%s: %s (next tick retries)", pa.getMetadata().getNamespace(),
-                            pa.getMetadata().getName(), e.getMessage());
-                }
-            }
-        }
+        List<PodAutoscaler> mine = pas.getStore().list().stream().filter(this::handles).toList();
+        reconcile(mine, clock.instant());
         Set<String> live = mine.stream().map(p -> p.getMetadata().getUid()).collect(Collectors.toSet());
-        functions.entrySet().removeIf(e -> {
+        revisions.entrySet().removeIf(e -> {
             if (live.contains(e.getKey())) {
                 return false;
             }
@@ -165,197 +151,144 @@ public final class PaReconciler {
         });
     }
 
-    private List<String> readyAddresses(GenericKubernetesResource pa) {
-        String ns = pa.getMetadata().getNamespace();
-        String revision = pa.getMetadata().getName();
-        return pods.getIndexer().byIndex(BY_REVISION, ns + "/" + revision).stream()
+    /**
+     * Decides one revision now, outside the tick: an activator has reported requests for it, and a revision at
+     * zero must not wait for the next tick to wake. A revision not handled here is ignored.
+     */
+    public void poke(String namespace, String revision) {
+        PodAutoscaler pa = pas.getStore().getByKey(namespace + "/" + revision);
+        if (pa != null && handles(pa)) {
+            reconcile(List.of(pa), clock.instant());
+        }
+    }
+
+    /** Whether a PodAutoscaler of this name exists and is handled here: the activator's reports for others are dropped. */
+    public boolean knows(String namespace, String revision) {
+        PodAutoscaler pa = pas.getStore().getByKey(namespace + "/" + revision);
+        return pa != null && handles(pa);
+    }
+
+    private void reconcile(List<PodAutoscaler> mine, Instant now) {
+        Map<String, List<CompletableFuture<StatScraper.Reading>>> scrapes = new HashMap<>();
+        Map<String, Integer> ready = new HashMap<>();
+        try (StatScraper.Round round = scraper.round()) {
+            for (PodAutoscaler pa : mine) {
+                List<String> addresses = new ArrayList<>(readyAddresses(pa));
+                ready.put(pa.getMetadata().getUid(), addresses.size());
+                Collections.shuffle(addresses);
+                scrapes.put(pa.getMetadata().getUid(), round.scrape(addresses.subList(0, StatScraper.sampleSize(addresses.size()))));
+            }
+            KnativeAutoscalerConfig cluster = clusterConfig();
+            for (PodAutoscaler pa : mine) {
+                String uid = pa.getMetadata().getUid();
+                try {
+                    reconcile(pa, readings(pa, scrapes.get(uid), ready.get(uid), now), cluster, now);
+                } catch (KubernetesClientException e) {
+                    LOG.warnf("PodAutoscaler %s: %s (next tick retries)", pa.key(), e.getMessage());
+                }
+            }
+        }
+    }
+
+    private void reconcile(PodAutoscaler pa, Readings readings, KnativeAutoscalerConfig cluster, Instant now) {
+        List<FieldError> problems = new ArrayList<>();
+        Knobs knobs = knobs(pa, cluster, problems);
+        problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.key(), p.message()));
+        Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
+        if (r.scaler == null || !r.scaler.fits(knobs.policy())) {
+            // A new revision, or one whose class or window changed: a new window, the scale asked so far kept.
+            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, r.scaler == null ? -1 : r.scaler.desired());
+        }
+        if (r.meters.isEmpty()) {
+            Tags tags = Tags.of("namespace", pa.getMetadata().getNamespace(), "revision", pa.getMetadata().getName());
+            r.meters = List.of(
+                    Gauge.builder("dilu_autoscaler_desired_pods", r.desiredGauge, AtomicInteger::get).tags(tags)
+                            .description("instances the autoscaler asks for").register(metrics),
+                    Gauge.builder("dilu_autoscaler_ready_pods", r.readyGauge, AtomicInteger::get).tags(tags)
+                            .description("ready instances it sees").register(metrics));
+        }
+        r.readyGauge.set(readings.readyPods());
+        RevisionScaler.Decision d = r.scaler.decide(readings, knobs, now);
+        if (d.desired() != r.applied) {
+            LOG.infof("%s: %d -> %d instances (%s)", pa.key(), Math.max(0, r.applied), d.desired(), d.reason());
+            writer.scale(pa, d.desired());
+            if (r.applied >= 0) {
+                (d.desired() > r.applied ? scaledUp : scaledDown).increment();
+            }
+            r.applied = d.desired();
+            r.desiredGauge.set(d.desired());
+        }
+        int initial = knobs.bounds().initial();
+        r.initialized |= readings.readyPods() >= Math.max(1, initial) || (initial == 0 && d.desired() == 0);
+        int activatorCount = cluster.activators(readings.readyPods(), knobs.totalPerPod(), knobs.burstCapacity());
+        ServerlessService sks = writer.sks(Desired.sks(pa, d.desired() > 0, activatorCount), services.getStore().getByKey(pa.key()));
+        String name = pa.getMetadata().getName();
+        PaStatus status = new PaStatus(d.desired(), readings.readyPods(), name, name + "-private",
+                d.desired() > 0 && readings.readyPods() > 0, r.initialized, sks == null ? null : sks.ready(),
+                Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L));
+        writer.status(pa, status.build(pa.getStatus(), now));
+    }
+
+    private Knobs knobs(PodAutoscaler pa, KnativeAutoscalerConfig cluster, List<FieldError> problems) {
+        boolean toZero = config.enableScaleToZero()
+                .orElse(config.mode() == AutoscalerConfig.Mode.REPLACE && cluster.enableScaleToZero());
+        if (Knative.KPA_CLASS.equals(pa.paClass()) && !Knative.KPA_CLASS.equals(config.paClass())) {
+            long cc = pa.getSpec() == null || pa.getSpec().containerConcurrency() == null ? 0 : pa.getSpec().containerConcurrency();
+            return Knobs.kpa(pa.annotations(), Math.max(0, cc), cluster, toZero, problems);
+        }
+        return Knobs.lazy(pa.annotations(), cluster, config.windowSamples(), servingRate(pa, problems), toZero, problems);
+    }
+
+    /** The tick's readings of a revision: its pods' answers, estimated for all ready pods, and the activators' reports. */
+    private Readings readings(PodAutoscaler pa, List<CompletableFuture<StatScraper.Reading>> scrapes, int ready, Instant now) {
+        // A pod without a sample (no answer, or one refused) is left out of the mean. The scrapes of every revision
+        // started together and each completes by the scrape deadline, so these joins hold the tick no longer.
+        double rps = 0;
+        double concurrency = 0;
+        int answered = 0;
+        for (CompletableFuture<StatScraper.Reading> f : scrapes) {
+            StatScraper.Reading r = f.join();
+            if (r.rps().isPresent()) {
+                rps += r.rps().getAsDouble();
+                concurrency += r.concurrency().getAsDouble();
+                answered++;
+            }
+        }
+        ActivatorLoad.Load load = activators.of(pa.getMetadata().getNamespace(), pa.getMetadata().getName(), now);
+        return new Readings(ready, answered == 0 ? OptionalDouble.empty() : OptionalDouble.of(rps / answered * ready),
+                answered == 0 ? OptionalDouble.empty() : OptionalDouble.of(concurrency / answered * ready),
+                load.rps(), load.concurrency());
+    }
+
+    /** config-autoscaler as the watch has it, parsed once per version; Knative's defaults without one. */
+    private KnativeAutoscalerConfig clusterConfig() {
+        ConfigMap cm = clusterConfigs.getStore().getByKey(config.knativeNamespace() + "/" + KnativeAutoscalerConfig.CONFIG_MAP);
+        String version = cm == null ? null : cm.getMetadata().getResourceVersion();
+        if (!java.util.Objects.equals(version, clusterConfigVersion)) {
+            List<FieldError> problems = new ArrayList<>();
+            clusterConfig = KnativeAutoscalerConfig.parse(cm == null ? Map.of() : cm.getData(), problems);
+            problems.forEach(p -> LOG.warnf("%s/%s: %s (Knative's default kept)", config.knativeNamespace(),
+                    KnativeAutoscalerConfig.CONFIG_MAP, p.message()));
+            clusterConfigVersion = version;
+        }
+        return clusterConfig;
+    }
+
+    private List<String> readyAddresses(PodAutoscaler pa) {
+        return pods.getIndexer().byIndex(BY_REVISION, pa.key()).stream()
                 .filter(p -> p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
                         && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
                         .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())))
                 .map(p -> p.getStatus().getPodIP()).toList();
     }
 
-    private void reconcile(GenericKubernetesResource pa, List<CompletableFuture<StatScraper.Reading>> readings, int ready,
-            Instant now) {
-        Map<String, String> annotations = pa.getMetadata().getAnnotations();
-        List<FieldError> problems = new ArrayList<>();
-        ScaleBounds bounds = ScaleBounds.of(annotations, problems);
-        ScalingAnnotations knobs = ScalingAnnotations.of(annotations, problems);
-        int windowSeconds = knobs.windowSeconds().orElse(config.windowSamples());
-        // A revision whose window changed starts a window of the new length (its samples so far are dropped).
-        Function f = functions.compute(pa.getMetadata().getUid(),
-                (k, old) -> old != null && old.window.size() == windowSeconds ? old : carry(old, new Function(windowSeconds)));
-        if (f.meters.isEmpty()) {
-            Tags tags = Tags.of("namespace", pa.getMetadata().getNamespace(), "revision", pa.getMetadata().getName());
-            f.meters = List.of(
-                    Gauge.builder("dilu_autoscaler_desired_pods", f.desiredGauge, AtomicInteger::get).tags(tags)
-                            .description("instances the autoscaler asks for").register(metrics),
-                    Gauge.builder("dilu_autoscaler_ready_pods", f.readyGauge, AtomicInteger::get).tags(tags)
-                            .description("ready instances it sees").register(metrics));
-        }
-        f.readyGauge.set(ready);
-        // A pod without a sample (no answer, or one refused) is left out of the mean; if no pod gave one the
-        // second has no sample at all. The scrapes of every revision started together and each completes by
-        // the scrape deadline (a straggler's exchange cancelled), so these joins hold the tick no longer.
-        double sum = 0;
-        int answered = 0;
-        for (CompletableFuture<StatScraper.Reading> r : readings) {
-            OptionalDouble rps = r.join().rps();
-            if (rps.isPresent()) {
-                sum += rps.getAsDouble();
-                answered++;
-            }
-        }
-        if (answered > 0) {
-            f.window.record(now, sum / answered * ready);
-        } else if (ready == 0) {
-            f.window.record(now, 0);
-        }
-
-        double servingRps = servingRps(pa, problems);
-        problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.getMetadata().getName(), p.message()));
-        // Knative's retention period is the least time the last pod stays once zero is wanted: the longer of it and the grace.
-        Duration grace = knobs.retention().compareTo(config.scaleToZeroGrace()) > 0 ? knobs.retention() : config.scaleToZeroGrace();
-        Autoscale.Output decided = Autoscale.decide(params.withWindow(windowSeconds), new Autoscale.Input(f.window.samples(now),
-                f.desired, servingRps, bounds, config.enableScaleToZero(), grace, f.zeroWantedSince, now));
-        Autoscale.Output out = new Autoscale.Output(f.delay.apply(now, decided.desired(), knobs.scaleDownDelay()),
-                decided.reason(), decided.zeroWantedSince());
-        f.zeroWantedSince = out.zeroWantedSince();
-        Map<String, Object> ref = spec(pa, "scaleTargetRef");
-        if (out.desired() != f.desired) {
-            LOG.infof("%s/%s: %d -> %d instances (%s)", pa.getMetadata().getNamespace(), pa.getMetadata().getName(),
-                    Math.max(0, f.desired), out.desired(), out.reason());
-            scaleTarget(pa.getMetadata().getNamespace(), ref, out.desired());
-            if (f.desired >= 0) {
-                (out.desired() > f.desired ? scaledUp : scaledDown).increment();
-            }
-            f.desired = out.desired();
-            f.desiredGauge.set(out.desired());
-        }
-        f.initialized |= ready >= Math.max(1, bounds.initial()) || (bounds.initial() == 0 && out.desired() == 0);
-        Optional<GenericKubernetesResource> sks = ensureSks(pa, out.desired() > 0 ? "Serve" : "Proxy");
-        writeStatus(pa, f, new PaStatus(out.desired(), ready, pa.getMetadata().getName(),
-                pa.getMetadata().getName() + "-private", out.desired() > 0 && ready > 0, f.initialized,
-                sks.map(PaReconciler::sksReady).orElse(null), Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L)), now);
-    }
-
-    /** A revision's state carried into a window of another length: what it asked for and its timers. */
-    private static Function carry(Function old, Function fresh) {
-        if (old != null) {
-            fresh.desired = old.desired;
-            fresh.zeroWantedSince = old.zeroWantedSince;
-            fresh.initialized = old.initialized;
-            fresh.lastStatus = old.lastStatus;
-            fresh.desiredGauge = old.desiredGauge; // the registered gauges read these
-            fresh.readyGauge = old.readyGauge;
-            fresh.meters = old.meters;
-        }
-        return fresh;
-    }
-
-    private double servingRps(GenericKubernetesResource pa, List<FieldError> problems) {
+    private ServingRate.Rate servingRate(PodAutoscaler pa, List<FieldError> problems) {
         String ns = pa.getMetadata().getNamespace();
-        Map<String, String> labels = pa.getMetadata().getLabels() == null ? Map.of() : pa.getMetadata().getLabels();
-        Map<String, String> annotations = pa.getMetadata().getAnnotations() == null ? Map.of() : pa.getMetadata().getAnnotations();
-        return ServingRate.of(annotations, labels,
+        return ServingRate.of(pa.annotations(), pa.labels(),
                 name -> Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name)).flatMap(GpuFunctionProfile::settings),
                 function -> profiles.getStore().list().stream().filter(p -> ns.equals(p.getMetadata().getNamespace()))
                         .filter(p -> p.getSpec() != null && function.equals(p.getSpec().function())).findFirst()
                         .flatMap(GpuFunctionProfile::settings),
-                config.defaultServingRps(), problems).rps();
-    }
-
-    /** A field of the spec as a map; the whole spec when {@code field} is null. */
-    @SuppressWarnings("unchecked")
-    private static Map<String, Object> spec(GenericKubernetesResource r, String field) {
-        Object spec = r.getAdditionalProperties().get("spec");
-        Object value = field == null ? spec : spec instanceof Map<?, ?> m ? m.get(field) : null;
-        return value instanceof Map<?, ?> v ? (Map<String, Object>) v : Map.of();
-    }
-
-    private void scaleTarget(String namespace, Map<String, Object> ref, int replicas) {
-        String name = String.valueOf(ref.get("name"));
-        String kind = String.valueOf(ref.getOrDefault("kind", "Deployment"));
-        if (!"Deployment".equals(kind)) {
-            LOG.warnf("scale target %s %s is not a Deployment; not scaled", kind, name);
-            return;
-        }
-        client.apps().deployments().inNamespace(namespace).withName(name).scale(replicas);
-    }
-
-    /** The ServerlessService of the revision, created (owned by the PodAutoscaler) or moved to the right mode. */
-    private Optional<GenericKubernetesResource> ensureSks(GenericKubernetesResource pa, String mode) {
-        var sksApi = client.genericKubernetesResources(Knative.SERVERLESSSERVICE).inNamespace(pa.getMetadata().getNamespace());
-        GenericKubernetesResource sks = services.getStore().getByKey(pa.getMetadata().getNamespace() + "/" + pa.getMetadata().getName());
-        Object paSpec = pa.getAdditionalProperties().get("spec");
-        String protocolType = paSpec instanceof Map<?, ?> m && m.get("protocolType") != null ? String.valueOf(m.get("protocolType")) : "http1";
-        Map<String, Object> spec = new HashMap<>();
-        spec.put("mode", mode);
-        spec.put("numActivators", 2);
-        spec.put("protocolType", protocolType);
-        spec.put("objectRef", spec(pa, "scaleTargetRef"));
-        if (sks == null) {
-            GenericKubernetesResource created = new GenericKubernetesResourceBuilder()
-                    .withApiVersion("networking.internal.knative.dev/v1alpha1").withKind("ServerlessService")
-                    .withNewMetadata().withName(pa.getMetadata().getName()).withNamespace(pa.getMetadata().getNamespace())
-                    .withLabels(pa.getMetadata().getLabels()).withOwnerReferences(new OwnerReferenceBuilder()
-                            .withApiVersion(pa.getApiVersion()).withKind("PodAutoscaler").withName(pa.getMetadata().getName())
-                            .withUid(pa.getMetadata().getUid()).withController(true).withBlockOwnerDeletion(true).build())
-                    .endMetadata().addToAdditionalProperties("spec", spec).build();
-            try {
-                return Optional.of(sksApi.resource(created).create());
-            } catch (KubernetesClientException e) {
-                if (e.getCode() != 409) {
-                    throw e;
-                }
-                // Created a moment ago and not in the watch yet.
-                return Optional.ofNullable(sksApi.withName(pa.getMetadata().getName()).get());
-            }
-        }
-        if (!spec.equals(sks.getAdditionalProperties().get("spec"))) {
-            sks.getAdditionalProperties().put("spec", spec);
-            return Optional.of(sksApi.resource(sks).update());
-        }
-        return Optional.of(sks);
-    }
-
-    private static Boolean sksReady(GenericKubernetesResource sks) {
-        Object status = sks.getAdditionalProperties().get("status");
-        if (status instanceof Map<?, ?> s && s.get("conditions") instanceof List<?> conditions) {
-            for (Object o : conditions) {
-                if (o instanceof Map<?, ?> c && "Ready".equals(c.get("type"))) {
-                    return "True".equals(c.get("status")) ? Boolean.TRUE : "False".equals(c.get("status")) ? Boolean.FALSE : null;
-                }
-            }
-        }
-        return null;
-    }
-
-    /** Writes the status when it changed, retrying on a conflict with a fresh copy. */
-    private void writeStatus(GenericKubernetesResource pa, Function f, PaStatus status, Instant now) {
-        var api = client.genericKubernetesResources(Knative.PODAUTOSCALER).inNamespace(pa.getMetadata().getNamespace());
-        for (int attempt = 0; attempt < 3; attempt++) {
-            GenericKubernetesResource current = attempt == 0 ? pa : api.withName(pa.getMetadata().getName()).get();
-            if (current == null) {
-                return;
-            }
-            @SuppressWarnings("unchecked")
-            Map<String, Object> previous = current.getAdditionalProperties().get("status") instanceof Map<?, ?> m
-                    ? (Map<String, Object>) m : Map.of();
-            Map<String, Object> next = status.toMap(previous, now);
-            if (next.equals(previous)) {
-                return;
-            }
-            current.getAdditionalProperties().put("status", next);
-            try {
-                api.resource(current).updateStatus();
-                f.lastStatus = next;
-                return;
-            } catch (KubernetesClientException e) {
-                if (e.getCode() != 409) {
-                    throw e;
-                }
-            }
-        }
+                config.defaultServingRps(), problems);
     }
 }

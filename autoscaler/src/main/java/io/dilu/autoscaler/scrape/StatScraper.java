@@ -66,20 +66,21 @@ public final class StatScraper {
         }
     }
 
-    /** A pod's request rate, or why there is none. */
-    public record Reading(String address, OptionalDouble rps, Optional<ScrapeFailure> failure) {
+    /** A pod's request rate and concurrency (both or neither), or why there are none. */
+    public record Reading(String address, OptionalDouble rps, OptionalDouble concurrency, Optional<ScrapeFailure> failure) {
         public Reading {
-            if (rps.isPresent() == failure.isPresent()) {
-                throw new IllegalArgumentException("a reading has a rate or a failure, exactly one; got " + rps + ", " + failure);
+            if (rps.isPresent() == failure.isPresent() || rps.isPresent() != concurrency.isPresent()) {
+                throw new IllegalArgumentException("a reading has a rate and a concurrency, or a failure; got " + rps
+                        + ", " + concurrency + ", " + failure);
             }
         }
 
-        static Reading of(String address, double rps) {
-            return new Reading(address, OptionalDouble.of(rps), Optional.empty());
+        static Reading of(String address, double rps, double concurrency) {
+            return new Reading(address, OptionalDouble.of(rps), OptionalDouble.of(concurrency), Optional.empty());
         }
 
         static Reading failed(String address, ScrapeFailure why) {
-            return new Reading(address, OptionalDouble.empty(), Optional.of(why));
+            return new Reading(address, OptionalDouble.empty(), OptionalDouble.empty(), Optional.of(why));
         }
     }
 
@@ -202,8 +203,9 @@ public final class StatScraper {
     }
 
     /**
-     * The requests the pod served itself in the last second: all it received, less what the activator proxied.
-     * Both are per-second counts of the last reporting period, not running totals, so there is nothing to diff.
+     * The requests the pod served itself in the last second, and their average concurrency: all it received,
+     * less what the activator proxied (the activator reports those itself). The counts are per-second counts of
+     * the last reporting period, not running totals, so there is nothing to diff.
      */
     static Reading read(String address, byte[] body, double maxPodRps) {
         Stat stat;
@@ -214,9 +216,14 @@ public final class StatScraper {
         }
         double received = stat.getRequestCount();
         double proxied = stat.getProxiedRequestCount();
-        // Proxied requests are among those received; NaN fails every comparison and so lands here too.
-        boolean plausible = received >= 0 && received <= maxPodRps && proxied >= 0 && proxied <= received;
-        return plausible ? Reading.of(address, received - proxied) : Reading.failed(address, ScrapeFailure.IMPLAUSIBLE);
+        double concurrent = stat.getAverageConcurrentRequests();
+        double proxiedConcurrent = stat.getAverageProxiedConcurrentRequests();
+        // Proxied requests are among those received; NaN fails every comparison and so lands here too. In-flight
+        // requests cannot outnumber what a pod may serve in a second by much, so the same bound holds them.
+        boolean plausible = received >= 0 && received <= maxPodRps && proxied >= 0 && proxied <= received
+                && concurrent >= 0 && concurrent <= maxPodRps && proxiedConcurrent >= 0 && proxiedConcurrent <= concurrent;
+        return plausible ? Reading.of(address, received - proxied, concurrent - proxiedConcurrent)
+                : Reading.failed(address, ScrapeFailure.IMPLAUSIBLE);
     }
 
     /**

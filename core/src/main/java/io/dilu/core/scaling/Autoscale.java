@@ -13,12 +13,14 @@ import java.util.Optional;
 public final class Autoscale {
 
     /**
-     * Whether the last instance of a revision with min-scale 0 may go, as the autoscaler ships: no, because a
-     * revision at zero is woken by the request rate Knative's activator reports, which it does not receive yet.
+     * Whether the last instance of a revision with min-scale 0 may go, as the autoscaler ships (installed
+     * alongside Knative's autoscaler): no, because a revision at zero is woken by the requests Knative's activator
+     * reports, which then go to Knative's autoscaler. Installed to replace it, the autoscaler receives them and
+     * follows config-autoscaler's {@code enable-scale-to-zero} (on by default).
      */
     public static final String DEFAULT_SCALE_TO_ZERO = "false";
 
-    /** How long the scaler must keep wanting zero before the last instance goes, as the autoscaler ships (ISO-8601, which its configuration reads too). */
+    /** How long the scaler must keep wanting zero before the last instance goes: Knative's scale-to-zero-grace-period default (ISO-8601). */
     public static final String DEFAULT_SCALE_TO_ZERO_GRACE = "PT30S";
 
     private Autoscale() {}

@@ -18,9 +18,17 @@ public record ScaleBounds(int min, int max, int initial) {
 
     /** The bounds; a malformed annotation is reported and read as its default, so scaling goes on. */
     public static ScaleBounds of(Map<String, String> annotations, List<FieldError> problems) {
-        int min = read(annotations, MIN, 0, problems);
-        int max = read(annotations, MAX, 0, problems);
-        int initial = read(annotations, INITIAL, 1, problems);
+        return of(annotations, KnativeAutoscalerConfig.DEFAULTS, problems);
+    }
+
+    /**
+     * The bounds, where an annotation that is absent or malformed (reported) takes the cluster-wide default of
+     * {@code config-autoscaler}.
+     */
+    public static ScaleBounds of(Map<String, String> annotations, KnativeAutoscalerConfig cluster, List<FieldError> problems) {
+        int min = read(annotations, MIN, Math.min(cluster.minScale(), UNBOUNDED), problems);
+        int max = read(annotations, MAX, Math.min(cluster.maxScale(), UNBOUNDED), problems);
+        int initial = read(annotations, INITIAL, Math.min(cluster.initialScale(), UNBOUNDED), problems);
         int upper = max == 0 ? UNBOUNDED : max;
         if (min > upper) {
             problems.add(new FieldError(MIN, Integer.toString(min), "at most max-scale (" + upper + ")"));

@@ -4,6 +4,7 @@ import io.dilu.core.quota.FieldError;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
@@ -11,9 +12,10 @@ import java.util.OptionalInt;
  * {@code window} is the lazy window (6s..1h, Knative's range; whole seconds, one sample each),
  * {@code scale-down-delay} how long a lower scale must be wanted before it is applied (0..1h), and
  * {@code scale-to-zero-pod-retention-period} the least time the last instance stays once zero is wanted. A
- * malformed one is reported naming the field and the allowed range, and read as absent.
+ * malformed one is reported naming the field and the allowed range, and read as absent (the cluster-wide default
+ * of {@code config-autoscaler} then applies).
  */
-public record ScalingAnnotations(OptionalInt windowSeconds, Duration scaleDownDelay, Duration retention) {
+public record ScalingAnnotations(OptionalInt windowSeconds, Optional<Duration> scaleDownDelay, Optional<Duration> retention) {
 
     public static final String WINDOW = "autoscaling.knative.dev/window";
     public static final String SCALE_DOWN_DELAY = "autoscaling.knative.dev/scale-down-delay";
@@ -24,12 +26,8 @@ public record ScalingAnnotations(OptionalInt windowSeconds, Duration scaleDownDe
     public static ScalingAnnotations of(Map<String, String> annotations, List<FieldError> problems) {
         Duration window = read(annotations, WINDOW, MIN_WINDOW, HOUR, "a duration in 6s..1h, e.g. 60s", problems);
         return new ScalingAnnotations(window == null ? OptionalInt.empty() : OptionalInt.of((int) window.toSeconds()),
-                orZero(read(annotations, SCALE_DOWN_DELAY, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 5m", problems)),
-                orZero(read(annotations, RETENTION, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 1m", problems)));
-    }
-
-    private static Duration orZero(Duration d) {
-        return d == null ? Duration.ZERO : d;
+                Optional.ofNullable(read(annotations, SCALE_DOWN_DELAY, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 5m", problems)),
+                Optional.ofNullable(read(annotations, RETENTION, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 1m", problems)));
     }
 
     private static Duration read(Map<String, String> annotations, String key, Duration min, Duration max, String allowed,

@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 
@@ -32,13 +33,13 @@ class KnativeKnobsTest {
         List<FieldError> problems = new ArrayList<>();
         ScalingAnnotations a = ScalingAnnotations.of(Map.of(ScalingAnnotations.WINDOW, "60s",
                 ScalingAnnotations.SCALE_DOWN_DELAY, "2m", ScalingAnnotations.RETENTION, "1m"), problems);
-        assertThat(a).isEqualTo(new ScalingAnnotations(OptionalInt.of(60), Duration.ofMinutes(2), Duration.ofMinutes(1)));
+        assertThat(a).isEqualTo(new ScalingAnnotations(OptionalInt.of(60), Optional.of(Duration.ofMinutes(2)), Optional.of(Duration.ofMinutes(1))));
         assertThat(problems).isEmpty();
         assertThat(ScalingAnnotations.of(Map.of(), problems))
-                .isEqualTo(new ScalingAnnotations(OptionalInt.empty(), Duration.ZERO, Duration.ZERO));
+                .isEqualTo(new ScalingAnnotations(OptionalInt.empty(), Optional.empty(), Optional.empty()));
         ScalingAnnotations bad = ScalingAnnotations.of(Map.of(ScalingAnnotations.WINDOW, "5s",
                 ScalingAnnotations.SCALE_DOWN_DELAY, "2h", ScalingAnnotations.RETENTION, "soon"), problems);
-        assertThat(bad).isEqualTo(new ScalingAnnotations(OptionalInt.empty(), Duration.ZERO, Duration.ZERO));
+        assertThat(bad).isEqualTo(new ScalingAnnotations(OptionalInt.empty(), Optional.empty(), Optional.empty()));
         assertThat(problems).extracting(FieldError::message).containsExactlyInAnyOrder(
                 "autoscaling.knative.dev/window=5s is not allowed: must be a duration in 6s..1h, e.g. 60s",
                 "autoscaling.knative.dev/scale-down-delay=2h is not allowed: must be a duration in 0s..1h, e.g. 5m",

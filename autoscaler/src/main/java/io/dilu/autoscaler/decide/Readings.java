@@ -1,0 +1,41 @@
+package io.dilu.autoscaler.decide;
+
+import java.util.OptionalDouble;
+
+/**
+ * What one tick saw of a revision: its ready pods, the request rate and concurrency its pods served themselves
+ * (estimated for all ready pods from those that answered; empty when none did), and what Knative's activators
+ * reported proxying to it (0 without a fresh report). Pods and activators count different requests, so the
+ * revision's load is their sum.
+ */
+public record Readings(int readyPods, OptionalDouble podsRps, OptionalDouble podsConcurrency, double activatorRps,
+        double activatorConcurrency) {
+
+    public Readings {
+        if (readyPods < 0 || !(activatorRps >= 0) || !(activatorConcurrency >= 0)) {
+            throw new IllegalArgumentException("readings must be >= 0, got " + readyPods + ", " + activatorRps + ", "
+                    + activatorConcurrency);
+        }
+    }
+
+    /**
+     * The revision's request rate this second, or empty when nothing was measured: pods that did not answer must
+     * not look like an idle revision (nor one with only the activators' share). A revision without ready pods
+     * has the activators' report alone, zero without one.
+     */
+    public OptionalDouble rps() {
+        return load(podsRps, activatorRps);
+    }
+
+    /** The revision's in-flight requests, on the same rule as {@link #rps()}. */
+    public OptionalDouble concurrency() {
+        return load(podsConcurrency, activatorConcurrency);
+    }
+
+    private OptionalDouble load(OptionalDouble pods, double activators) {
+        if (pods.isPresent()) {
+            return OptionalDouble.of(pods.getAsDouble() + activators);
+        }
+        return readyPods == 0 ? OptionalDouble.of(activators) : OptionalDouble.empty();
+    }
+}
