@@ -168,6 +168,22 @@ public final class PaReconciler {
         return pa != null && handles(pa);
     }
 
+    /** Whether the PodAutoscaler is in the informer's store, whatever its class (for tests). */
+    boolean seen(String namespace, String revision) {
+        return pas.getStore().getByKey(namespace + "/" + revision) != null;
+    }
+
+    /** Ready pods of a revision as the pod informer has them (for tests). */
+    int readyPods(String namespace, String revision) {
+        PodAutoscaler pa = pas.getStore().getByKey(namespace + "/" + revision);
+        return pa == null ? 0 : readyAddresses(pa).size();
+    }
+
+    /** Whether config-autoscaler is in the ConfigMap informer's store (for tests). */
+    boolean clusterConfigSeen() {
+        return !clusterConfigs.getStore().list().isEmpty();
+    }
+
     private void reconcile(List<PodAutoscaler> mine, Instant now) {
         Map<String, List<CompletableFuture<StatScraper.Reading>>> scrapes = new HashMap<>();
         Map<String, Integer> ready = new HashMap<>();

@@ -17,10 +17,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * says, at the level of bytes on a raw socket: a Stat, garbage, or what a hostile tenant could make it send. It
  * records what it wrote and whether the client hung up on it (a write failed) before it was done.
  */
-final class FakeQueueProxy implements AutoCloseable {
+public final class FakeQueueProxy implements AutoCloseable {
 
     /** What the fake writes once it has read a request's head. */
-    interface Answer {
+    public interface Answer {
         void write(OutputStream out) throws IOException, InterruptedException;
     }
 
@@ -35,7 +35,7 @@ final class FakeQueueProxy implements AutoCloseable {
         this.answer = answer;
     }
 
-    static FakeQueueProxy start(String ip, int port, Answer answer) throws IOException {
+    public static FakeQueueProxy start(String ip, int port, Answer answer) throws IOException {
         ServerSocket server = new ServerSocket();
         server.bind(new InetSocketAddress(ip, port));
         FakeQueueProxy fake = new FakeQueueProxy(server, answer);
@@ -115,7 +115,7 @@ final class FakeQueueProxy implements AutoCloseable {
         server.close();
     }
 
-    static Answer ok(byte[] body) {
+    public static Answer ok(byte[] body) {
         return out -> {
             out.write(head(200, "Content-Length: " + body.length));
             out.write(body);

@@ -156,6 +156,20 @@ class StatScraperTest {
     }
 
     @Test
+    void concurrencyIsWhatThePodCarriedItselfAndImplausibleConcurrencyIsRefused() {
+        byte[] body = Stat.newBuilder().setRequestCount(12).setAverageConcurrentRequests(7.5)
+                .setAverageProxiedConcurrentRequests(2.5).build().toByteArray();
+        assertThat(StatScraper.read("p", body, 100).concurrency()).hasValue(5.0);
+        for (double[] bogus : new double[][] {{Double.NaN, 0}, {-1, 0}, {5, 6}, {101, 0}, {5, Double.NaN}}) {
+            byte[] b = Stat.newBuilder().setRequestCount(1).setAverageConcurrentRequests(bogus[0])
+                    .setAverageProxiedConcurrentRequests(bogus[1]).build().toByteArray();
+            Reading r = StatScraper.read("p", b, 100);
+            assertThat(r.concurrency()).as("%s in flight, %s proxied", bogus[0], bogus[1]).isEmpty();
+            assertThat(r.failure()).hasValue(ScrapeFailure.IMPLAUSIBLE);
+        }
+    }
+
+    @Test
     void limitsOutOfRangeNameTheirKeyAndRange() {
         assertThatThrownBy(() -> new Limits(9090, Duration.ZERO, 65536, 100_000))
                 .hasMessageContaining("dilu.autoscaler.scrape-timeout must be positive");
