@@ -84,6 +84,9 @@ class ManifestsIT {
         List<HasMetadata> objects = load();
         assertThat(objects).extracting(HasMetadata::getKind).contains("Namespace", "CustomResourceDefinition",
                 "DaemonSet", "ClusterRole", "ClusterRoleBinding", "ServiceAccount");
+        // Knative Serving is installed first: the autoscaler's read of config-autoscaler is granted in its namespace.
+        api.client().namespaces().resource(new io.fabric8.kubernetes.api.model.NamespaceBuilder().withNewMetadata()
+                .withName("knative-serving").endMetadata().build()).create();
         for (HasMetadata o : objects) {
             HasMetadata created = api.client().resource(o).create();
             assertThat(created.getMetadata().getUid()).as("%s %s", o.getKind(), o.getMetadata().getName()).isNotBlank();
@@ -98,6 +101,9 @@ class ManifestsIT {
                 .as("and writes what they found into the profile's status").isTrue();
         assertThat(allowed("dilu-autoscaler", "update", "dilu.io", "gpufunctionprofiles")).as("never the spec").isFalse();
         assertThat(allowed("dilu-autoscaler", "get", "", "secrets")).as("nothing beyond what it needs").isFalse();
+        assertThat(api.grantedInNamespace("knative-serving", "dilu-system", "dilu-autoscaler", "watch", "", "configmaps"))
+                .as("config-autoscaler, Knative's defaults").isTrue();
+        assertThat(api.grantedInNamespace("knative-serving", "dilu-system", "dilu-autoscaler", "get", "", "secrets")).isFalse();
         DaemonSet agent = api.client().apps().daemonSets().inNamespace("dilu-system").withName("dilu-node-agent").get();
         assertThat(agent.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo("dilu-node-agent");
         assertThat(agent.getSpec().getTemplate().getSpec().getContainers().getFirst().getVolumeMounts())

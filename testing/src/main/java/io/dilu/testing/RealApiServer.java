@@ -107,10 +107,16 @@ public final class RealApiServer implements AutoCloseable {
      * {@code namespace}.
      */
     public boolean allowed(String namespace, String serviceAccount, String verb, String group, String resource) {
+        return grantedInNamespace(namespace, namespace, serviceAccount, verb, group, resource);
+    }
+
+    /** Whether the service account {@code accountNamespace/serviceAccount} may do {@code verb} on a resource in {@code namespace}. */
+    public boolean grantedInNamespace(String namespace, String accountNamespace, String serviceAccount, String verb,
+            String group, String resource) {
         String[] parts = resource.split("/", 2);
         SubjectAccessReview review = client.authorization().v1().subjectAccessReview().create(new SubjectAccessReviewBuilder()
-                .withNewSpec().withUser("system:serviceaccount:" + namespace + ":" + serviceAccount)
-                .withGroups("system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated")
+                .withNewSpec().withUser("system:serviceaccount:" + accountNamespace + ":" + serviceAccount)
+                .withGroups("system:serviceaccounts", "system:serviceaccounts:" + accountNamespace, "system:authenticated")
                 .withNewResourceAttributes().withNamespace(namespace).withVerb(verb).withGroup(group)
                 .withResource(parts[0]).withSubresource(parts.length > 1 ? parts[1] : null).endResourceAttributes()
                 .endSpec().build());

@@ -1,6 +1,7 @@
 package io.dilu.e2e.chart;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.marcnuri.helm.Helm;
@@ -140,6 +141,25 @@ class HelmChartTest {
         List<Map<String, Object>> none = DiluChart.objects(render("1.25.0", Map.of("nodeAgent.enabled", "false",
                 "scheduler.enabled", "false", "webhook.enabled", "false", "autoscaler.enabled", "false", "crd.install", "false")));
         assertThat(none).isEmpty();
+    }
+
+    @Test
+    void replacingKnativesAutoscalerTakesItsServiceAndAnUnknownModeIsRefusedByName() throws IOException {
+        List<Map<String, Object>> alongside = DiluChart.objects(render("1.31.0", Map.of()));
+        assertThat(env(container(one(alongside, "Deployment", "dilu-autoscaler"), "autoscaler")))
+                .containsEntry("DILU_AUTOSCALER_MODE", "alongside").containsEntry("DILU_AUTOSCALER_KNATIVE_NAMESPACE", "knative-serving");
+        assertThat(alongside).noneMatch(o -> o.get("kind").equals("Service") && name(o).equals("autoscaler"));
+        assertThat(at(one(alongside, "Role", "dilu-autoscaler-knative-config"), "metadata", "namespace")).isEqualTo("knative-serving");
+
+        List<Map<String, Object>> replace = DiluChart.objects(render("1.31.0", Map.of("autoscaler.mode", "replace")));
+        Map<String, Object> service = one(replace, "Service", "autoscaler");
+        assertThat(at(service, "metadata", "namespace")).as("where Knative's activator looks for it").isEqualTo("knative-serving");
+        assertThat(at(service, "spec", "ports").toString()).contains("port=8080", "targetPort=8083");
+        assertThat(env(container(one(replace, "Deployment", "dilu-autoscaler"), "autoscaler")))
+                .containsEntry("DILU_AUTOSCALER_MODE", "replace");
+
+        assertThatThrownBy(() -> render("1.31.0", Map.of("autoscaler.mode", "instead")))
+                .hasMessageContaining("autoscaler.mode=instead is not allowed: must be alongside or replace");
     }
 
     /** Every metric the dashboard queries is registered under that name in some component's main code. */
