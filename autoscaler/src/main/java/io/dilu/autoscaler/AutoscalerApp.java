@@ -1,5 +1,8 @@
 package io.dilu.autoscaler;
 
+import io.dilu.autoscaler.activator.ActivatorStats;
+import io.dilu.autoscaler.activator.ActivatorStatsServer;
+import io.dilu.autoscaler.activator.RevisionKey;
 import io.dilu.autoscaler.knative.PaReconciler;
 import io.dilu.autoscaler.knative.PaWriter;
 import io.dilu.autoscaler.profile.Profiler;
@@ -16,7 +19,9 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -48,9 +53,12 @@ public class AutoscalerApp {
     private volatile ScheduledFuture<?> ticking;
     private CompletableFuture<?> election;
     private volatile boolean leading;
+    private final Set<RevisionKey> pokes = ConcurrentHashMap.newKeySet();
+    private final ActivatorStatsServer activators;
 
     public AutoscalerApp(KubernetesClient client, AutoscalerConfig config, MeterRegistry metrics, InstantSource clock,
-            TickProgress progress) {
+            TickProgress progress, ActivatorStatsServer activators) {
+        this.activators = activators;
         this.client = client;
         this.config = config;
         this.metrics = metrics;
@@ -64,9 +72,16 @@ public class AutoscalerApp {
         }
         StatScraper scraper = new StatScraper(new StatScraper.Limits(config.queueProxyPort(), config.scrapeTimeout(),
                 config.scrapeMaxBytes(), config.maxPodRps()), io, metrics);
+        ActivatorStats reports = activators.stats();
         reconciler = new PaReconciler(client, config, scraper, clock, metrics, new PaWriter(client),
-                (namespace, revision, now) -> PaReconciler.ActivatorLoad.Load.NONE);
+                (namespace, revision, now) -> reports.reading(new RevisionKey(namespace, revision), now)
+                        .map(r -> new PaReconciler.ActivatorLoad.Load(r.requestsPerSecond(), r.concurrency()))
+                        .orElse(PaReconciler.ActivatorLoad.Load.NONE));
         reconciler.start();
+        // Knative's activator reports to the autoscaler that replaced Knative's: only then are its reports taken.
+        activators.accept(k -> reconciler.knows(k.namespace(), k.name()));
+        activators.accepting(() -> leading && config.mode() == AutoscalerConfig.Mode.REPLACE);
+        activators.onActivity(this::poke);
         if (config.profiler().enabled()) {
             profiler = new Profiler(client, config.profiler(), clock);
             profiler.start();
@@ -114,6 +129,23 @@ public class AutoscalerApp {
         }
         // Not reached by a tick that is stuck, nor after an Error, which also ends the schedule: liveness sees both.
         progress.ticked();
+    }
+
+    /**
+     * An activator reported requests for a revision: decide it now on the tick's thread, so that a revision at zero
+     * wakes without waiting for the tick. Called on the websocket's I/O thread: it only queues, once per revision.
+     */
+    private void poke(RevisionKey revision) {
+        if (leading && pokes.add(revision)) {
+            ticker.execute(() -> {
+                pokes.remove(revision);
+                try {
+                    reconciler.poke(revision.namespace(), revision.name());
+                } catch (RuntimeException e) {
+                    LOG.errorf(e, "deciding %s on an activator report failed; the next tick retries", revision);
+                }
+            });
+        }
     }
 
     /** Whether this replica is the one scaling. */

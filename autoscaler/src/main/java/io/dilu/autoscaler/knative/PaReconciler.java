@@ -153,11 +153,14 @@ public final class PaReconciler {
 
     /**
      * Decides one revision now, outside the tick: an activator has reported requests for it, and a revision at
-     * zero must not wait for the next tick to wake. A revision not handled here is ignored.
+     * zero must not wait for the next tick to wake. A revision not handled here, or one with instances, is left
+     * to the tick.
      */
     public void poke(String namespace, String revision) {
         PodAutoscaler pa = pas.getStore().getByKey(namespace + "/" + revision);
-        if (pa != null && handles(pa)) {
+        Revision known = pa == null ? null : revisions.get(pa.getMetadata().getUid());
+        // As Knative's multiscaler pokes: only a revision at zero; one with instances waits for its tick.
+        if (pa != null && handles(pa) && (known == null || known.applied <= 0)) {
             reconcile(List.of(pa), clock.instant());
         }
     }
