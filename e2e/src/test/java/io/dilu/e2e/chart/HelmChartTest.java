@@ -191,6 +191,20 @@ class HelmChartTest {
                 .as("dilu.yaml is out of date with charts/dilu: run ./dilu release-manifest").isEqualTo(expected);
     }
 
+    /** The local cluster installs the chart: its rendering is up to date, for 1.20, with the images built here. */
+    @Test
+    void theLocalClustersRenderingIsUpToDate() throws IOException {
+        String expected = ReleaseManifest.renderLocal(ROOT);
+        Path file = ROOT.resolve(ReleaseManifest.LOCAL_FILE);
+        assertThat(Files.exists(file) ? Files.readString(file) : "")
+                .as("%s is out of date with charts/dilu: run ./dilu release-manifest", ReleaseManifest.LOCAL_FILE)
+                .isEqualTo(expected);
+        List<Map<String, Object>> objects = DiluChart.objects(expected);
+        assertThat(container(one(objects, "Deployment", "dilu-scheduler"), "kube-scheduler").get("image"))
+                .isEqualTo("dilu.local/kube-scheduler:v1.20.2");
+        assertThat(env(container(one(objects, "DaemonSet", "dilu-node-agent"), "agent"))).containsKey("DILU_AGENT_EMULATED_GPUS");
+    }
+
     // ---- helpers
 
     static String render(String kube, Map<String, ?> values) {

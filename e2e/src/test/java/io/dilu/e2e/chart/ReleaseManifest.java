@@ -6,10 +6,12 @@ import java.util.Map;
 
 /**
  * Writes {@code dilu.yaml}, the single-file install for {@code kubectl apply -f}: the chart rendered with its
- * default values, but for the namespace (kubectl has no --create-namespace), for one Kubernetes version.
- * {@code HelmChartTest} fails when the file is out of date.
+ * default values, but for the namespace (kubectl has no --create-namespace), for one Kubernetes version; and
+ * {@code cluster/local/dilu-chart.yaml}, the chart as the local cluster installs it (its Kubernetes version, the
+ * images built here, emulated GPUs), which {@code cluster/local}'s overlay patches for host networking.
+ * {@code HelmChartTest} fails when either file is out of date.
  *
- * <p>Usage: {@code ReleaseManifest REPO_ROOT} rewrites REPO_ROOT/dilu.yaml ({@code ./dilu release-manifest});
+ * <p>Usage: {@code ReleaseManifest REPO_ROOT} rewrites both ({@code ./dilu release-manifest});
  * {@code ReleaseManifest REPO_ROOT KUBE_VERSION} prints the same for another Kubernetes version instead.
  */
 public final class ReleaseManifest {
@@ -21,6 +23,19 @@ public final class ReleaseManifest {
     public static final String KUBE_VERSION = "1.31.0";
 
     public static final String FILE = "dilu.yaml";
+
+    /** The chart as the local cluster installs it, under the repository root. */
+    public static final String LOCAL_FILE = "cluster/local/dilu-chart.yaml";
+
+    /** The local cluster's Kubernetes version (its binaries, e2e/bin/kube-binaries). */
+    public static final String LOCAL_KUBE_VERSION = "1.20.2";
+
+    /**
+     * The values the local cluster installs the chart with: images built here and never pulled (kube-scheduler's
+     * too, {@code ./dilu images}), emulated GPUs. Host networking and the API server's address are the overlay's.
+     */
+    static final Map<String, String> LOCAL_VALUES = Map.of("namespace.create", "true", "image.registry", "dilu.local",
+            "image.pullPolicy", "Never", "scheduler.kubeScheduler.image.registry", "dilu.local", "emulation.enabled", "true");
 
     private ReleaseManifest() {
     }
@@ -37,6 +52,16 @@ public final class ReleaseManifest {
         return header + DiluChart.render(DiluChart.dir(root), kubeVersion, Map.of("namespace.create", "true"));
     }
 
+    /** cluster/local/dilu-chart.yaml's content for the chart under {@code root}. */
+    public static String renderLocal(Path root) {
+        String header = """
+                # The chart as `./dilu cluster` installs it (cluster/local/kustomization.yaml patches it for host
+                # networking): charts/dilu for Kubernetes %s with %s.
+                # Do not edit: `./dilu release-manifest` rewrites this file.
+                """.formatted(LOCAL_KUBE_VERSION, new java.util.TreeMap<>(LOCAL_VALUES));
+        return header + DiluChart.render(DiluChart.dir(root), LOCAL_KUBE_VERSION, LOCAL_VALUES);
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length < 1 || args.length > 2) {
             System.err.println("usage: ReleaseManifest REPO_ROOT [KUBE_VERSION]");
@@ -50,5 +75,8 @@ public final class ReleaseManifest {
         Path out = root.resolve(FILE);
         Files.writeString(out, render(root, KUBE_VERSION));
         System.err.printf("release-manifest: wrote %s (Kubernetes %s)%n", out, KUBE_VERSION);
+        Path local = root.resolve(LOCAL_FILE);
+        Files.writeString(local, renderLocal(root));
+        System.err.printf("release-manifest: wrote %s (the local cluster, Kubernetes %s)%n", local, LOCAL_KUBE_VERSION);
     }
 }
