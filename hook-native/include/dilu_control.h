@@ -68,7 +68,8 @@ typedef struct dilu_report_device {
     uint64_t blocks_launched;   /* cumulative, every process of the container */
     uint64_t memory_used_bytes; /* container total */
     uint64_t klc_count;         /* cumulative number of kernel launch cycles recorded */
-    uint64_t reserved;
+    uint64_t memory_refusals;   /* cumulative: allocations refused for not fitting the device's memory share
+                                 * (was reserved and always 0: older hooks report none, the layout is the same) */
     uint64_t klc_ns[DILU_KLC_RING]; /* klc_ns[(n - 1) % DILU_KLC_RING] is the n-th cycle */
 } dilu_report_device;
 

@@ -30,6 +30,7 @@ int main(void) {
     expect("sizeof(dilu_grant_page)", sizeof(dilu_grant_page), 32 + 48 * DILU_MAX_DEVICES);
     expect("report device[0] offset", offsetof(dilu_report_page, device), 24);
     expect("sizeof(dilu_report_device)", sizeof(dilu_report_device), 32 + 8 * DILU_KLC_RING);
+    expect("report memory refusals offset", offsetof(dilu_report_device, memory_refusals), 24);
     expect("report klc ring offset", offsetof(dilu_report_device, klc_ns), 32);
     expect("report process[0] offset", offsetof(dilu_report_page, process),
            24 + (32 + 8 * DILU_KLC_RING) * DILU_MAX_DEVICES);

@@ -239,6 +239,8 @@ static void test_memory_share_across_processes(void) {
     EXPECT(code == 0, "second process exited %d: %s", code, err);
     EXPECT(strstr(out, "alloc=2 free_mib=424 total_mib=1024") != NULL,
            "600 MiB past a 1024 MiB share with 600 MiB held elsewhere: %s", out);
+    EXPECT(report->device[0].memory_refusals == 1, "%llu refusals counted for the agent, 1 expected",
+           (unsigned long long)report->device[0].memory_refusals);
     kill(holder.pid, SIGKILL);
     finish(&holder);
     unlink(holder.out);
@@ -744,6 +746,9 @@ static void test_devices(void) {
     EXPECT(report->device[0].klc_count == 1 && report->device[1].klc_count == 1, "cycles %llu and %llu, 1 each expected",
            (unsigned long long)report->device[0].klc_count, (unsigned long long)report->device[1].klc_count);
     EXPECT(too_big == 2, "5 MiB on device 1 (4 MiB share) answered %d, OUT_OF_MEMORY (2) expected", too_big);
+    EXPECT(report->device[1].memory_refusals == 1 && report->device[0].memory_refusals == 0,
+           "memory refusals %llu on device 0 and %llu on device 1; 0 and 1 expected",
+           (unsigned long long)report->device[0].memory_refusals, (unsigned long long)report->device[1].memory_refusals);
     EXPECT(total_mib == 64, "device 0 shows %zu MiB, its 64 MiB share expected", total_mib);
     EXPECT(ungranted == 800, "a launch on an ungranted device answered %d, NOT_PERMITTED (800) expected", ungranted);
     EXPECT(report->device[2].blocks_launched == 0, "device 2 launched %llu blocks",

@@ -53,6 +53,8 @@ static int reserve(hook_control *c, int device, uint64_t bytes) {
     uint64_t now = atomic_load(used);
     do {
         if (bytes > limit || now > limit - bytes) {
+            /* Counted for the agent, which tells the pod (an Event) what its program only sees as OUT_OF_MEMORY. */
+            atomic_fetch_add((_Atomic uint64_t *)&c->report->device[device].memory_refusals, 1);
             return 0;
         }
     } while (!atomic_compare_exchange_weak(used, &now, now + bytes));
