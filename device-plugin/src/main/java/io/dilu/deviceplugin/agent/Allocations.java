@@ -385,6 +385,27 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         return first;
     }
 
+    /**
+     * A share's part of one GPU, with what the token loop of that GPU sees of it: for events.
+     *
+     * @param gpu the GPU's index on this node
+     */
+    public record Part(Allocation allocation, int gpu, String uuid, Tenant tenant, long memoryMib) {}
+
+    /** Every share's parts, one per GPU it holds (several for a split container). */
+    public synchronized List<Part> parts() {
+        List<Part> parts = new ArrayList<>();
+        byId.forEach((id, a) -> {
+            List<Device> devices = devices(a);
+            List<Tenant> perDevice = tenants.get(id);
+            for (int d = 0; d < devices.size() && d < perDevice.size(); d++) {
+                Device device = devices.get(d);
+                parts.add(new Part(a, device.gpu(), device.uuid(), perDevice.get(d), device.memoryMib()));
+            }
+        });
+        return parts;
+    }
+
     // allocation.properties: small, human-readable, replaced atomically so a crash leaves the old or the new.
 
     private static void write(Path dir, Allocation a) throws IOException {

@@ -115,4 +115,15 @@ public interface NodeAgentConfig {
      */
     @WithDefault("1.6")
     double etaViolation();
+
+    /**
+     * Events on pods (throttling emergencies, memory refusals): at most one per pod and reason per window, the
+     * occurrences in between counted into the next one.
+     */
+    @WithDefault("1m")
+    Duration eventWindow();
+
+    /** At most this many events per window from this node, whatever its pods do. */
+    @WithDefault("30")
+    int eventsPerWindow();
 }

@@ -66,14 +66,31 @@ public final class PodIdentity implements NodePods, AutoCloseable {
             LOG.debugf("namespace watch failed, retrying: %s", t.getMessage());
             return true;
         });
+        Counters counters = counters(metrics);
+        this.annotationMissing = counters.annotationMissing();
+        this.annotationDifferent = counters.annotationDifferent();
+        this.guessCorrected = counters.guessCorrected();
+        this.kubeletFailures = counters.kubeletFailures();
+    }
+
+    /** The counters of the matching protocol. */
+    record Counters(Counter annotationMissing, Counter annotationDifferent, Counter guessCorrected,
+            Counter kubeletFailures) {}
+
+    /**
+     * Registers (or finds) the protocol's counters: the agent exports them from its start, at 0, also with
+     * matching off, so that a query or alert on them never finds the series missing.
+     */
+    static Counters counters(MeterRegistry metrics) {
         String mismatches = "dilu_assignment_mismatches_total";
         String help = "assignments the node corrected: a pod annotation missing or naming another GPU than its "
                 + "containers hold, or a share matched to another container at Allocate than the kubelet reports";
-        this.annotationMissing = Counter.builder(mismatches).tag("kind", "annotation-missing").description(help).register(metrics);
-        this.annotationDifferent = Counter.builder(mismatches).tag("kind", "annotation-different").description(help).register(metrics);
-        this.guessCorrected = Counter.builder(mismatches).tag("kind", "allocate-guess").description(help).register(metrics);
-        this.kubeletFailures = Counter.builder("dilu_podresources_failures_total")
-                .description("PodResources List calls the kubelet did not answer").register(metrics);
+        return new Counters(
+                Counter.builder(mismatches).tag("kind", "annotation-missing").description(help).register(metrics),
+                Counter.builder(mismatches).tag("kind", "annotation-different").description(help).register(metrics),
+                Counter.builder(mismatches).tag("kind", "allocate-guess").description(help).register(metrics),
+                Counter.builder("dilu_podresources_failures_total")
+                        .description("PodResources List calls the kubelet did not answer").register(metrics));
     }
 
     public void start() {

@@ -212,6 +212,11 @@ public final class ControlBlock implements AutoCloseable {
         return (long) LONGS.getAcquire(report, reportDevice(device) + 16);
     }
 
+    /** Allocations the hook refused for not fitting the device's memory share, cumulative (0 from older hooks). */
+    public long memoryRefusals(int device) {
+        return (long) LONGS.getAcquire(report, reportDevice(device) + 24);
+    }
+
     /**
      * The n-th (1-based) launch cycle, in nanoseconds, as the tenant wrote it; only the latest {@value #KLC_RING}
      * are kept. Any n is safe to ask for: a count the tenant made negative cannot index outside the ring.

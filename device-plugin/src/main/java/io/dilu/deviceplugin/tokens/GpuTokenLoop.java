@@ -48,6 +48,8 @@ public final class GpuTokenLoop {
     private final AtomicLongArray periodsByState = new AtomicLongArray(ControllerState.values().length);
     private final AtomicLongArray faults = new AtomicLongArray(ReportReading.Fault.values().length);
     private final AtomicLong lastTickNanos = new AtomicLong(System.nanoTime());
+    private final AtomicLong emergencies = new AtomicLong();
+    private ControllerState lastState = ControllerState.NONE; // the GPU's own thread only
 
     private static final class Tracked {
         volatile Tenant tenant; // its quota may change; its control block never does
@@ -83,6 +85,14 @@ public final class GpuTokenLoop {
     /** Periods decided in {@code state} since the loop started. */
     public long periods(ControllerState state) {
         return periodsByState.get(state.ordinal());
+    }
+
+    /**
+     * Times the GPU entered EMERGENCY since the loop started: a count, not the state, so that whoever reads it
+     * once a second still sees an emergency that began and ended in between.
+     */
+    public long emergencies() {
+        return emergencies.get();
     }
 
     /** Report-page faults of this GPU's tenants since the loop started. */
@@ -154,6 +164,10 @@ public final class GpuTokenLoop {
         blocksLaunched += launchedThisPeriod;
         TokenPlan plan = controller.issue(now, samples);
         periodsByState.incrementAndGet(plan.state().ordinal());
+        if (plan.state() == ControllerState.EMERGENCY && lastState != ControllerState.EMERGENCY) {
+            emergencies.incrementAndGet();
+        }
+        lastState = plan.state();
         lastPlan = plan;
         List<TokenGrant> grants = plan.grants();
         for (int i = 0; i < read.size(); i++) {

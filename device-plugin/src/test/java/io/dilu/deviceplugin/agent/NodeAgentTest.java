@@ -3,6 +3,7 @@ package io.dilu.deviceplugin.agent;
 import static io.restassured.RestAssured.given;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.quota.Priority;
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.kubelet.FakeKubeletAccess;
@@ -11,6 +12,7 @@ import io.dilu.deviceplugin.kubelet.v1beta1.AllocateRequest;
 import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateRequest;
 import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
 import io.dilu.deviceplugin.tokens.TokenManager;
+import io.dilu.testing.DocumentedMetrics;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
@@ -93,19 +95,30 @@ class NodeAgentTest {
             }
             assertThat(block.tokensGranted(0)).isEqualTo(3_240);
 
+            // The kubelet's PodResources would name the container (matching is off here): say it as the reconciler would.
+            agent.allocations().apply(List.of(new Reconciler.Bind(id, new ContainerRef("fns", "infer-0", "server"),
+                    new Allocation.ShareQuota(60, Priority.BEST_EFFORT, Double.NaN, 1024), false)));
+
             // The per-container rows refresh every second: wait for them (a loaded machine stretches that second).
             String metrics = "";
+            String row = "namespace=\"fns\",pod=\"infer-0\"";
             for (long until = System.nanoTime() + 30_000_000_000L; System.nanoTime() < until; Thread.sleep(200)) {
                 metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
-                if (metrics.contains("dilu_container_tokens_granted{allocation=\"" + id + "\"")) {
+                if (metrics.contains("dilu_container_tokens_granted_total{") && metrics.contains(row)) {
                     break;
                 }
             }
             assertThat(metrics).contains("dilu_allocations 1.0")
-                    .containsPattern("dilu_container_tokens_granted\\{allocation=\"" + id + "\"[^}]*gpu=\"GPU-emu-local-1\"[^}]*} 3240\\.0")
-                    .containsPattern("dilu_gpu_utilisation_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*source=\"emulated\"[^}]*} 0\\.0")
-                    .contains("dilu_container_controller_state{allocation=\"" + id + "\"")
-                    .containsPattern("dilu_gpu_sm_request_percent\\{gpu=\"GPU-emu-local-1\"[^}]*} 30\\.0");
+                    .containsPattern("dilu_container_tokens_granted_total\\{container=\"server\",gpu=\"GPU-emu-local-1\","
+                            + "namespace=\"fns\",pod=\"infer-0\"} 3240\\.0")
+                    .containsPattern("dilu_gpu_utilization_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*source=\"emulated\"[^}]*} 0\\.0")
+                    .containsPattern("dilu_container_controller_state\\{[^}]*pod=\"infer-0\",state=\"none\"} 1\\.0")
+                    .containsPattern("dilu_container_controller_state\\{[^}]*pod=\"infer-0\",state=\"emergency\"} 0\\.0")
+                    .containsPattern("dilu_gpu_sm_request_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*} 0\\.3")
+                    .doesNotContain("allocation=\"");
+            // docs/node-agent.md lists exactly what the agent exports, as exported.
+            assertThat(DocumentedMetrics.differences(DocumentedMetrics.of(DocumentedMetrics.doc("node-agent.md")),
+                    metrics, "dilu_")).isEmpty();
 
             // A restarted agent finds the allocation again from the control root alone.
             try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, 1, InstantSource.system(), 16)) {

@@ -56,6 +56,11 @@ public final class FakeHook {
         LONGS.setRelease(report, device0() + 16, value);
     }
 
+    /** The count of refused memory allocations, as the hook keeps it (or a tenant sets it). */
+    public void setMemoryRefusals(long value) {
+        LONGS.setRelease(report, device0() + 24, value);
+    }
+
     /** Every slot of the cycle ring. */
     public void fillKlcRing(long nanos) {
         for (int i = 0; i < ControlBlock.KLC_RING; i++) {
