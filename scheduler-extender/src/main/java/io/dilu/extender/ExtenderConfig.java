@@ -57,6 +57,17 @@ public interface ExtenderConfig {
     @WithDefault("5s")
     Duration bindTimeout();
 
+    /**
+     * Events on pods (placed, refused): at most one per pod and reason per window, the occurrences in between
+     * counted into the next one.
+     */
+    @WithDefault("1m")
+    Duration eventWindow();
+
+    /** At most this many events per window from the extender, whatever the pods do. */
+    @WithDefault("300")
+    int eventsPerWindow();
+
     default PlacementParameters placement() {
         PlacementParameters d = PlacementParameters.DEFAULTS;
         return new PlacementParameters((int) Math.round(omega() * 1000), (int) Math.round(gamma() * 1000), alpha(), beta(),

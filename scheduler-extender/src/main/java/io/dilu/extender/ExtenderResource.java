@@ -11,6 +11,7 @@ import io.dilu.extender.api.InvalidRequest;
 import io.dilu.extender.api.PodRef;
 import io.dilu.extender.kube.Binder;
 import io.dilu.extender.kube.ClusterWatcher;
+import io.dilu.extender.kube.ExtenderEvents;
 import io.dilu.extender.state.PlacementBook;
 import io.dilu.extender.state.PlacementBook.BindPlan;
 import io.dilu.kube.PodShare;
@@ -51,9 +52,11 @@ public class ExtenderResource {
     private final InstantSource clock;
     private final Refusals refusals;
     private final Counter bindFailures;
+    private final ExtenderEvents events;
 
     public ExtenderResource(PlacementBook book, ClusterWatcher watcher, Binder binder, InstantSource clock,
-            Refusals refusals, MeterRegistry metrics) {
+            Refusals refusals, MeterRegistry metrics, ExtenderEvents events) {
+        this.events = events;
         this.book = book;
         this.watcher = watcher;
         this.binder = binder;
@@ -87,6 +90,9 @@ public class ExtenderResource {
             return refuseFilter(Reason.NOT_PENDING, "pod " + ref + " is " + state + "; nothing to place");
         }
         PlacementBook.Filtered f = book.filter(share.get(), candidates, clock.instant());
+        if (f.node().isEmpty()) {
+            events.refused(ref, f.failed());
+        }
         return new ExtenderFilterResult(f.node().map(List::of).orElse(List.of()), f.failed(), null);
     }
 
@@ -147,12 +153,18 @@ public class ExtenderResource {
             binder.bind(ref.namespace(), ref.name(), ref.uid(), node, gpus);
         } catch (RuntimeException e) {
             // Whatever went wrong, the GPUs go back: a bind left in progress would hold them for ever.
-            gpus.ifPresent(g -> book.bindFailed(ref.uid()));
+            gpus.ifPresent(g -> {
+                book.bindFailed(ref.uid());
+                events.bindFailed(ref, node, e.getMessage());
+            });
             bindFailures.increment();
             LOG.warnf("binding %s to %s failed, GPUs released: %s", ref, node, e.getMessage());
             return new ExtenderBindingResult("binding failed: " + e.getMessage());
         }
-        gpus.ifPresent(g -> book.bindSucceeded(ref.uid()));
+        gpus.ifPresent(g -> {
+            book.bindSucceeded(ref.uid());
+            book.placement(ref.uid()).ifPresent(placed -> events.placed(ref, placed));
+        });
         return ExtenderBindingResult.OK;
     }
 

@@ -9,6 +9,7 @@ import io.dilu.core.placement.GpuDevice;
 import io.dilu.extender.kube.ClusterWatcher;
 import io.dilu.extender.state.PlacementBook;
 import io.dilu.kube.InventoryAnnotation;
+import io.dilu.testing.DocumentedMetrics;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -133,6 +134,14 @@ class ExtenderResourceTest {
                 .matcher(metrics);
         assertThat(m.find()).as("refusal counter for %s exported", reason).isTrue();
         return Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    void theDocumentsMetricListIsWhatIsExported() {
+        post("/filter", "{}").then().statusCode(400); // the resource, and its counters, exist once asked
+        String metrics = given().get(management + "metrics").then().statusCode(200).extract().asString();
+        assertThat(DocumentedMetrics.differences(DocumentedMetrics.of(DocumentedMetrics.doc("scheduler-extender.md")),
+                metrics, "dilu_")).isEmpty();
     }
 
     @Test
