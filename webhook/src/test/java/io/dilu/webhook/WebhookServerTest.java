@@ -3,6 +3,7 @@ package io.dilu.webhook;
 import static io.restassured.RestAssured.given;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.testing.DocumentedMetrics;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.common.http.TestHTTPResource;
 import io.quarkus.test.junit.QuarkusTest;
@@ -54,6 +55,16 @@ class WebhookServerTest {
         for (String path : new String[] {"mutate", "validate"}) {
             given().contentType("application/json").body(REVIEW).post(new URL(management, "/" + path).toString()).then().statusCode(404);
         }
+    }
+
+    @Test
+    void theDocumentsMetricListIsWhatIsExported() {
+        given().relaxedHTTPSValidation().contentType("application/json").body(REVIEW).post(https + "validate").then()
+                .statusCode(200);
+        String metrics = given().get(management + "metrics").then().statusCode(200).extract().asString();
+        assertThat(metrics).contains("dilu_webhook_reviews_total{endpoint=\"validate-uncovered\",outcome=\"failed\"} 0.0");
+        assertThat(DocumentedMetrics.differences(DocumentedMetrics.of(DocumentedMetrics.doc("webhook.md")), metrics,
+                "dilu_")).isEmpty();
     }
 
     @Test
