@@ -104,6 +104,13 @@ class ManifestsIT {
         assertThat(api.grantedInNamespace("knative-serving", "dilu-system", "dilu-autoscaler", "watch", "", "configmaps"))
                 .as("config-autoscaler, Knative's defaults").isTrue();
         assertThat(api.grantedInNamespace("knative-serving", "dilu-system", "dilu-autoscaler", "get", "", "secrets")).isFalse();
+        for (String sa : List.of("dilu-node-agent", "dilu-scheduler")) {
+            assertThat(api.grantedInNamespace("fns", "dilu-system", sa, "create", "", "events"))
+                    .as("%s writes events on pods in any namespace", sa).isTrue();
+            assertThat(api.grantedInNamespace("fns", "dilu-system", sa, "delete", "", "events"))
+                    .as("%s only creates events", sa).isFalse();
+        }
+        assertThat(allowed("dilu-webhook", "create", "", "events")).as("the webhook writes none").isFalse();
         DaemonSet agent = api.client().apps().daemonSets().inNamespace("dilu-system").withName("dilu-node-agent").get();
         assertThat(agent.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo("dilu-node-agent");
         assertThat(agent.getSpec().getTemplate().getSpec().getContainers().getFirst().getVolumeMounts())

@@ -41,6 +41,14 @@ public final class DocumentedMetrics {
 
     /** The rows of the table under the document's first heading that starts with {@code ## Metrics}. */
     public static List<Metric> of(Path doc) {
+        return of(doc, "## Metrics");
+    }
+
+    /**
+     * The metric rows (first cell a {@code `name`}) of the tables in the section under the document's first
+     * heading that starts with {@code heading}, up to the next {@code ## } heading.
+     */
+    public static List<Metric> of(Path doc, String heading) {
         List<String> lines;
         try {
             lines = Files.readAllLines(doc);
@@ -54,7 +62,7 @@ public final class DocumentedMetrics {
                 if (inSection) {
                     break;
                 }
-                inSection = line.startsWith("## Metrics");
+                inSection = line.startsWith(heading);
                 continue;
             }
             if (!inSection || !line.startsWith("| `")) {
@@ -77,7 +85,7 @@ public final class DocumentedMetrics {
             out.add(new Metric(name.group(1), cells[2].strip().split("\\s+")[0], labels));
         }
         if (out.isEmpty()) {
-            throw new IllegalArgumentException(doc + " has no metric table under a \"## Metrics\" heading");
+            throw new IllegalArgumentException(doc + " has no metric table under a \"" + heading + "\" heading");
         }
         return out;
     }

@@ -347,12 +347,12 @@ public final class ClusterDemo {
         Map<String, List<String>> byGpu = new TreeMap<>();
         for (var e : now.entrySet()) {
             String[] k = e.getKey().split("\\|", -1);
-            if (!k[0].equals("dilu_container_tokens_granted") || !k[3].startsWith(NS + "/")) {
+            if (!k[0].equals("dilu_container_tokens_granted_total") || !k[3].startsWith(NS + "/")) {
                 continue;
             }
             String suffix = "|" + k[1] + "|" + k[2] + "|" + k[3];
-            double grant = rate(before, now, "dilu_container_tokens_granted" + suffix, dt) / GPU_BLOCKS_PER_SECOND * 100;
-            double blocks = rate(before, now, "dilu_container_blocks_launched" + suffix, dt) / GPU_BLOCKS_PER_SECOND * 100;
+            double grant = rate(before, now, "dilu_container_tokens_granted_total" + suffix, dt) / GPU_BLOCKS_PER_SECOND * 100;
+            double blocks = rate(before, now, "dilu_container_blocks_launched_total" + suffix, dt) / GPU_BLOCKS_PER_SECOND * 100;
             double klc = now.getOrDefault("dilu_container_klc_seconds" + suffix, 0.0) * 1000;
             String pod = k[3].split("/")[1];
             String function = latencies.keySet().stream().filter(pod::startsWith).findFirst().orElse("");
