@@ -72,6 +72,10 @@ class ControlBlockIT {
         Result over = run(block.directory(), NATIVE.resolve("tests/hook_probe").toString(), "alloc", "600", "0");
         // The first process died holding 600 MiB: reclaimed when this one attached, so it gets its own.
         assertThat(over.out()).contains("alloc=0 free_mib=424 total_mib=1024");
+        assertThat(block.memoryRefusals(0)).isZero();
+        Result refused = run(block.directory(), NATIVE.resolve("tests/hook_probe").toString(), "alloc", "2000", "0");
+        assertThat(refused.out()).as("CUDA_ERROR_OUT_OF_MEMORY").contains("alloc=2 ");
+        assertThat(block.memoryRefusals(0)).as("the refusal, counted where the agent reads it").isEqualTo(1);
 
         long cyclesBefore = block.klcCount(0);
         Result train = run(block.directory(), NATIVE.resolve("bin/emu-train").toString(), "--iterations", "5",
