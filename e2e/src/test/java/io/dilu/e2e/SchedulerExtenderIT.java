@@ -43,7 +43,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The extender behind a real kube-scheduler, configured from {@code manifests/scheduler-extender}, against a
  * real kube-apiserver: 200 seeded random GPU pods land on nodes and GPUs within Ω, γ and memory (checked from
  * the API server); the extender is restarted halfway and loses nothing; an impossible pod stays Pending with a
- * reason a user can read. An LLM pod opted in to pipeline splitting is cut over fragments of one node's GPUs.
+ * reason a user can read, and in a DiluRefused event (each placed pod gets one DiluPlaced). An LLM pod opted in to
+ * pipeline splitting is cut over fragments of one node's GPUs.
  */
 class SchedulerExtenderIT {
 
@@ -113,6 +114,13 @@ class SchedulerExtenderIT {
                 .filter(p -> DiluNames.SCHEDULER_NAME.equals(p.getSpec().getSchedulerName())).toList();
     }
 
+    /** Dilu's events of {@code reason} in the namespace, counted per pod. */
+    static Map<String, Long> diluEvents(String reason) {
+        return client.v1().events().inNamespace(NS).list().getItems().stream().filter(e -> reason.equals(e.getReason()))
+                .collect(java.util.stream.Collectors.groupingBy(e -> e.getInvolvedObject().getName(),
+                        java.util.stream.Collectors.counting()));
+    }
+
     static void awaitBound(int expected) {
         await().atMost(Duration.ofSeconds(Long.getLong("dilu.it.bind-timeout-s", 180))).pollInterval(Duration.ofMillis(500)).untilAsserted(() ->
                 assertThat(gpuPods().stream().filter(p -> p.getSpec().getNodeName() != null).count())
@@ -159,6 +167,16 @@ class SchedulerExtenderIT {
                 assertThat(scheduled.getStatus()).isEqualTo("False");
                 assertThat(scheduled.getMessage()).contains("100000 MiB").contains("largest GPU has 40960 MiB");
             });
+            // The pods are told too (Events): where each went, and why the impossible one stays (how often that is
+            // written, whatever kube-scheduler's retries, ExtenderEventsIT checks on a clock of its own).
+            await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> {
+                Map<String, Long> placed = diluEvents("DiluPlaced");
+                assertThat(placed).as("one DiluPlaced per pod").hasSize(200).allSatisfy((pod, n) -> assertThat(n).isEqualTo(1));
+                assertThat(diluEvents("DiluRefused")).containsKey("too-big");
+            });
+            assertThat(client.v1().events().inNamespace(NS).list().getItems().stream()
+                    .filter(e -> "DiluRefused".equals(e.getReason())).findFirst().orElseThrow().getMessage())
+                    .startsWith("no node can take the pod: ").contains("100000 MiB");
         } finally {
             scheduler.close();
             extender.close();

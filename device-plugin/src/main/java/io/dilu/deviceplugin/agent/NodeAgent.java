@@ -149,7 +149,9 @@ public class NodeAgent {
 
     void stop(@Observes ShutdownEvent event) throws Exception {
         refresher.shutdownNow();
-        eventWriter.shutdownNow();
+        // Events already let through are written before the agent goes (a couple of seconds at most).
+        eventWriter.shutdown();
+        eventWriter.awaitTermination(2, TimeUnit.SECONDS);
         if (endpoint != null) {
             endpoint.close();
         }

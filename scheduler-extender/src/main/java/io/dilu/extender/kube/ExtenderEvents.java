@@ -115,9 +115,11 @@ public class ExtenderEvents {
                 + (sorted.size() > NODES_NAMED ? " and " + (sorted.size() - NODES_NAMED) + " more" : "");
     }
 
-    void stop(@Observes ShutdownEvent event) {
+    /** Events already let through are written before the extender goes (a couple of seconds at most). */
+    void stop(@Observes ShutdownEvent event) throws InterruptedException {
         if (threads != null) {
-            threads.shutdownNow();
+            threads.shutdown();
+            threads.awaitTermination(2, TimeUnit.SECONDS);
         }
     }
 }
