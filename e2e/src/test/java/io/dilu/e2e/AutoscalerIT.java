@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.sun.net.httpserver.HttpServer;
 import io.dilu.testing.ChildProcess;
+import io.dilu.testing.DocumentedMetrics;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
@@ -276,6 +277,11 @@ class AutoscalerIT {
             assertThat(sample(metrics, "dilu_autoscaler_ready_pods{", "revision=\"" + REVISION + "\"")).isEqualTo(3);
             assertThat(sample(metrics, "dilu_autoscaler_scale_decisions_total{", "direction=\"up\"")).isGreaterThanOrEqualTo(1);
         });
+        // docs/autoscaler.md lists what the leader exports: every name, type and label set, and no other.
+        String leader = metrics(metricsPort).contains("dilu_autoscaler_desired_pods{") ? metrics(metricsPort)
+                : metrics(standbyMetricsPort);
+        assertThat(DocumentedMetrics.differences(DocumentedMetrics.of(DocumentedMetrics.doc("autoscaler.md")), leader,
+                "dilu_autoscaler_")).isEmpty();
 
         // A queue-proxy answering garbage is skipped and counted; the scale does not move.
         double failuresBefore = scrapeFailures();

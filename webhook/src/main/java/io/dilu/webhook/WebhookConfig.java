@@ -3,6 +3,7 @@ package io.dilu.webhook;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.util.List;
+import java.util.Optional;
 
 /** The admission webhook's configuration ({@code dilu.webhook.*}). */
 @ConfigMapping(prefix = "dilu.webhook")
@@ -22,6 +23,13 @@ public interface WebhookConfig {
     /** The scheduler GPU pods are given (the dilu-scheduler profile), and the only one they may name. */
     @WithDefault("dilu-scheduler")
     String schedulerName();
+
+    /**
+     * The RuntimeClass given to GPU pods that name none: the NVIDIA container runtime's (e.g. {@code nvidia}) on
+     * clusters where it is not the nodes' default containerd runtime, so that it hands containers the GPUs the
+     * node agent names. Unset (the default): pods keep the nodes' default runtime.
+     */
+    Optional<String> runtimeClassName();
 
     /** Namespace label that lets privileged containers have a GPU share (they could bypass the hook). */
     @WithDefault("dilu.io/allow-privileged")

@@ -64,7 +64,8 @@ public class WebhookResource {
     public WebhookResource(ClusterFacts cluster, WebhookConfig config, MeterRegistry metrics,
             @Readiness AdmissionReadiness readiness) {
         this.handler = new AdmissionHandler(cluster, new AdmissionPolicy(
-                new HookSettings(config.hookContainerDir(), config.hookFile(), config.schedulerName()),
+                new HookSettings(config.hookContainerDir(), config.hookFile(), config.schedulerName(),
+                        config.runtimeClassName()),
                 config.protectedHostPaths(), config.protectedContainerPaths(), Set.copyOf(config.assignedGpusWriters()),
                 config.maxRequestBytes(), config.maxContainers()));
         // Every endpoint and outcome from the start, at 0: a rate or an alert on a series never finds it missing.

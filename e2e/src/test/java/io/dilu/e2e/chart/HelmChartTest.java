@@ -160,6 +160,10 @@ class HelmChartTest {
         assertThat(env(container(one(replace, "Deployment", "dilu-autoscaler"), "autoscaler")))
                 .containsEntry("DILU_AUTOSCALER_MODE", "replace");
 
+        assertThat(env(container(one(alongside, "Deployment", "dilu-webhook"), "webhook"))).doesNotContainKey("DILU_WEBHOOK_RUNTIME_CLASS_NAME");
+        assertThat(env(container(one(DiluChart.objects(render("1.31.0", Map.of("webhook.runtimeClassName", "nvidia"))),
+                "Deployment", "dilu-webhook"), "webhook"))).containsEntry("DILU_WEBHOOK_RUNTIME_CLASS_NAME", "nvidia");
+
         assertThatThrownBy(() -> render("1.31.0", Map.of("autoscaler.mode", "instead")))
                 .hasMessageContaining("autoscaler.mode=instead is not allowed: must be alongside or replace");
     }

@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.api.model.ObjectFieldSelector;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -17,8 +18,10 @@ import java.util.Set;
  * @param containerDir where containers see the library
  * @param file the library's file name
  * @param schedulerName the scheduler GPU pods are given
+ * @param runtimeClassName the RuntimeClass GPU pods that name none are given (the NVIDIA container runtime's, where
+ *     it is not the nodes' default runtime); empty: none
  */
-public record HookSettings(String containerDir, String file, String schedulerName) {
+public record HookSettings(String containerDir, String file, String schedulerName, Optional<String> runtimeClassName) {
 
     static final String LD_PRELOAD = "LD_PRELOAD";
     /** Environment variables of this prefix are Dilu's (the webhook's and the node agent's), never the pod's. */

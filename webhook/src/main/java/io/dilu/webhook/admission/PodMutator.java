@@ -85,6 +85,12 @@ public final class PodMutator {
             patch.add(scheduler == null ? add("/spec/schedulerName", hook.schedulerName())
                     : PatchOperation.replace("/spec/schedulerName", hook.schedulerName()));
         }
+        // The NVIDIA container runtime turns the agent's NVIDIA_VISIBLE_DEVICES into devices; where it is not the
+        // nodes' default, a GPU pod must name its RuntimeClass. A pod that names one keeps its own.
+        if (hook.runtimeClassName().isPresent() && pod.getSpec().getRuntimeClassName() == null) {
+            pod.getSpec().setRuntimeClassName(hook.runtimeClassName().get());
+            patch.add(add("/spec/runtimeClassName", hook.runtimeClassName().get()));
+        }
         List<EnvVar> env = new ArrayList<>(hook.env());
         profile.flatMap(ProfileSettings::batchSize)
                 .ifPresent(b -> env.add(new EnvVar(TrialReport.BATCH_SIZE_ENV, Integer.toString(b), null)));

@@ -64,6 +64,23 @@ class PodMutatorTest {
     }
 
     @Test
+    void aConfiguredRuntimeClassGoesToGpuPodsThatNameNoneOnly() {
+        HookSettings nvidia = new HookSettings("/opt/dilu/lib", "libdilu-hook.so", "dilu-scheduler", Optional.of("nvidia"));
+        PodMutator.Mutation m = PodMutator.mutate(Pods.gpuPod(30, 1024).build(), Optional.empty(), nvidia, false);
+        assertThat(m.pod().getSpec().getRuntimeClassName()).isEqualTo("nvidia");
+        assertThat(m.patch()).contains(PatchOperation.add("/spec/runtimeClassName", "nvidia"));
+        Pod own = Pods.gpuPod(30, 1024).editSpec().withRuntimeClassName("kata-nvidia").endSpec().build();
+        assertThat(PodMutator.mutate(own, Optional.empty(), nvidia, false).pod().getSpec().getRuntimeClassName())
+                .as("the pod's own choice stays").isEqualTo("kata-nvidia");
+        assertThat(PodMutator.mutate(Pods.gpuPod(30, 1024).build(), Optional.empty(), Pods.HOOK, false).pod().getSpec()
+                .getRuntimeClassName()).as("unset by default").isNull();
+        Pod cpu = new PodBuilder().withNewMetadata().withName("cpu").endMetadata().withNewSpec().addNewContainer()
+                .withName("c").withImage("i").endContainer().endSpec().build();
+        assertThat(PodMutator.mutate(cpu, Optional.empty(), nvidia, false).pod().getSpec().getRuntimeClassName())
+                .as("a pod without a GPU share is not touched").isNull();
+    }
+
+    @Test
     void mutatingTwiceChangesNothingMoreAndUserChoicesStay() {
         Pod pod = Pods.gpuPod(70, 2048).editMetadata().withAnnotations(Map.of(DiluNames.SM_LIMIT, "80")).endMetadata()
                 .editSpec().withSchedulerName("my-scheduler").editFirstContainer()

@@ -12,7 +12,7 @@ import java.util.Set;
 /** Pods and the webhook's defaults for the admission tests. */
 final class Pods {
 
-    static final HookSettings HOOK = new HookSettings("/opt/dilu/lib", "libdilu-hook.so", "dilu-scheduler");
+    static final HookSettings HOOK = new HookSettings("/opt/dilu/lib", "libdilu-hook.so", "dilu-scheduler", Optional.empty());
     static final String NODE_AGENT = "system:serviceaccount:dilu-system:dilu-node-agent";
     static final String SCHEDULER = "system:serviceaccount:dilu-system:dilu-scheduler";
     /** WebhookConfig's defaults. */
