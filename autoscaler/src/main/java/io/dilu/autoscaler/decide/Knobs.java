@@ -74,19 +74,19 @@ public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace,
         boolean rps = metric.equals("rps");
         double total = rps ? cluster.rpsTargetDefault()
                 : containerConcurrency > 0 ? containerConcurrency : cluster.containerConcurrencyTargetDefault();
-        Optional<Double> target = number(annotations, ServingRate.TARGET, ServingRate.MIN_TARGET, 1e9, "a number >= 0.01", problems);
+        Optional<Double> target = ServingRate.number(annotations, ServingRate.TARGET, ServingRate.MIN_TARGET, 1e9, "a number >= 0.01", problems);
         if (target.isPresent()) {
             total = !rps && containerConcurrency > 0 ? Math.min(target.get(), containerConcurrency) : target.get();
         }
-        double utilization = number(annotations, ServingRate.TARGET_UTILIZATION, 1, 100, "a number in 1..100", problems)
+        double utilization = ServingRate.number(annotations, ServingRate.TARGET_UTILIZATION, 1, 100, "a number in 1..100", problems)
                 .map(v -> v / 100).orElse(cluster.containerConcurrencyTargetFraction());
         // Knative keeps target × utilization at least its smallest target, 0.01.
         utilization = Math.max(utilization, ServingRate.MIN_TARGET / total);
         Duration window = timing.windowSeconds().isPresent() ? Duration.ofSeconds(timing.windowSeconds().getAsInt())
                 : cluster.kpaStableWindow();
-        double panicWindow = number(annotations, PANIC_WINDOW, 1, 100, "a percentage in 1..100", problems)
+        double panicWindow = ServingRate.number(annotations, PANIC_WINDOW, 1, 100, "a percentage in 1..100", problems)
                 .orElse(cluster.panicWindowPercentage());
-        double panicThreshold = number(annotations, PANIC_THRESHOLD, 110, 1000, "a percentage in 110..1000", problems)
+        double panicThreshold = ServingRate.number(annotations, PANIC_THRESHOLD, 110, 1000, "a percentage in 110..1000", problems)
                 .orElse(cluster.panicThresholdPercentage());
         ScaleBounds bounds = ScaleBounds.of(annotations, cluster, problems);
         KnativePodAutoscaler.Parameters p = new KnativePodAutoscaler.Parameters(total, Math.min(1, utilization), window,
@@ -119,23 +119,5 @@ public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace,
     private static Duration grace(ScalingAnnotations timing, KnativeAutoscalerConfig cluster) {
         Duration retention = timing.retention().orElse(cluster.scaleToZeroPodRetentionPeriod());
         return retention.compareTo(cluster.scaleToZeroGracePeriod()) > 0 ? retention : cluster.scaleToZeroGracePeriod();
-    }
-
-    private static Optional<Double> number(Map<String, String> annotations, String key, double min, double max, String allowed,
-            List<FieldError> problems) {
-        String value = annotations.get(key);
-        if (value == null) {
-            return Optional.empty();
-        }
-        try {
-            double v = Double.parseDouble(value.strip());
-            if (v >= min && v <= max) {
-                return Optional.of(v);
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        problems.add(new FieldError(key, value, allowed));
-        return Optional.empty();
     }
 }

@@ -90,7 +90,8 @@ public final class ServingRate {
         };
     }
 
-    private static Optional<Double> number(Map<String, String> annotations, String key, double min, double max, String allowed,
+    /** An annotation's number within [min, max]; a malformed one is reported naming the key and {@code allowed}. */
+    static Optional<Double> number(Map<String, String> annotations, String key, double min, double max, String allowed,
             List<FieldError> problems) {
         String value = annotations.get(key);
         if (value == null) {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.dilu.kube.TypedResource;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.model.annotation.Group;
@@ -21,7 +22,7 @@ import java.util.Optional;
 @Plural("podautoscalers")
 // HasMetadata's own deserializer looks types up by kind; this class is its own type.
 @JsonDeserialize(using = JsonDeserializer.None.class)
-public final class PodAutoscaler extends KnativeObject<PodAutoscaler.Spec, PodAutoscaler.Status> {
+public final class PodAutoscaler extends TypedResource<PodAutoscaler.Spec, PodAutoscaler.Status> {
 
     public PodAutoscaler() {
         super("autoscaling.internal.knative.dev/v1alpha1", "PodAutoscaler");

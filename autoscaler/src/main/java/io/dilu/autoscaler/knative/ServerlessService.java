@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.dilu.kube.TypedResource;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.model.annotation.Group;
@@ -23,7 +24,7 @@ import java.util.Optional;
 @Kind("ServerlessService")
 @Plural("serverlessservices")
 @JsonDeserialize(using = JsonDeserializer.None.class)
-public final class ServerlessService extends KnativeObject<ServerlessService.Spec, ServerlessService.Status> {
+public final class ServerlessService extends TypedResource<ServerlessService.Spec, ServerlessService.Status> {
 
     public static final String SERVE = "Serve";
     public static final String PROXY = "Proxy";

@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.agent;
 
+import io.dilu.kube.events.EventCounts;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.deviceplugin.gpu.EmulatedInventory;

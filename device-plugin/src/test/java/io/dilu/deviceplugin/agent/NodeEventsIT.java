@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.agent;
 
+import io.dilu.kube.events.EventCounts;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.placement.GpuDevice;

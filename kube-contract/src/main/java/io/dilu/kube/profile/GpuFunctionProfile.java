@@ -1,13 +1,9 @@
 package io.dilu.kube.profile;
 
-import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
-import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.dilu.kube.TypedResource;
 import io.fabric8.kubernetes.api.model.Condition;
-import io.fabric8.kubernetes.api.model.HasMetadata;
-import io.fabric8.kubernetes.api.model.Namespaced;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.model.annotation.Group;
 import io.fabric8.kubernetes.model.annotation.Kind;
@@ -25,12 +21,9 @@ import java.util.Optional;
 @Version(GpuFunctionProfile.VERSION)
 @Kind("GpuFunctionProfile")
 @Plural("gpufunctionprofiles")
-@JsonInclude(JsonInclude.Include.NON_NULL)
-@JsonIgnoreProperties(ignoreUnknown = true)
 // HasMetadata's own deserializer looks types up by kind; this class is its own type.
 @JsonDeserialize(using = JsonDeserializer.None.class)
-@JsonPropertyOrder({"apiVersion", "kind", "metadata", "spec", "status"})
-public final class GpuFunctionProfile implements HasMetadata, Namespaced {
+public final class GpuFunctionProfile extends TypedResource<ProfileSpec, ProfileStatus> {
 
     public static final String GROUP = "dilu.io";
     public static final String VERSION = "v1alpha1";
@@ -41,63 +34,15 @@ public final class GpuFunctionProfile implements HasMetadata, Namespaced {
     /** Condition type: profiling gave up; the reason says why. */
     public static final String FAILED = "Failed";
 
-    private String apiVersion = GROUP + "/" + VERSION;
-    private String kind = "GpuFunctionProfile";
-    private ObjectMeta metadata = new ObjectMeta();
-    private ProfileSpec spec;
-    private ProfileStatus status;
-
-    public GpuFunctionProfile() {}
+    public GpuFunctionProfile() {
+        super(GROUP + "/" + VERSION, "GpuFunctionProfile");
+    }
 
     public GpuFunctionProfile(ObjectMeta metadata, ProfileSpec spec, ProfileStatus status) {
-        this.metadata = metadata;
-        this.spec = spec;
-        this.status = status;
-    }
-
-    @Override
-    public String getApiVersion() {
-        return apiVersion;
-    }
-
-    @Override
-    public void setApiVersion(String apiVersion) {
-        this.apiVersion = apiVersion;
-    }
-
-    @Override
-    public String getKind() {
-        return kind;
-    }
-
-    public void setKind(String kind) {
-        this.kind = kind;
-    }
-
-    @Override
-    public ObjectMeta getMetadata() {
-        return metadata;
-    }
-
-    @Override
-    public void setMetadata(ObjectMeta metadata) {
-        this.metadata = metadata;
-    }
-
-    public ProfileSpec getSpec() {
-        return spec;
-    }
-
-    public void setSpec(ProfileSpec spec) {
-        this.spec = spec;
-    }
-
-    public ProfileStatus getStatus() {
-        return status;
-    }
-
-    public void setStatus(ProfileStatus status) {
-        this.status = status;
+        this();
+        setMetadata(metadata);
+        setSpec(spec);
+        setStatus(status);
     }
 
     /**
@@ -106,6 +51,8 @@ public final class GpuFunctionProfile implements HasMetadata, Namespaced {
      * status's settings are from an older spec.
      */
     public Optional<ProfileSettings> settings() {
+        ProfileSpec spec = getSpec();
+        ProfileStatus status = getStatus();
         if (spec == null || spec.function() == null) {
             return Optional.empty();
         }
@@ -126,8 +73,8 @@ public final class GpuFunctionProfile implements HasMetadata, Namespaced {
 
     /** Whether the status was written for the spec as it is now. */
     public boolean current() {
-        Long generation = metadata == null ? null : metadata.getGeneration();
-        return status != null && (generation == null || generation.equals(status.observedGeneration()));
+        Long generation = getMetadata() == null ? null : getMetadata().getGeneration();
+        return getStatus() != null && (generation == null || generation.equals(getStatus().observedGeneration()));
     }
 
     /** Whether the status has the condition with status "True". */
@@ -136,9 +83,9 @@ public final class GpuFunctionProfile implements HasMetadata, Namespaced {
     }
 
     public Optional<Condition> condition(String type) {
-        if (status == null || status.conditions() == null) {
+        if (getStatus() == null || getStatus().conditions() == null) {
             return Optional.empty();
         }
-        return status.conditions().stream().filter(c -> type.equals(c.getType())).findFirst();
+        return getStatus().conditions().stream().filter(c -> type.equals(c.getType())).findFirst();
     }
 }

@@ -1,5 +1,6 @@
 package io.dilu.extender.kube;
 
+import io.dilu.kube.events.EventCounts;
 import io.dilu.core.placement.PlacementDecision;
 import io.dilu.extender.ExtenderConfig;
 import io.dilu.extender.api.PodRef;

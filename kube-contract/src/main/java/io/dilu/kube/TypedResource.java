@@ -1,4 +1,4 @@
-package io.dilu.autoscaler.knative;
+package io.dilu.kube;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
@@ -8,14 +8,17 @@ import io.fabric8.kubernetes.api.model.Namespaced;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 
 /**
- * A namespaced Knative object with a typed spec and status: the fields this autoscaler reads and writes, every
- * other field ignored on reading. Status is written through the status subresource only, so a field of the
- * spec this model does not know is never sent back.
+ * A namespaced custom resource with a typed spec and status, for fabric8's typed clients and informers: the
+ * fields a component reads and writes, every other field ignored on reading (so a component writes a status
+ * through the status subresource only, and never sends back a spec it does not know in full). Subclasses name
+ * the resource (fabric8's {@code @Group}, {@code @Version}, {@code @Kind}, {@code @Plural}) and say that Jackson
+ * deserializes them as themselves ({@code @JsonDeserialize(using = JsonDeserializer.None.class)}): HasMetadata's
+ * own deserializer looks types up by kind.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
 @JsonPropertyOrder({"apiVersion", "kind", "metadata", "spec", "status"})
-public abstract class KnativeObject<S, T> implements HasMetadata, Namespaced {
+public abstract class TypedResource<S, T> implements HasMetadata, Namespaced {
 
     private String apiVersion;
     private String kind;
@@ -23,7 +26,7 @@ public abstract class KnativeObject<S, T> implements HasMetadata, Namespaced {
     private S spec;
     private T status;
 
-    protected KnativeObject(String apiVersion, String kind) {
+    protected TypedResource(String apiVersion, String kind) {
         this.apiVersion = apiVersion;
         this.kind = kind;
     }

@@ -1,7 +1,5 @@
-package io.dilu.deviceplugin.agent;
+package io.dilu.kube.events;
 
-import io.dilu.kube.events.PodEvent;
-import io.dilu.kube.events.PodEventRecorder;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.List;
@@ -10,10 +8,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.jboss.logging.Logger;
 
 /**
- * What became of the agent's events, {@code dilu_pod_events_total{reason, outcome}} (exported at 0 from the start),
- * and a log line when writing them starts failing.
+ * What became of a component's events, {@code dilu_pod_events_total{reason, outcome}} (exported at 0 from the
+ * start), and a log line when writing them starts failing. The node agent and the extender each have one.
  */
-final class EventCounts implements PodEventRecorder.Listener {
+public final class EventCounts implements PodEventRecorder.Listener {
 
     private static final Logger LOG = Logger.getLogger(EventCounts.class);
 
@@ -23,7 +21,8 @@ final class EventCounts implements PodEventRecorder.Listener {
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
     private volatile boolean failing;
 
-    EventCounts(MeterRegistry registry, List<String> reasons) {
+    /** @param reasons the reasons the component writes, whose counters are exported at 0 from the start */
+    public EventCounts(MeterRegistry registry, List<String> reasons) {
         this.registry = registry;
         reasons.forEach(reason -> OUTCOMES.forEach(outcome -> counter(reason, outcome)));
     }
