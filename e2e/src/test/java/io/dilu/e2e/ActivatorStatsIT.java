@@ -20,7 +20,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -61,6 +60,14 @@ class ActivatorStatsIT {
         for (String ns : List.of(NS, "dilu-system", "knative-serving")) {
             api.createNamespace(ns, Map.of());
         }
+        // The revisions exist before the autoscaler starts: it lists them before it leads, and its first tick
+        // (the only one within the test, the tick being an hour) settles both at zero.
+        revision("sleepy", Map.of("autoscaling.knative.dev/class", "co-scaling.dilu.io",
+                "autoscaling.knative.dev/initial-scale", "0", "dilu.io/serving-rps", "10"));
+        // knative.dev, "Configuring targets": a concurrency target of 10 at 70% utilization is a pod per 7
+        // requests in flight; 35 held by the activator ask for 5 pods.
+        revision("kpa", Map.of("autoscaling.knative.dev/class", "kpa.autoscaling.knative.dev",
+                "autoscaling.knative.dev/target", "10", "autoscaling.knative.dev/initial-scale", "0"));
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
@@ -168,13 +175,6 @@ class ActivatorStatsIT {
 
     @Test
     void aRevisionAtZeroWakesOnTheActivatorsFirstReportAndKnativesClassScalesAsTheKpaDocumentsIt() throws Exception {
-        Map<String, String> dilu = new HashMap<>(Map.of("autoscaling.knative.dev/class", "co-scaling.dilu.io",
-                "autoscaling.knative.dev/initial-scale", "0", "dilu.io/serving-rps", "10"));
-        revision("sleepy", dilu);
-        // knative.dev, "Configuring targets": a concurrency target of 10 at 70% utilization is a pod per 7
-        // requests in flight; 35 held by the activator ask for 5 pods.
-        revision("kpa", Map.of("autoscaling.knative.dev/class", "kpa.autoscaling.knative.dev",
-                "autoscaling.knative.dev/target", "10", "autoscaling.knative.dev/initial-scale", "0"));
         WebSocket socket = activator();
         // The first tick (on winning the Lease) settled both at zero, Proxy mode: the activator holds their requests.
         await().atMost(Duration.ofSeconds(60)).until(() -> desiredScale("sleepy") == 0 && desiredScale("kpa") == 0);

@@ -20,6 +20,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
@@ -32,6 +33,9 @@ import java.util.OptionalDouble;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
@@ -49,6 +53,8 @@ public final class PaReconciler {
 
     private static final Logger LOG = Logger.getLogger(PaReconciler.class);
     static final String BY_REVISION = "revision";
+    /** The longest {@link #start} waits for the first listing. */
+    static final Duration SYNC_WAIT = Duration.ofSeconds(30);
 
     /** What Knative's activators reported proxying to a revision, fresh at {@code now}; zero without a report. */
     @FunctionalInterface
@@ -121,8 +127,23 @@ public final class PaReconciler {
         }
     }
 
+    /**
+     * Starts the watches and waits (up to {@link #SYNC_WAIT}) until PodAutoscalers, pods and ServerlessServices are
+     * listed, so that a replica's first tick as leader sees the cluster as it is. Profiles and config-autoscaler
+     * are not waited for: either may be absent (read as none and as Knative's defaults).
+     */
     public void start() {
-        List.of(pas, pods, services, profiles, clusterConfigs).forEach(SharedIndexInformer::start);
+        CompletableFuture<?>[] synced = List.of(pas, pods, services).stream()
+                .map(i -> i.start().toCompletableFuture()).toArray(CompletableFuture[]::new);
+        profiles.start();
+        clusterConfigs.start();
+        try {
+            CompletableFuture.allOf(synced).get(SYNC_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException | ExecutionException e) {
+            LOG.warnf("PodAutoscalers, pods or ServerlessServices not listed yet (%s): the first ticks may see fewer", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     public void close() {
