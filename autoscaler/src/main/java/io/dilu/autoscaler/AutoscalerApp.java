@@ -33,6 +33,8 @@ import org.jboss.logging.Logger;
 /**
  * Runs the PodAutoscaler reconciler and the profiler while this replica holds the Lease: two replicas never
  * scale the same revision or run the same trial. A replica that loses the Lease stops ticking at once and waits to win it again.
+ * Installed to replace Knative's autoscaler, the leader also takes the activator's reports and decides a revision
+ * at zero as soon as one reports requests for it.
  */
 @ApplicationScoped
 public class AutoscalerApp {
@@ -99,7 +101,8 @@ public class AutoscalerApp {
     }
 
     private void lead() {
-        LOG.info("leading: reconciling PodAutoscalers of class " + config.paClass());
+        LOG.infof("leading: reconciling PodAutoscalers of class %s%s", config.paClass(),
+                config.mode() == AutoscalerConfig.Mode.REPLACE ? " and Knative's, in place of Knative's autoscaler" : "");
         leading = true;
         progress.leading();
         long period = config.tick().toMillis();
