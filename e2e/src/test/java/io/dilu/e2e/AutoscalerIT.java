@@ -275,6 +275,8 @@ class AutoscalerIT {
             String metrics = metrics(metricsPort) + metrics(standbyMetricsPort); // whichever leads
             assertThat(sample(metrics, "dilu_autoscaler_desired_pods{", "revision=\"" + REVISION + "\"")).isEqualTo(3);
             assertThat(sample(metrics, "dilu_autoscaler_ready_pods{", "revision=\"" + REVISION + "\"")).isEqualTo(3);
+            assertThat(sample(metrics, "dilu_autoscaler_requests_per_second{", "revision=\"" + REVISION + "\""))
+                    .as("the revision's rate as the queue-proxies report it").isCloseTo(load, org.assertj.core.data.Offset.offset(0.01));
             assertThat(sample(metrics, "dilu_autoscaler_scale_decisions_total{", "direction=\"up\"")).isGreaterThanOrEqualTo(1);
         });
         // docs/autoscaler.md lists what the leader exports: every name, type and label set, and no other.

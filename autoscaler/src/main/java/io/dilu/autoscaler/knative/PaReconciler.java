@@ -37,6 +37,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
@@ -75,6 +76,8 @@ public final class PaReconciler {
         boolean initialized;
         final AtomicInteger desiredGauge = new AtomicInteger();
         final AtomicInteger readyGauge = new AtomicInteger();
+        /** The request rate last measured (pods' own and the activators'), for operators. */
+        final AtomicReference<Double> rateGauge = new AtomicReference<>(0.0);
         List<Meter> meters = List.of();
     }
 
@@ -245,9 +248,13 @@ public final class PaReconciler {
                     Gauge.builder("dilu_autoscaler_desired_pods", r.desiredGauge, AtomicInteger::get).tags(tags)
                             .description("instances the autoscaler asks for").register(metrics),
                     Gauge.builder("dilu_autoscaler_ready_pods", r.readyGauge, AtomicInteger::get).tags(tags)
-                            .description("ready instances it sees").register(metrics));
+                            .description("ready instances it sees").register(metrics),
+                    Gauge.builder("dilu_autoscaler_requests_per_second", r.rateGauge, AtomicReference::get).tags(tags)
+                            .description("the revision's request rate as last measured: what its pods served themselves "
+                                    + "and what the activators held").register(metrics));
         }
         r.readyGauge.set(readings.readyPods());
+        readings.rps().ifPresent(r.rateGauge::set);
         RevisionScaler.Decision d = r.scaler.decide(readings, knobs, now);
         if (d.desired() != r.applied) {
             LOG.infof("%s: %d -> %d instances (%s)", pa.key(), Math.max(0, r.applied), d.desired(), d.reason());
