@@ -81,9 +81,7 @@ class AutoscalerIT {
         Files.createDirectories(LOGS);
         api = RealApiServer.start();
         client = api.client();
-        Path crds = Path.of(AutoscalerIT.class.getResource("/knative-crds").toURI());
-        api.installCrd(crds.resolve("podautoscalers.autoscaling.internal.knative.dev.yaml"));
-        api.installCrd(crds.resolve("serverlessservices.networking.internal.knative.dev.yaml"));
+        KnativeCrds.install(api);
         for (String ns : List.of(NS, "dilu-system")) {
             api.createNamespace(ns, Map.of());
         }

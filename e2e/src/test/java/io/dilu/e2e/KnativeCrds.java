@@ -1,0 +1,19 @@
+package io.dilu.e2e;
+
+import io.dilu.testing.RealApiServer;
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.file.Path;
+
+/** Knative Serving's two internal CRDs the autoscaler works with (vendored under {@code /knative-crds}). */
+final class KnativeCrds {
+
+    private KnativeCrds() {}
+
+    /** Installs PodAutoscaler and ServerlessService on the API server, as Knative Serving's install does. */
+    static void install(RealApiServer api) throws IOException, URISyntaxException {
+        Path crds = Path.of(KnativeCrds.class.getResource("/knative-crds").toURI());
+        api.installCrd(crds.resolve("podautoscalers.autoscaling.internal.knative.dev.yaml"));
+        api.installCrd(crds.resolve("serverlessservices.networking.internal.knative.dev.yaml"));
+    }
+}
