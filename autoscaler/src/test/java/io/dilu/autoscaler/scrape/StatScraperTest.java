@@ -13,7 +13,6 @@ import io.dilu.autoscaler.scrape.StatScraper.Reading;
 import io.dilu.autoscaler.scrape.proto.Stat;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -4,7 +4,6 @@ import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.PodQuotaAnnotations;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.quota.Priority;
-import io.dilu.core.quota.Quota;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
 import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
