@@ -83,8 +83,11 @@ class VerticalScalingIT {
             assertThat(training.exitValue()).isZero();
             long emergencies = manager.gpu(0).periods(ControllerState.EMERGENCY);
             long contention = manager.gpu(0).periods(ControllerState.CONTENTION);
+            // How many periods are emergencies depends on how the machine interleaves the two processes: 9 to 118
+            // of ~800 in runs on one machine (more under load). That there are some is the point; what an
+            // emergency does to training is asserted below.
             assertThat(emergencies).as("inference cycles stretched behind training kernels are emergencies "
-                    + "(%d emergency, %d contention periods)", emergencies, contention).isGreaterThan(10);
+                    + "(%d emergency, %d contention periods)", emergencies, contention).isGreaterThan(0);
         }
         assertThat(inf.klcCount(0)).as("the inference hook reported its launch cycles").isGreaterThan(100);
         long request = (long) (0.40 * params.maxTokens());
