@@ -85,8 +85,7 @@ class ManifestsIT {
         assertThat(objects).extracting(HasMetadata::getKind).contains("Namespace", "CustomResourceDefinition",
                 "DaemonSet", "ClusterRole", "ClusterRoleBinding", "ServiceAccount");
         // Knative Serving is installed first: the autoscaler's read of config-autoscaler is granted in its namespace.
-        api.client().namespaces().resource(new io.fabric8.kubernetes.api.model.NamespaceBuilder().withNewMetadata()
-                .withName("knative-serving").endMetadata().build()).create();
+        api.createNamespace("knative-serving", Map.of());
         for (HasMetadata o : objects) {
             HasMetadata created = api.client().resource(o).create();
             assertThat(created.getMetadata().getUid()).as("%s %s", o.getKind(), o.getMetadata().getName()).isNotBlank();

@@ -97,20 +97,9 @@ public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace,
 
     private static Knobs common(Map<String, String> annotations, KnativeAutoscalerConfig cluster, ScaleBounds bounds,
             ScalingAnnotations timing, boolean scaleToZero, double totalPerPod, Policy policy, List<FieldError> problems) {
-        double burst = cluster.targetBurstCapacity();
         String tbc = annotations.get(TARGET_BURST_CAPACITY);
-        if (tbc != null) {
-            try {
-                double v = Double.parseDouble(tbc.strip());
-                if (v == -1 || (v >= 0 && v <= 1e9)) {
-                    burst = v;
-                } else {
-                    problems.add(new FieldError(TARGET_BURST_CAPACITY, tbc, "a number >= 0, or -1 (unlimited)"));
-                }
-            } catch (NumberFormatException e) {
-                problems.add(new FieldError(TARGET_BURST_CAPACITY, tbc, "a number >= 0, or -1 (unlimited)"));
-            }
-        }
+        double burst = tbc == null ? cluster.targetBurstCapacity()
+                : KnativeAutoscalerConfig.burstCapacity(TARGET_BURST_CAPACITY, tbc, problems).orElse(cluster.targetBurstCapacity());
         return new Knobs(bounds, timing.scaleDownDelay().orElse(cluster.scaleDownDelay()), grace(timing, cluster), scaleToZero, burst,
                 totalPerPod, policy);
     }

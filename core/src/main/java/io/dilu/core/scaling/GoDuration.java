@@ -1,8 +1,11 @@
 package io.dilu.core.scaling;
 
+import io.dilu.core.quota.FieldError;
 import java.math.BigDecimal;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -18,6 +21,24 @@ public final class GoDuration {
             "s", 1_000_000_000L, "m", 60_000_000_000L, "h", 3_600_000_000_000L);
 
     private GoDuration() {}
+
+    /**
+     * A knob's duration within {@code [min, max]} (and in whole seconds if asked); otherwise empty, with the
+     * knob reported naming it and {@code allowed}.
+     */
+    static Optional<Duration> within(String key, String text, Duration min, Duration max, boolean wholeSeconds,
+            String allowed, List<FieldError> problems) {
+        try {
+            Duration d = parse(text);
+            if (d.compareTo(min) >= 0 && d.compareTo(max) <= 0 && (!wholeSeconds || d.getNano() == 0)) {
+                return Optional.of(d);
+            }
+        } catch (IllegalArgumentException e) {
+            // reported below
+        }
+        problems.add(new FieldError(key, text, allowed));
+        return Optional.empty();
+    }
 
     /** @throws IllegalArgumentException when {@code text} is not such a duration (or passes 100,000 hours) */
     public static Duration parse(String text) {

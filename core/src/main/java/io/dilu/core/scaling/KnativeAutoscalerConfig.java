@@ -47,7 +47,7 @@ public record KnativeAutoscalerConfig(boolean enableScaleToZero, double containe
         double fraction = r.number("container-concurrency-target-percentage", d.containerConcurrencyTargetFraction() * 100,
                 1, 100, "a percentage in 1..100");
         Optional<Duration> window = r.present("stable-window")
-                ? Optional.ofNullable(r.duration("stable-window", null, Duration.ofSeconds(6), Duration.ofHours(1),
+                ? Optional.ofNullable(r.duration("stable-window", null, Duration.ofSeconds(6), Duration.ofHours(1), true,
                         "a duration in 6s..1h, whole seconds"))
                 : Optional.empty();
         boolean allowZeroInitial = r.bool("allow-zero-initial-scale", d.allowZeroInitialScale());
@@ -67,10 +67,10 @@ public record KnativeAutoscalerConfig(boolean enableScaleToZero, double containe
                 r.number("panic-threshold-percentage", d.panicThresholdPercentage(), 110, 1000, "a percentage in 110..1000"),
                 window,
                 r.duration("scale-to-zero-grace-period", d.scaleToZeroGracePeriod(), Duration.ofSeconds(1), Duration.ofHours(1),
-                        "a duration in 1s..1h"),
+                        false, "a duration in 1s..1h"),
                 r.duration("scale-to-zero-pod-retention-period", d.scaleToZeroPodRetentionPeriod(), Duration.ZERO,
-                        Duration.ofHours(1), "a duration in 0s..1h"),
-                r.duration("scale-down-delay", d.scaleDownDelay(), Duration.ZERO, Duration.ofHours(1),
+                        Duration.ofHours(1), false, "a duration in 0s..1h"),
+                r.duration("scale-down-delay", d.scaleDownDelay(), Duration.ZERO, Duration.ofHours(1), true,
                         "a duration in 0s..1h, whole seconds"),
                 allowZeroInitial,
                 (int) r.number("initial-scale", d.initialScale(), allowZeroInitial ? 0 : 1, Integer.MAX_VALUE,
@@ -92,6 +92,23 @@ public record KnativeAutoscalerConfig(boolean enableScaleToZero, double containe
         }
         double cover = readyPods * totalPerPod + Math.max(0, burstCapacity);
         return (int) Math.max(MIN_ACTIVATORS, Math.min(Integer.MAX_VALUE, Math.ceil(cover / activatorCapacity)));
+    }
+
+    /**
+     * A target burst capacity, the ConfigMap's or a revision's annotation: a number of 0 or more, or -1 for
+     * unlimited; otherwise empty, reported naming {@code key}.
+     */
+    public static Optional<Double> burstCapacity(String key, String text, List<FieldError> problems) {
+        try {
+            double v = Double.parseDouble(text.strip());
+            if (v == -1 || (v >= 0 && v <= 1e9)) {
+                return Optional.of(v);
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        problems.add(new FieldError(key, text, "a number >= 0, or -1 (unlimited)"));
+        return Optional.empty();
     }
 
     /** Reads keys, reporting what it cannot use. */
@@ -131,36 +148,12 @@ public record KnativeAutoscalerConfig(boolean enableScaleToZero, double containe
 
         double burstCapacity(double fallback) {
             String key = "target-burst-capacity";
-            if (!present(key)) {
-                return fallback;
-            }
-            try {
-                double v = Double.parseDouble(data.get(key).strip());
-                if (v == -1 || (v >= 0 && v <= 1e9)) {
-                    return v;
-                }
-            } catch (NumberFormatException e) {
-                // reported below
-            }
-            problems.add(new FieldError(key, data.get(key), "a number >= 0, or -1 (unlimited)"));
-            return fallback;
+            return present(key) ? KnativeAutoscalerConfig.burstCapacity(key, data.get(key), problems).orElse(fallback) : fallback;
         }
 
-        Duration duration(String key, Duration fallback, Duration min, Duration max, String allowed) {
-            if (!present(key)) {
-                return fallback;
-            }
-            try {
-                Duration d = GoDuration.parse(data.get(key).strip());
-                boolean whole = !allowed.contains("whole seconds") || d.getNano() == 0;
-                if (d.compareTo(min) >= 0 && d.compareTo(max) <= 0 && whole) {
-                    return d;
-                }
-            } catch (IllegalArgumentException e) {
-                // reported below
-            }
-            problems.add(new FieldError(key, data.get(key), allowed));
-            return fallback;
+        Duration duration(String key, Duration fallback, Duration min, Duration max, boolean wholeSeconds, String allowed) {
+            return present(key) ? GoDuration.within(key, data.get(key), min, max, wholeSeconds, allowed, problems).orElse(fallback)
+                    : fallback;
         }
     }
 }

@@ -33,18 +33,6 @@ public record ScalingAnnotations(OptionalInt windowSeconds, Optional<Duration> s
     private static Duration read(Map<String, String> annotations, String key, Duration min, Duration max, String allowed,
             List<FieldError> problems) {
         String v = annotations.get(key);
-        if (v == null) {
-            return null;
-        }
-        try {
-            Duration d = GoDuration.parse(v);
-            if (d.compareTo(min) >= 0 && d.compareTo(max) <= 0) {
-                return d;
-            }
-        } catch (IllegalArgumentException e) {
-            // reported below
-        }
-        problems.add(new FieldError(key, v, allowed));
-        return null;
+        return v == null ? null : GoDuration.within(key, v, min, max, false, allowed, problems).orElse(null);
     }
 }
