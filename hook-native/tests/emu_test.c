@@ -59,6 +59,12 @@ static CUevent record(CUstream s) {
     return e;
 }
 
+static CUevent record_then(CUstream s, uint64_t *after) {
+    CUevent e = record(s);
+    *after = now_ns();
+    return e;
+}
+
 static void release(void) {
     CHECK(cuCtxSynchronize());
     while (recorded > 0) {
@@ -81,11 +87,16 @@ static int same_time(uint64_t a, uint64_t b) {
 }
 
 /* A kernel starts when its launch call reaches the emulator: after the event recorded before it, and at
- * the latest when the call returned. So an emulated time is exact at its lower end, and may be later by
- * no more than the host took between the two. */
+ * the latest when the call returned. An event recorded behind it completes when the kernel ends or, if the
+ * record call reaches the emulator later (a preempted test process), then. So an emulated time is exact at
+ * its lower end, and may be later by no more than the host took between the calls: every upper bound below
+ * is made of host times read after the calls it depends on, so a loaded machine widens it, never fails it. */
 static int within(uint64_t actual, uint64_t earliest, uint64_t latest) {
     return actual + 1000 >= earliest && actual <= latest + 1000;
 }
+
+/* An event recorded on `s`, and the host time once the record call returned (*after). */
+static CUevent record_then(CUstream s, uint64_t *after);
 
 /* ---- a child process: forked before CUDA is initialised (as with real CUDA), runs `work` with an
  * environment of its own, and talks to the parent through a pipe ---- */
@@ -163,9 +174,9 @@ static void test_alone(void) {
     CHECK(cuStreamCreate(&s, 0));
     CUevent a = record(s);
     launch(short_kernel, 2 * SMS, s);
-    uint64_t host = now_ns();
-    CUevent b = record(s);
-    EXPECT(within(when(b), when(a) + 2 * MS, host + 2 * MS), "2 waves of 1 ms blocks alone: %llu ns",
+    uint64_t host = now_ns(), recorded;
+    CUevent b = record_then(s, &recorded);
+    EXPECT(within(when(b), when(a) + 2 * MS, max_u64(host + 2 * MS, recorded)), "2 waves of 1 ms blocks alone: %llu ns",
            (unsigned long long)(when(b) - when(a)));
 }
 
@@ -178,10 +189,10 @@ static void test_short_kernel_waits_behind_a_long_one(unsigned long_blocks, uint
     uint64_t h1 = now_ns();
     CUevent b0 = record(b);
     launch(short_kernel, 10, b);
-    uint64_t h2 = now_ns();
-    CUevent b1 = record(b);
+    uint64_t h2 = now_ns(), recorded;
+    CUevent b1 = record_then(b, &recorded);
     EXPECT(within(when(b1), max_u64(when(a0) + short_starts_after, when(b0)) + 1 * MS,
-                  max_u64(h1 + short_starts_after, h2) + 1 * MS),
+                  max_u64(max_u64(h1 + short_starts_after, h2) + 1 * MS, recorded)),
            "10 short blocks behind %u blocks of 10 ms ended %lld ns after %llu ms (expected that + 1 ms)",
            long_blocks, (long long)(when(b1) - when(a0)), (unsigned long long)(short_starts_after / MS));
     CHECK(cuStreamSynchronize(a));
@@ -204,10 +215,10 @@ static void test_across_processes(child c) {
     uint64_t h1 = receive_u64(c.to_parent[0]);
     CUevent b0 = record(NULL);
     launch(short_kernel, 10, NULL);
-    uint64_t h2 = now_ns();
-    CUevent b1 = record(NULL);
+    uint64_t h2 = now_ns(), recorded;
+    CUevent b1 = record_then(NULL, &recorded);
     uint64_t expected = max_u64(a0 + 40 * MS, when(b0)) + 1 * MS;
-    EXPECT(within(when(b1), expected, max_u64(h1 + 40 * MS, h2) + 1 * MS),
+    EXPECT(within(when(b1), expected, max_u64(max_u64(h1 + 40 * MS, h2) + 1 * MS, recorded)),
            "behind another process's 4 waves of 10 ms: ended %lld ns after it started, expected %lld",
            (long long)(when(b1) - a0), (long long)(expected - a0));
     join(&c, "the long kernel's process");
@@ -221,8 +232,9 @@ static void mps_client(child *c) {
     launch(long_kernel, SMS, NULL);
     uint64_t host = now_ns();
     send_u64(c->to_parent[1], when(a0));
-    CUevent a1 = record(NULL);
-    EXPECT(within(when(a1), when(a0) + 40 * MS, host + 40 * MS),
+    uint64_t recorded;
+    CUevent a1 = record_then(NULL, &recorded);
+    EXPECT(within(when(a1), when(a0) + 40 * MS, max_u64(host + 40 * MS, recorded)),
            "an MPS client at 25%% ran 108 blocks of 10 ms in %llu ns, not 4 waves", (unsigned long long)(when(a1) - when(a0)));
     release();
 }
@@ -232,10 +244,10 @@ static void test_mps_limit(child c) {
     uint64_t a0 = receive_u64(c.to_parent[0]);
     CUevent b0 = record(NULL);
     launch(short_kernel, SMS - 27, NULL);
-    uint64_t host = now_ns();
-    CUevent b1 = record(NULL);
+    uint64_t host = now_ns(), recorded;
+    CUevent b1 = record_then(NULL, &recorded);
     /* The limited client holds 27 slots; this unlimited neighbour gets the other 81 at once. */
-    EXPECT(within(when(b1), when(b0) + 1 * MS, host + 1 * MS),
+    EXPECT(within(when(b1), when(b0) + 1 * MS, max_u64(host + 1 * MS, recorded)),
            "81 blocks beside a 25%% MPS client took %llu ns (started %lld ns after it)",
            (unsigned long long)(when(b1) - when(b0)), (long long)(when(b0) - a0));
     join(&c, "the MPS client");

@@ -22,7 +22,14 @@
 #include "dilu_control.h"
 #include "expect.h"
 
-static char dir[256];
+static char dir[512];
+
+/* Scratch goes under the test's own emulated-GPU directory (CTest gives each test one in the build tree), so
+ * two runs on one machine share nothing and a run leaves nothing in /tmp. */
+static const char *scratch(void) {
+    const char *d = getenv("DILU_EMU_DIR");
+    return d != NULL && d[0] != '\0' ? d : "/tmp";
+}
 static dilu_grant_page *grant;
 static dilu_report_page *report;
 
@@ -60,7 +67,7 @@ static void *create_page(const char *file, size_t size, uint32_t kind) {
 
 /* A fresh control block: tokens, memory limit and whether launches are throttled; a 5 ms period. */
 static void control_block(uint64_t tokens, uint64_t memory_limit, uint32_t throttled) {
-    snprintf(dir, sizeof(dir), "/tmp/dilu-hook-test-XXXXXX");
+    snprintf(dir, sizeof(dir), "%s/control-XXXXXX", scratch());
     if (mkdtemp(dir) == NULL) {
         die("mkdtemp");
     }
@@ -127,8 +134,8 @@ typedef enum { MOUNTED, NO_BLOCK, COPIED, WRITABLE } placement;
 /* Starts argv as a GPU container would run: the block placed as asked, the hook in /etc/ld.so.preload. */
 static void start(run *r, placement where, char *const argv[]) {
     static int counter;
-    snprintf(r->out, sizeof(r->out), "/tmp/dilu-hook-test-out-%d-%d", (int)getpid(), counter);
-    snprintf(r->err, sizeof(r->err), "/tmp/dilu-hook-test-err-%d-%d", (int)getpid(), counter++);
+    snprintf(r->out, sizeof(r->out), "%s/out-%d-%d", scratch(), (int)getpid(), counter);
+    snprintf(r->err, sizeof(r->err), "%s/err-%d-%d", scratch(), (int)getpid(), counter++);
     r->pid = fork();
     if (r->pid < 0) {
         die("fork");

@@ -10,13 +10,20 @@ import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
 import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
  * A real kube-apiserver with its etcd, started from the local binaries that {@code e2e/bin/kube-binaries}
  * lays out (fabric8 kube-api-test downloads nothing when they are there).
+ *
+ * <p>Each server gets a directory of its own for what kube-api-test and the API server write (certificates, the
+ * serving key), with the shared binaries linked in read-only: two test runs on one machine never regenerate each
+ * other's certificates. A start that fails stops what it started (etcd, the API server) and removes its directory.
  */
 public final class RealApiServer implements AutoCloseable {
 
@@ -24,29 +31,71 @@ public final class RealApiServer implements AutoCloseable {
 
     private final KubeAPIServer server;
     private final KubernetesClient client;
+    private final Path runDir;
+    private final Thread onExit;
 
-    private RealApiServer(KubeAPIServer server, KubernetesClient client) {
+    private RealApiServer(KubeAPIServer server, KubernetesClient client, Path runDir, Thread onExit) {
         this.server = server;
         this.client = client;
+        this.runDir = runDir;
+        this.onExit = onExit;
     }
 
     public static RealApiServer start() {
         String dir = System.getenv("KUBE_API_TEST_DIR");
-        if (dir == null || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kube-apiserver"))) {
-            throw new IllegalStateException("no kube-apiserver " + VERSION + " under KUBE_API_TEST_DIR=" + dir
+        if (dir == null || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kube-apiserver"))
+                || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kubectl"))) {
+            throw new IllegalStateException("no kube-apiserver and kubectl " + VERSION + " under KUBE_API_TEST_DIR=" + dir
                     + "; run ./dilu kube-binaries (./dilu test does it for you)");
         }
+        Path runDir;
+        try {
+            runDir = Files.createTempDirectory("dilu-kube-api-");
+            Files.createSymbolicLink(runDir.resolve("k8s"), Path.of(dir, "k8s").toAbsolutePath());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot make a directory for the API server's certificates", e);
+        }
         KubeAPIServer server = new KubeAPIServer(KubeAPIServerConfigBuilder.anAPIServerConfig()
-                .withTestDir(dir)
+                .withTestDir(runDir.toString())
                 .withApiServerVersion(VERSION)
                 .withUpdateKubeConfig(false)
                 .withStartupTimeout(120_000)
                 .build());
-        server.start();
+        // A JVM that ends without close() (a test that threw in its setup) still stops etcd and the API server.
+        Thread onExit = new Thread(() -> stop(server, runDir), "dilu-kube-api-stop");
+        Runtime.getRuntime().addShutdownHook(onExit);
+        try {
+            server.start();
+        } catch (RuntimeException e) {
+            try {
+                stop(server, runDir);
+            } catch (RuntimeException whileStopping) {
+                e.addSuppressed(whileStopping); // e.g. etcd never started, so it has no data to clean
+            }
+            Runtime.getRuntime().removeShutdownHook(onExit);
+            throw e;
+        }
         KubernetesClient client = new KubernetesClientBuilder()
                 .withConfig(Config.fromKubeconfig(server.getKubeConfigYaml()))
                 .build();
-        return new RealApiServer(server, client);
+        return new RealApiServer(server, client, runDir, onExit);
+    }
+
+    private static void stop(KubeAPIServer server, Path runDir) {
+        try {
+            server.stop();
+        } finally {
+            deleteTree(runDir);
+        }
+    }
+
+    private static void deleteTree(Path dir) {
+        try (Stream<Path> paths = Files.walk(dir)) {
+            // The k8s link is removed as a link: walk does not follow it.
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException | UncheckedIOException e) {
+            // Nothing to delete, or already deleted: the directory is gone either way.
+        }
     }
 
     /**
@@ -130,6 +179,11 @@ public final class RealApiServer implements AutoCloseable {
     @Override
     public void close() {
         client.close();
-        server.stop();
+        stop(server, runDir);
+        try {
+            Runtime.getRuntime().removeShutdownHook(onExit);
+        } catch (IllegalStateException e) {
+            // The JVM is already shutting down: the hook runs anyway, and stopping twice is harmless.
+        }
     }
 }

@@ -13,6 +13,7 @@ import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateRequest;
 import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import io.dilu.testing.DocumentedMetrics;
+import io.dilu.testing.SocketTempDirs;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
@@ -38,10 +39,19 @@ class NodeAgentTest {
 
         static {
             try {
-                ROOT = Files.createTempDirectory("dilu-agent-test-");
+                ROOT = SocketTempDirs.create(); // the kubelet's and the plugin's sockets are bound in it
+                Runtime.getRuntime().addShutdownHook(new Thread(() -> deleteTree(ROOT)));
                 Files.createDirectories(ROOT.resolve("device-plugins"));
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
+            }
+        }
+
+        private static void deleteTree(Path root) {
+            try (var paths = Files.walk(root)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                // already gone
             }
         }
 
@@ -99,26 +109,26 @@ class NodeAgentTest {
             agent.allocations().apply(List.of(new Reconciler.Bind(id, new ContainerRef("fns", "infer-0", "server"),
                     new Allocation.ShareQuota(60, Priority.BEST_EFFORT, Double.NaN, 1024), false)));
 
-            // The per-container rows refresh every second: wait for them (a loaded machine stretches that second).
-            String metrics = "";
+            // The per-container rows are exported by the agent's refresh, every second, one series after another,
+            // while a scrape may be under way: wait until a scrape shows them all (a loaded machine stretches that
+            // second). A wrong value still fails, with the assertion's message, when the wait runs out.
             String row = "namespace=\"fns\",pod=\"infer-0\"";
-            for (long until = System.nanoTime() + 30_000_000_000L; System.nanoTime() < until; Thread.sleep(200)) {
-                metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
-                if (metrics.contains("dilu_container_tokens_granted_total{") && metrics.contains(row)) {
-                    break;
-                }
-            }
-            assertThat(metrics).contains("dilu_allocations 1.0")
-                    .containsPattern("dilu_container_tokens_granted_total\\{container=\"server\",gpu=\"GPU-emu-local-1\","
-                            + "namespace=\"fns\",pod=\"infer-0\"} 3240\\.0")
-                    .containsPattern("dilu_gpu_utilization_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*source=\"emulated\"[^}]*} 0\\.0")
-                    .containsPattern("dilu_container_controller_state\\{[^}]*pod=\"infer-0\",state=\"none\"} 1\\.0")
-                    .containsPattern("dilu_container_controller_state\\{[^}]*pod=\"infer-0\",state=\"emergency\"} 0\\.0")
-                    .containsPattern("dilu_gpu_sm_request_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*} 0\\.3")
-                    .doesNotContain("allocation=\"");
-            // docs/node-agent.md lists exactly what the agent exports, as exported.
-            assertThat(DocumentedMetrics.differences(DocumentedMetrics.of(DocumentedMetrics.doc("node-agent.md")),
-                    metrics, "dilu_")).isEmpty();
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(30))
+                    .pollInterval(java.time.Duration.ofMillis(200)).untilAsserted(() -> {
+                        String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+                        assertThat(metrics).contains("dilu_allocations 1.0")
+                                .containsPattern("dilu_container_tokens_granted_total\\{container=\"server\",gpu=\"GPU-emu-local-1\","
+                                        + "namespace=\"fns\",pod=\"infer-0\"} 3240\\.0")
+                                .containsPattern("dilu_gpu_utilization_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*source=\"emulated\"[^}]*} 0\\.0")
+                                .containsPattern("dilu_container_controller_state\\{[^}]*pod=\"infer-0\",state=\"none\"} 1\\.0")
+                                .containsPattern("dilu_container_controller_state\\{[^}]*pod=\"infer-0\",state=\"emergency\"} 0\\.0")
+                                .containsPattern("dilu_gpu_sm_request_ratio\\{gpu=\"GPU-emu-local-1\"[^}]*} 0\\.3")
+                                .contains(row)
+                                .doesNotContain("allocation=\"");
+                        // docs/node-agent.md lists exactly what the agent exports, as exported.
+                        assertThat(DocumentedMetrics.differences(DocumentedMetrics.of(DocumentedMetrics.doc("node-agent.md")),
+                                metrics, "dilu_")).isEmpty();
+                    });
 
             // A restarted agent finds the allocation again from the control root alone.
             try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, 1, InstantSource.system(), 16)) {

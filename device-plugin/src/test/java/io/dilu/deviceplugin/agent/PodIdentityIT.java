@@ -33,6 +33,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import io.dilu.testing.SocketTempDirs;
 
 /**
  * "Which pod is this?" against a real kube-apiserver and the kubelet's PodResources API over a real socket:
@@ -47,7 +48,7 @@ class PodIdentityIT {
     static RealApiServer api;
     static KubernetesClient client;
 
-    @TempDir
+    @TempDir(factory = SocketTempDirs.class) // Unix sockets are bound in it
     Path tmp;
 
     @BeforeAll

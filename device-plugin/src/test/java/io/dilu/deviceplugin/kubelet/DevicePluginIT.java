@@ -30,11 +30,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import io.dilu.testing.SocketTempDirs;
 
 /** The device plugin against a kubelet stand-in over real Unix sockets: registration, devices, allocation. */
 class DevicePluginIT {
 
-    @TempDir
+    @TempDir(factory = SocketTempDirs.class) // Unix sockets are bound in it
     Path tmp;
 
     private Path dir;
