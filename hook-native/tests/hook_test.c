@@ -22,7 +22,7 @@
 #include "dilu_control.h"
 #include "expect.h"
 
-static char dir[512];
+static char dir[384];
 
 /* Scratch goes under the test's own emulated-GPU directory (CTest gives each test one in the build tree), so
  * two runs on one machine share nothing and a run leaves nothing in /tmp. */
@@ -379,7 +379,7 @@ static void test_fails_closed(void) {
 static void test_tenant_block_ignored(void) {
     control_block(0, 1ull << 40, 1); /* the tenant's own: unlimited tokens */
     grant->device[0].tokens_granted = 1ull << 50;
-    char tenant_dir[256];
+    char tenant_dir[sizeof(dir)];
     snprintf(tenant_dir, sizeof(tenant_dir), "%s", dir);
     control_block(1000, 1ull << 40, 1); /* the real one: 1,000 blocks, no refills */
     __atomic_store_n(&grant->heartbeat_ns, now_ns() + 3600ull * 1000000000ull, __ATOMIC_RELEASE);

@@ -1,0 +1,355 @@
+package io.dilu.deviceplugin.bench;
+
+import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.tokens.ControllerState;
+import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.agent.NodeAgent;
+import io.dilu.deviceplugin.control.ControlBlock;
+import io.dilu.deviceplugin.gpu.NvmlInventory;
+import io.dilu.deviceplugin.testing.TestingContainers;
+import io.dilu.deviceplugin.tokens.Tenant;
+import io.dilu.deviceplugin.tokens.TokenManager;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code ./dilu gpu-check}: the hook and the token manager on whatever GPU this machine has — a real one found
+ * through NVML (the node agent's own discovery), else the emulated driver — with one driver-API program,
+ * {@code dilu-gpu-check} (hook-native/gpucheck), whose kernels are real CUDA code in a fatbin:
+ *
+ * <ol>
+ *   <li>without the hook: the device, launch cost, compute and memory throughput, a graph, a cooperative launch,
+ *       allocations past a limit (nothing refuses them);
+ *   <li>under the hook: its added cost per launch (tokens to spare), then the SM share a lone container gets
+ *       under the real token manager at grants of 10, 25, 50 and 100% — throughput against the GPU's without the
+ *       hook — every launch counted, and an allocation past the container's memory share refused;
+ *   <li>two containers on the GPU under the token manager at the node agent's shipped defaults: an SLO inference
+ *       loop beside a best-effort training loop, each also alone without the hook.
+ * </ol>
+ *
+ * Ends with one {@code BENCH gpu-check} line, labelled with the GPU's name as NVML reports it, or
+ * {@code gpu=emulated}; exits 1 when a check fails (a launch not counted, an allocation past the share let
+ * through, the share at 25% or 50% more than 10% off its grant, a graph or cooperative launch failing).
+ *
+ * <p>Usage: {@code GpuCheck NATIVE_BUILD_DIR [--seconds S]}.
+ */
+public final class GpuCheck {
+
+    /** The grants whose SM share is measured, in percent of the GPU. */
+    static final int[] GRANTS = {10, 25, 50, 100};
+    /** The memory share of a container in the checks, and the allocation step. */
+    static final int SHARE_MIB = 1024;
+    static final int CHUNK_MIB = 64;
+    /** How far the measured share may be from its grant, relative, at 25% and 50%. */
+    static final double SHARE_TOLERANCE = 0.10;
+
+    /** One line of the program's output: its phase and key=value pairs. */
+    record Line(String phase, Map<String, String> values) {
+        double number(String key) {
+            String v = values.get(key);
+            if (v == null) {
+                throw new IllegalStateException("dilu-gpu-check's " + phase + " line has no " + key + ": " + values);
+            }
+            return Double.parseDouble(v);
+        }
+
+        String text(String key) {
+            return values.getOrDefault(key, "");
+        }
+    }
+
+    /** The GPU checked: what the device plugin would advertise, and whether it is the emulator. */
+    record Gpu(GpuDevice device, boolean emulated, String discovery) {}
+
+    private final Path nativeDir;
+    private final Path work;
+    private final int seconds;
+    private final List<String> failures = new ArrayList<>();
+
+    GpuCheck(Path nativeDir, Path work, int seconds) {
+        this.nativeDir = nativeDir;
+        this.work = work;
+        this.seconds = seconds;
+    }
+
+    private Path program() {
+        return nativeDir.resolve("bin/dilu-gpu-check");
+    }
+
+    /** Runs the program (under the hook when a control block is given) and returns its GPUCHECK lines by phase. */
+    Map<String, Line> run(Gpu gpu, Optional<ControlBlock> block, String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of(program().toString()));
+        command.addAll(List.of(args));
+        List<String> full = block.map(b -> TestingContainers.contained(nativeDir, b, command)).orElse(command);
+        Path out = Files.createTempFile(work, "out-", ".txt");
+        Path err = Files.createTempFile(work, "err-", ".txt");
+        ProcessBuilder pb = new ProcessBuilder(full).redirectOutput(out.toFile()).redirectError(err.toFile());
+        if (gpu.emulated()) {
+            pb.environment().put("LD_LIBRARY_PATH", nativeDir.resolve("emu").toString());
+            pb.environment().put("DILU_EMU_DIR", Files.createDirectories(work.resolve("emulated-gpu")).toString());
+            pb.environment().put("DILU_EMU_LOG", "off");
+        }
+        Process p = pb.start();
+        if (!p.waitFor(seconds * 4L + 120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IllegalStateException("dilu-gpu-check " + String.join(" ", args) + " did not finish");
+        }
+        String stdout = Files.readString(out, StandardCharsets.UTF_8);
+        if (p.exitValue() != 0) {
+            throw new IllegalStateException("dilu-gpu-check " + String.join(" ", args) + " exited " + p.exitValue()
+                    + ": " + stdout + Files.readString(err, StandardCharsets.UTF_8));
+        }
+        return parse(stdout);
+    }
+
+    private static final Pattern PAIR = Pattern.compile("(\\w+)=(\"[^\"]*\"|\\S+)");
+
+    static Map<String, Line> parse(String stdout) {
+        Map<String, Line> lines = new LinkedHashMap<>();
+        for (String l : stdout.split("\n")) {
+            if (!l.startsWith("GPUCHECK ")) {
+                continue;
+            }
+            String[] head = l.split(" ", 3);
+            Map<String, String> values = new LinkedHashMap<>();
+            Matcher m = PAIR.matcher(head.length > 2 ? head[2] : "");
+            while (m.find()) {
+                values.put(m.group(1), m.group(2).replace("\"", ""));
+            }
+            lines.put(head[1], new Line(head[1], values));
+        }
+        return lines;
+    }
+
+    /** The GPU as the node agent finds it: NVML (with CUDA's SM count), else the emulator as the program saw it. */
+    Gpu discover() throws IOException, InterruptedException {
+        Optional<NvmlInventory> nvml = NvmlInventory.load();
+        if (nvml.isPresent() && !nvml.get().gpus().isEmpty()) {
+            return new Gpu(nvml.get().gpus().getFirst(), false, "nvml");
+        }
+        Gpu probe = new Gpu(new GpuDevice("GPU-emu-check-0", 0, "emulated", 40_960, 108), true, "emulator");
+        Line info = run(probe, Optional.empty(), "info").get("info");
+        if (info.number("emulated") == 0) {
+            // A real driver without NVML: the program's own answer stands in, and the check says so.
+            return new Gpu(new GpuDevice("GPU-cuda-0", 0, info.text("name"), (long) info.number("memory_mib"),
+                    (int) info.number("sms")), false, "cuda-without-nvml");
+        }
+        return new Gpu(new GpuDevice("GPU-emu-check-0", 0, "emulated", (long) info.number("memory_mib"),
+                (int) info.number("sms")), true, "emulator");
+    }
+
+    /** A control block as Allocate makes one: one device, the memory share, and a heartbeat. */
+    private ControlBlock block(String name) throws IOException {
+        ControlBlock b = ControlBlock.create(Files.createDirectories(work.resolve("control-" + name)), 1);
+        b.setMemoryLimit(0, (long) SHARE_MIB << 20);
+        b.heartbeat(System.nanoTime());
+        return b;
+    }
+
+    private TokenManager tokens(Gpu gpu) {
+        TokenParameters params = NodeAgent.tokenParameters(ColocationBench.shipped(), List.of(gpu.device())).getFirst();
+        return new TokenManager(1, params, ColocationBench.shippedRefillSteps(), InstantSource.system(), 4096);
+    }
+
+    private void check(boolean ok, String what) {
+        if (!ok) {
+            failures.add(what);
+        }
+    }
+
+    /** Every phase; prints a table and the BENCH line, and returns the failed checks. */
+    List<String> run() throws Exception {
+        Gpu gpu = discover();
+        Map<String, String> bench = new LinkedHashMap<>();
+        bench.put("gpu", gpu.emulated() ? "emulated" : gpu.device().model().replace(' ', '_'));
+        bench.put("sms", Integer.toString(gpu.device().smCount()));
+        bench.put("discovery", gpu.discovery());
+        TokenParameters params = NodeAgent.tokenParameters(ColocationBench.shipped(), List.of(gpu.device())).getFirst();
+        System.out.printf(Locale.ROOT, "%s: %d SMs, %d MiB (found by %s); MaxTokens %d per %d ms period%n",
+                gpu.emulated() ? "EMULATED GPU" : gpu.device().model(), gpu.device().smCount(),
+                gpu.device().memoryMib(), gpu.discovery(), params.maxTokens(), params.period().toMillis());
+
+        // (a) Without the hook.
+        Map<String, Line> info = run(gpu, Optional.empty(), "info");
+        String iters = Long.toString((long) run(gpu, Optional.empty(), "calibrate").get("calibrate").number("iters"));
+        Map<String, Line> plain = run(gpu, Optional.empty(), "probe", "--iters", iters,
+                "--alloc-limit-mib", Integer.toString(SHARE_MIB), "--alloc-chunk-mib", Integer.toString(CHUNK_MIB));
+        Line alone = run(gpu, Optional.empty(), "load", "--iters", iters, "--seconds", Integer.toString(seconds)).get("load");
+        double full = alone.number("blocks_per_s");
+        System.out.printf(Locale.ROOT, "without the hook: %s, cc %s, driver %s; launch %.0f ns; compute %.0f blocks/s"
+                        + " (%.1f µs per block per SM); memory %.0f GB/s; graph ok=%s; cooperative ok=%s;"
+                        + " %s MiB past a %d MiB limit: %s%n",
+                info.get("info").text("name"), info.get("info").text("cc"), info.get("info").text("driver"),
+                plain.get("launch").number("ns_per_launch"), full, gpu.device().smCount() / full * 1e6,
+                plain.get("memory").number("gb_per_s"), plain.get("graph").text("ok"),
+                plain.get("cooperative").text("ok"), CHUNK_MIB, SHARE_MIB, plain.get("alloc").text("past_limit"));
+        bench.put("launch_ns", fmt(plain.get("launch").number("ns_per_launch")));
+        bench.put("compute_blocks_per_s", fmt(full));
+        bench.put("memory_gb_per_s", fmt(plain.get("memory").number("gb_per_s")));
+        check("1".equals(plain.get("graph").text("ok")), "a CUDA graph failed without the hook");
+        check("1".equals(plain.get("cooperative").text("ok")), "a cooperative launch failed without the hook");
+
+        // (b) Under the hook: its cost with tokens to spare (no token manager: a grant larger than any run).
+        ControlBlock spare = block("spare");
+        spare.grantTokens(0, Long.MAX_VALUE / 4);
+        Map<String, Line> hooked = run(gpu, Optional.of(spare), "probe", "--iters", iters,
+                "--alloc-limit-mib", Integer.toString(SHARE_MIB), "--alloc-chunk-mib", Integer.toString(CHUNK_MIB));
+        double added = hooked.get("launch").number("ns_per_launch") - plain.get("launch").number("ns_per_launch");
+        long counted = spare.blocksLaunched(0);
+        long launchedByProgram = blocksOf(hooked);
+        boolean refused = "refused".equals(hooked.get("alloc").text("past_limit"))
+                && "CUDA_ERROR_OUT_OF_MEMORY".equals(hooked.get("alloc").text("rc"));
+        System.out.printf(Locale.ROOT, "under the hook: launch %.0f ns (%+.0f ns); %d blocks counted of %d launched;"
+                        + " graph ok=%s; cooperative ok=%s; %d MiB past the %d MiB share: %s (%s), %d refusal(s) reported;"
+                        + " %d launch cycles, latest %.3f ms%n",
+                hooked.get("launch").number("ns_per_launch"), added, counted, launchedByProgram,
+                hooked.get("graph").text("ok"), hooked.get("cooperative").text("ok"), CHUNK_MIB, SHARE_MIB,
+                hooked.get("alloc").text("past_limit"), hooked.get("alloc").text("rc"), spare.memoryRefusals(0),
+                spare.klcCount(0), spare.klcCount(0) > 0 ? spare.klcNanos(0, spare.klcCount(0)) / 1e6 : 0.0);
+        bench.put("hook_launch_ns", fmt(hooked.get("launch").number("ns_per_launch")));
+        bench.put("hook_added_ns", fmt(added));
+        bench.put("blocks_counted", Long.toString(counted));
+        bench.put("blocks_launched", Long.toString(launchedByProgram));
+        bench.put("alloc_past_share", hooked.get("alloc").text("past_limit"));
+        bench.put("memory_refusals", Long.toString(spare.memoryRefusals(0)));
+        check(counted == launchedByProgram, "the hook counted " + counted + " blocks of " + launchedByProgram + " launched");
+        check(refused && spare.memoryRefusals(0) >= 1, "an allocation past the share was not refused");
+        check("1".equals(hooked.get("graph").text("ok")), "a CUDA graph failed under the hook");
+        check("1".equals(hooked.get("cooperative").text("ok")), "a cooperative launch failed under the hook");
+        spare.close();
+
+        // The SM share a lone container gets at each grant, under the real token manager.
+        for (int grant : GRANTS) {
+            ControlBlock b = block("grant-" + grant);
+            try (TokenManager manager = tokens(gpu)) {
+                manager.gpu(0).add(new Tenant("grant-" + grant, b, 0, grant / 100.0, grant / 100.0, false));
+                manager.start();
+                Line load = run(gpu, Optional.of(b), "load", "--iters", iters, "--seconds", Integer.toString(seconds))
+                        .get("load");
+                double share = load.number("blocks_per_s") / full;
+                long klc = b.klcCount(0);
+                System.out.printf(Locale.ROOT, "  grant %3d%%: %.0f blocks/s = %5.1f%% of the GPU; %d of %d blocks"
+                                + " counted; %d launch cycles, latest %.3f ms%n", grant, load.number("blocks_per_s"),
+                        share * 100, b.blocksLaunched(0), (long) load.number("blocks"), klc,
+                        klc > 0 ? b.klcNanos(0, klc) / 1e6 : 0.0);
+                bench.put("share_" + grant, fmt3(share));
+                if (grant == 25 || grant == 50) {
+                    check(Math.abs(share - grant / 100.0) <= SHARE_TOLERANCE * grant / 100.0,
+                            String.format(Locale.ROOT, "at a %d%% grant the container got %.1f%% of the GPU", grant, share * 100));
+                }
+                check(b.blocksLaunched(0) == (long) load.number("blocks"),
+                        "at a " + grant + "% grant the hook counted " + b.blocksLaunched(0) + " blocks of " + (long) load.number("blocks"));
+                if (grant == 50) {
+                    bench.put("klc_ms", fmt3(klc > 0 ? b.klcNanos(0, klc) / 1e6 : 0));
+                }
+            }
+            b.close();
+        }
+
+        // (c) Two containers under the token manager at the shipped defaults, and each alone without the hook.
+        String[] infer = {"infer", "--iters", iters, "--seconds", Integer.toString(seconds * 3), "--rate", "300"};
+        String[] train = {"train", "--iters", iters, "--seconds", Integer.toString(seconds * 3)};
+        Line inferAlone = run(gpu, Optional.empty(), infer).get("infer");
+        Line trainAlone = run(gpu, Optional.empty(), train).get("train");
+        ControlBlock inferBlock = block("infer");
+        ControlBlock trainBlock = block("train");
+        Line inferShared;
+        Line trainShared;
+        long emergencies;
+        try (TokenManager manager = tokens(gpu)) {
+            manager.gpu(0).add(new Tenant("infer", inferBlock, 0, 0.40, 0.80, true));
+            manager.gpu(0).add(new Tenant("train", trainBlock, 0, 0.40, 0.70, false));
+            manager.start();
+            var inferRun = new java.util.concurrent.FutureTask<>(() -> run(gpu, Optional.of(inferBlock), infer));
+            Thread t = Thread.ofPlatform().start(inferRun);
+            trainShared = run(gpu, Optional.of(trainBlock), train).get("train");
+            t.join();
+            inferShared = inferRun.get().get("infer");
+            emergencies = manager.gpu(0).periods(ControllerState.EMERGENCY);
+        }
+        double p95Ratio = inferShared.number("p95_ms") / inferAlone.number("p95_ms");
+        double trainRatio = trainShared.number("blocks_per_s") / trainAlone.number("blocks_per_s");
+        long inferKlc = inferBlock.klcCount(0);
+        System.out.printf(Locale.ROOT, "two containers (inference SLO 40%%/80%%, training best-effort 40%%/70%%), %d s:"
+                        + " inference p95 %.2f ms (alone %.2f, ×%.2f), p50 %.2f ms (alone %.2f); training %.0f blocks/s"
+                        + " (alone %.0f, ×%.2f); %d emergency periods; inference KLC latest %.3f ms over %d cycles%n",
+                seconds * 3, inferShared.number("p95_ms"), inferAlone.number("p95_ms"), p95Ratio,
+                inferShared.number("p50_ms"), inferAlone.number("p50_ms"), trainShared.number("blocks_per_s"),
+                trainAlone.number("blocks_per_s"), trainRatio, emergencies,
+                inferKlc > 0 ? inferBlock.klcNanos(0, inferKlc) / 1e6 : 0.0, inferKlc);
+        bench.put("infer_p95_alone_ms", fmt3(inferAlone.number("p95_ms")));
+        bench.put("infer_p95_shared_ms", fmt3(inferShared.number("p95_ms")));
+        bench.put("infer_p95_vs_alone", fmt3(p95Ratio));
+        bench.put("train_vs_alone", fmt3(trainRatio));
+        bench.put("emergency_periods", Long.toString(emergencies));
+        inferBlock.close();
+        trainBlock.close();
+
+        bench.put("checks_failed", Integer.toString(failures.size()));
+        StringBuilder line = new StringBuilder("BENCH gpu-check");
+        bench.forEach((k, v) -> line.append(' ').append(k).append('=').append(v));
+        failures.forEach(f -> System.out.println("FAILED: " + f));
+        System.out.println(line);
+        return failures;
+    }
+
+    /** Blocks the probe's phases launched: every phase's kernels, as the program counted them. */
+    static long blocksOf(Map<String, Line> probe) {
+        long n = 0;
+        n += (long) probe.get("launch").number("launches"); // one block each
+        n += (long) probe.get("compute").number("blocks");
+        n += (long) probe.get("memory").number("blocks");
+        Line graph = probe.get("graph");
+        if ("1".equals(graph.text("ok"))) {
+            n += (long) graph.number("blocks");
+        }
+        Line coop = probe.get("cooperative");
+        if ("1".equals(coop.text("ok"))) {
+            n += (long) coop.number("blocks");
+        }
+        return n;
+    }
+
+    private static String fmt(double v) {
+        return String.format(Locale.ROOT, "%.1f", v);
+    }
+
+    private static String fmt3(double v) {
+        return String.format(Locale.ROOT, "%.3f", v);
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) {
+            System.err.println("usage: GpuCheck NATIVE_BUILD_DIR [--seconds S]");
+            System.exit(2);
+        }
+        int seconds = 3;
+        for (int i = 1; i < args.length; i++) {
+            if (args[i].equals("--seconds") && i + 1 < args.length) {
+                seconds = Integer.parseInt(args[++i]);
+                if (seconds < 1 || seconds > 600) {
+                    System.err.println("gpu-check: --seconds must be 1..600, got " + seconds);
+                    System.exit(2);
+                }
+            } else {
+                System.err.println("gpu-check: unknown argument " + args[i]);
+                System.exit(2);
+            }
+        }
+        Path work = Files.createTempDirectory("dilu-gpu-check-");
+        List<String> failed = new GpuCheck(Path.of(args[0]), work, seconds).run();
+        System.exit(failed.isEmpty() ? 0 : 1);
+    }
+}
