@@ -40,5 +40,9 @@ CUresult diluEmuEventTime(CUevent event, uint64_t *ns);
  * that an interposer cannot see (a newer entry point, a capture that began between its check and the driver's
  * call), so that tests can check what the hook does with graphs holding one. */
 CUresult diluEmuGraphAddMemoryNode(CUgraphNode *node, CUgraph g, CUgraphNodeParams *p);
+/* States how long one thread block of f takes, in µs (0..10,000,000; 0: the kernel completes at launch): for
+ * functions of a fatbin or cubin, which the emulator cannot time since it runs no device code. A text module's
+ * kernels state theirs in the image. CUDA_ERROR_INVALID_VALUE for a NULL function or a time out of range or NaN. */
+CUresult diluEmuFunctionSetBlockTime(CUfunction f, double block_us);
 
 #endif

@@ -77,6 +77,10 @@
     X(sizeof(CUstreamCaptureStatus)) \
     X(sizeof(CUstreamCaptureMode)) \
     X(sizeof(CUarray_format)) \
+    X(sizeof(CUjit_option)) \
+    X(CU_JIT_MAX_REGISTERS) \
+    X(CU_JIT_INFO_LOG_BUFFER) \
+    X(CU_JIT_ERROR_LOG_BUFFER) \
     X(CU_GRAPH_NODE_TYPE_KERNEL) \
     X(CU_GRAPH_NODE_TYPE_MEMCPY) \
     X(CU_GRAPH_NODE_TYPE_MEMSET) \

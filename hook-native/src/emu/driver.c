@@ -1,4 +1,4 @@
-/* The emulated driver API: devices, contexts, streams, events, modules and launches (graphs: graph.c). */
+/* The emulated driver API: devices, contexts, streams, events and launches (modules: module.c, graphs: graph.c). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,31 +44,58 @@ EXPORT CUresult cuDriverGetVersion(int *v) {
     return CUDA_SUCCESS;
 }
 
+/* The codes the emulator returns, by the names and descriptions NVIDIA's driver gives them. */
+static const struct error_text {
+    CUresult code;
+    const char *name, *text;
+} error_texts[] = {
+#define ERR(code, text) {code, #code, text}
+    ERR(CUDA_SUCCESS, "no error"),
+    ERR(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+    ERR(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+    ERR(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    ERR(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    ERR(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+    ERR(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+    ERR(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+    ERR(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+    ERR(CUDA_ERROR_NOT_READY, "device not ready"),
+    ERR(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+    ERR(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+    ERR(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state"),
+    ERR(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing"),
+    ERR(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture"),
+    ERR(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "the graph update was not performed"),
+    ERR(CUDA_ERROR_UNKNOWN, "unknown error"),
+#undef ERR
+};
+
+static const struct error_text *error_text(CUresult error) {
+    for (size_t i = 0; i < sizeof(error_texts) / sizeof(error_texts[0]); i++) {
+        if (error_texts[i].code == error) {
+            return &error_texts[i];
+        }
+    }
+    return NULL;
+}
+
+/* As the real driver: an unknown code gives CUDA_ERROR_INVALID_VALUE and a NULL string. */
 EXPORT CUresult cuGetErrorString(CUresult error, const char **p) {
     if (p == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    switch (error) {
-    case CUDA_SUCCESS: *p = "no error"; break;
-    case CUDA_ERROR_INVALID_VALUE: *p = "invalid argument"; break;
-    case CUDA_ERROR_OUT_OF_MEMORY: *p = "out of memory"; break;
-    case CUDA_ERROR_NOT_INITIALIZED: *p = "initialization error"; break;
-    case CUDA_ERROR_INVALID_DEVICE: *p = "invalid device ordinal"; break;
-    case CUDA_ERROR_INVALID_HANDLE: *p = "invalid resource handle"; break;
-    case CUDA_ERROR_NOT_FOUND: *p = "named symbol not found"; break;
-    case CUDA_ERROR_NOT_PERMITTED: *p = "operation not permitted"; break;
-    case CUDA_ERROR_NOT_SUPPORTED: *p = "operation not supported"; break;
-    case CUDA_ERROR_ILLEGAL_STATE: *p = "the operation cannot be performed in the present state"; break;
-    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: *p = "operation not permitted when stream is capturing"; break;
-    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: *p = "operation failed due to a previous error during capture"; break;
-    case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: *p = "the graph update was not performed"; break;
-    default: *p = "unknown error"; return CUDA_ERROR_INVALID_VALUE;
-    }
-    return CUDA_SUCCESS;
+    const struct error_text *e = error_text(error);
+    *p = e != NULL ? e->text : NULL;
+    return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 EXPORT CUresult cuGetErrorName(CUresult error, const char **p) {
-    return cuGetErrorString(error, p);
+    if (p == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const struct error_text *e = error_text(error);
+    *p = e != NULL ? e->name : NULL;
+    return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 EXPORT CUresult cuDeviceGetCount(int *count) {
@@ -162,6 +189,20 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev
         current_device = dev;
     }
     return rc;
+}
+
+/* CUDA 11.4's flavour, with execution affinity, and CUDA 12.5's (what cuda.h 13 calls cuCtxCreate), with
+ * affinity or graphics interop parameters: the emulator models neither, so the parameters are not read. */
+EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
+                               CUdevice dev) {
+    (void)paramsArray, (void)numParams;
+    return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                               CUdevice dev) {
+    (void)ctxCreateParams;
+    return cuCtxCreate_v2(pctx, flags, dev);
 }
 
 EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
@@ -285,73 +326,6 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e) {
     pthread_cond_destroy(&e->done_cond);
     pthread_mutex_destroy(&e->lock);
     free(e);
-    return CUDA_SUCCESS;
-}
-
-/* ---- modules: a text image, one "kernel <name> <block_us>" per line ---- */
-
-EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
-    if (module == NULL || image == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    struct CUmod_st *m = calloc(1, sizeof(*m));
-    char *copy = strdup(image);
-    if (m == NULL || copy == NULL) {
-        free(m);
-        free(copy);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    CUresult rc = CUDA_SUCCESS;
-    char *save = NULL;
-    for (char *line = strtok_r(copy, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-        char name[64];
-        double block_us;
-        if (line[0] == '#' || line[0] == '\0') {
-            continue;
-        }
-        if (sscanf(line, "kernel %63s %lf", name, &block_us) != 2 || block_us < 0) {
-            rc = CUDA_ERROR_INVALID_IMAGE;
-            break;
-        }
-        struct CUfunc_st *grown = realloc(m->functions, sizeof(*grown) * (size_t)(m->count + 1));
-        if (grown == NULL) {
-            rc = CUDA_ERROR_OUT_OF_MEMORY;
-            break;
-        }
-        m->functions = grown;
-        snprintf(m->functions[m->count].name, sizeof(m->functions[m->count].name), "%s", name);
-        m->functions[m->count].block_ns = (uint64_t)(block_us * 1000.0 + 0.5);
-        m->count++;
-    }
-    free(copy);
-    if (rc != CUDA_SUCCESS) {
-        free(m->functions);
-        free(m);
-        return rc;
-    }
-    *module = m;
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
-    if (f == NULL || m == NULL || name == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    for (int i = 0; i < m->count; i++) {
-        if (strcmp(m->functions[i].name, name) == 0) {
-            *f = &m->functions[i];
-            return CUDA_SUCCESS;
-        }
-    }
-    return CUDA_ERROR_NOT_FOUND;
-}
-
-EXPORT CUresult cuModuleUnload(CUmodule m) {
-    if (m == NULL) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    free(m->functions);
-    free(m);
     return CUDA_SUCCESS;
 }
 

@@ -64,10 +64,11 @@ typedef struct emu_shared {
     emu_proc procs[EMU_MAX_PROCS];
 } emu_shared;
 
-/* A kernel function loaded from a module image. */
+/* A kernel function loaded from a module image (module.c). */
 struct CUfunc_st {
-    char name[64];
-    uint64_t block_ns;
+    char *name;
+    /* Atomic: diluEmuFunctionSetBlockTime may state it while another thread launches the function. */
+    _Atomic uint64_t block_ns;
 };
 
 struct CUmod_st {

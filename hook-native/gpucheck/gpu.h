@@ -1,0 +1,49 @@
+/*
+ * The GPU the check runs on, through CUDA's driver API as NVIDIA's cuda.h declares it: a real driver, or the
+ * emulated one (src/emu), whichever libcuda.so.1 the loader finds.
+ */
+#ifndef DILU_GPUCHECK_GPU_H
+#define DILU_GPUCHECK_GPU_H
+
+#include <cuda.h>
+#include <stddef.h>
+
+typedef struct gpu {
+    CUdevice device;
+    CUcontext ctx;
+    CUmodule module;
+    CUfunction compute, memory, tiny;
+    int sms;
+    int emulated; /* the driver is the emulator: it has diluEmuFunctionSetBlockTime */
+    CUdeviceptr out; /* dilu_compute's output: DILU_OUT_BLOCKS × DILU_BLOCK_THREADS floats */
+} gpu;
+
+/* What the emulator is told each block takes (µs), since it runs no device code; a real GPU just runs them. */
+#define EMU_COMPUTE_BLOCK_US 100.0
+#define EMU_MEMORY_BLOCK_US 20.0
+#define EMU_TINY_BLOCK_US 0.0
+
+/* The fatbin of kernels.cu, embedded at build time (embed.cmake). */
+extern const unsigned char dilu_gpucheck_fatbin[];
+
+/* The name cuGetErrorName gives rc, or "CUresult_<n>" for a code the driver does not name. */
+const char *gpu_error_name(CUresult rc);
+/* Exits 1 saying which call failed and how, unless rc is CUDA_SUCCESS. */
+void gpu_check(CUresult rc, const char *call);
+/* Checks a driver call, naming it by the text before its '(' (cuda.h's macros, such as cuMemAlloc for
+ * cuMemAlloc_v2, are named as written). */
+#define CU(call) gpu_check((call), #call)
+
+/* cuInit, device 0, a context, the module and its functions, the block times stated to an emulator, and
+ * dilu_compute's output buffer. Exits 1 on any failure. */
+void gpu_open(gpu *g);
+void gpu_close(gpu *g);
+
+/* dilu_compute over `blocks` blocks of DILU_BLOCK_THREADS threads on s; returns the launch's result. */
+CUresult gpu_launch_compute(const gpu *g, unsigned int blocks, unsigned int iters, CUstream s);
+/* The same as a cooperative launch. */
+CUresult gpu_launch_compute_cooperative(const gpu *g, unsigned int blocks, unsigned int iters, CUstream s);
+/* Seconds between two recorded events, waiting for the second. */
+double gpu_elapsed_s(CUevent start, CUevent end);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * load and train: dilu_compute grids for --seconds of host time, as a best-effort tenant runs them. The host's
+ * synchronisations are what the node agent sees as kernel launch cycles, so their spacing is part of the load.
+ */
+#include <stdio.h>
+
+#include "modes.h"
+#include "stats.h"
+
+#define LOAD_SYNC_EVERY 4
+#define DEFAULT_BLOCKS_PER_SM 8u
+#define TRAIN_DEFAULT_KERNELS 8u
+
+int mode_load(const gpu *g, const args *a) {
+    unsigned int blocks = a->blocks > 0 ? a->blocks : grid_per_sm(g, DEFAULT_BLOCKS_PER_SM);
+    CUstream s;
+    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    unsigned long long kernels = 0;
+    uint64_t start = host_now_ns(), stop = start + (uint64_t)(a->seconds * 1e9), now = start;
+    while (now < stop) {
+        for (int i = 0; i < LOAD_SYNC_EVERY; i++) {
+            CU(gpu_launch_compute(g, blocks, a->iters, s));
+        }
+        CU(cuStreamSynchronize(s));
+        kernels += LOAD_SYNC_EVERY;
+        now = host_now_ns();
+    }
+    double seconds = (double)(now - start) / 1e9;
+    printf("GPUCHECK load kernels=%llu blocks=%llu seconds=%.6f blocks_per_s=%.1f\n", kernels, kernels * blocks,
+           seconds, (double)(kernels * blocks) / seconds);
+    CU(cuStreamDestroy(s));
+    return 0;
+}
+
+/* Iterations of --kernels grids, a context synchronisation, then --gap-ms without kernels ("communication"). */
+int mode_train(const gpu *g, const args *a) {
+    unsigned int blocks = a->blocks > 0 ? a->blocks : grid_per_sm(g, DEFAULT_BLOCKS_PER_SM);
+    unsigned int kernels = a->kernels > 0 ? a->kernels : TRAIN_DEFAULT_KERNELS;
+    uint64_t gap_ns = (uint64_t)(a->gap_ms * 1e6);
+    unsigned long long iterations = 0;
+    uint64_t start = host_now_ns(), stop = start + (uint64_t)(a->seconds * 1e9), now = start;
+    while (now < stop) {
+        for (unsigned int k = 0; k < kernels; k++) {
+            CU(gpu_launch_compute(g, blocks, a->iters, NULL));
+        }
+        CU(cuCtxSynchronize());
+        if (gap_ns > 0) {
+            host_sleep_until(host_now_ns() + gap_ns);
+        }
+        iterations++;
+        now = host_now_ns();
+    }
+    double seconds = (double)(now - start) / 1e9;
+    unsigned long long total = iterations * kernels * blocks;
+    printf("GPUCHECK train iterations=%llu blocks=%llu seconds=%.6f blocks_per_s=%.1f iter_ms_mean=%.3f\n", iterations,
+           total, seconds, (double)total / seconds, seconds * 1e3 / (double)iterations);
+    return 0;
+}

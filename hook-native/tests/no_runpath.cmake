@@ -1,0 +1,12 @@
+# Fails unless BINARY needs libcuda.so.1 by soname and has no RPATH or RUNPATH (cmake -P, READELF and BINARY set).
+execute_process(COMMAND ${READELF} -d ${BINARY} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${READELF} -d ${BINARY} failed: ${rc}")
+endif()
+if(dynamic MATCHES "\\((RPATH|RUNPATH)\\)[^\n]*")
+  message(FATAL_ERROR "${BINARY} has a run path: ${CMAKE_MATCH_0}")
+endif()
+if(NOT dynamic MATCHES "\\(NEEDED\\)[^\n]*\\[libcuda\\.so\\.1\\]")
+  message(FATAL_ERROR "${BINARY} does not need libcuda.so.1 by soname:\n${dynamic}")
+endif()
+message(STATUS "${BINARY}: needs libcuda.so.1, no run path")
