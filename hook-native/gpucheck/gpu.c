@@ -31,13 +31,24 @@ void gpu_check(CUresult rc, const char *call) {
  * The emulator's extension (include/dilu_emu.h), looked up rather than linked so that the same binary runs on a
  * real driver, which does not have it. The emulator times a kernel from its grid and a block time; a kernel of
  * a binary module has none until the program states it, and these are the program's statements, not a model of
- * the code: dilu_compute takes the token unit of the node agent per block, dilu_memory a fifth of it, and
- * dilu_tiny completes at launch.
+ * the code: dilu_compute takes the token unit of the node agent per block, dilu_memory what its bytes take at
+ * EMU_MEMORY_GB_PER_S (stated where the bytes are known, probe.c), and dilu_tiny completes at launch.
  */
 typedef CUresult (*set_block_time_fn)(CUfunction f, double block_us);
 
+static set_block_time_fn set_block_time(void) {
+    return (set_block_time_fn)dlsym(RTLD_DEFAULT, "diluEmuFunctionSetBlockTime");
+}
+
+void gpu_state_block_time(const gpu *g, CUfunction f, double block_us) {
+    set_block_time_fn set = g->emulated ? set_block_time() : NULL;
+    if (set != NULL) {
+        gpu_check(set(f, block_us), "diluEmuFunctionSetBlockTime");
+    }
+}
+
 static void state_block_times(gpu *g) {
-    set_block_time_fn set = (set_block_time_fn)dlsym(RTLD_DEFAULT, "diluEmuFunctionSetBlockTime");
+    set_block_time_fn set = set_block_time();
     g->emulated = set != NULL;
     if (set == NULL) {
         return;

@@ -20,8 +20,14 @@ typedef struct gpu {
 
 /* What the emulator is told each block takes (µs), since it runs no device code; a real GPU just runs them. */
 #define EMU_COMPUTE_BLOCK_US 100.0
-#define EMU_MEMORY_BLOCK_US 20.0
+#define EMU_MEMORY_BLOCK_US 20.0 /* until phase_memory states it from the bandwidth below */
 #define EMU_TINY_BLOCK_US 0.0
+/*
+ * The bandwidth dilu_memory copies at on the emulated GPU (an A100-40GB by default): NVIDIA's 1,555 GB/s for
+ * the A100 40GB (A100 datasheet), times the share of its datasheet peak that an H100 80GB HBM3 reached with this
+ * very kernel (2,832 of 3,350 GB/s, `./dilu gpu-check`, docs/benchmarks.md): 1,314 GB/s read plus written.
+ */
+#define EMU_MEMORY_GB_PER_S 1314.0
 
 /* The fatbin of kernels.cu, embedded at build time (embed.cmake). */
 extern const unsigned char dilu_gpucheck_fatbin[];
@@ -39,6 +45,8 @@ void gpu_check(CUresult rc, const char *call);
 void gpu_open(gpu *g);
 void gpu_close(gpu *g);
 
+/* On the emulator, states f's block time (µs); on a real driver does nothing. */
+void gpu_state_block_time(const gpu *g, CUfunction f, double block_us);
 /* dilu_compute over `blocks` blocks of DILU_BLOCK_THREADS threads on s; returns the launch's result. */
 CUresult gpu_launch_compute(const gpu *g, unsigned int blocks, unsigned int iters, CUstream s);
 /* The same as a cooperative launch. */

@@ -25,19 +25,35 @@ typedef struct timing {
     CUevent start, end;
 } timing;
 
-/* Host time per cuLaunchKernel of dilu_tiny, on one stream, after a warm-up. */
+/* Every block this process launched (warm-ups and every graph launch's kernels included): what a hook that
+ * counts launches should have counted, printed last as GPUCHECK total. */
+static unsigned long long launched_blocks;
+
+/*
+ * Host time per cuLaunchKernel of dilu_tiny, on one stream, after a warm-up. The calls are timed in batches
+ * far below the depth of the driver's launch queue, with a synchronisation between batches that is not timed:
+ * a longer run fills the queue, and then every call waits for the GPU to retire a kernel, which would time the
+ * GPU, and hide what a hook adds on the host.
+ */
+#define LAUNCH_BATCH 256u
 static void phase_launch(const gpu *g, const args *a, CUstream s) {
     for (int i = 0; i < LAUNCH_WARMUP; i++) {
         CU(cuLaunchKernel(g->tiny, 1, 1, 1, DILU_TINY_THREADS, 1, 1, 0, s, NULL, NULL));
     }
     CU(cuStreamSynchronize(s));
-    uint64_t t0 = host_now_ns();
-    for (unsigned long i = 0; i < a->launches; i++) {
-        CU(cuLaunchKernel(g->tiny, 1, 1, 1, DILU_TINY_THREADS, 1, 1, 0, s, NULL, NULL));
+    uint64_t timed = 0;
+    for (unsigned long done = 0; done < a->launches;) {
+        unsigned long batch = a->launches - done < LAUNCH_BATCH ? a->launches - done : LAUNCH_BATCH;
+        uint64_t t0 = host_now_ns();
+        for (unsigned long i = 0; i < batch; i++) {
+            CU(cuLaunchKernel(g->tiny, 1, 1, 1, DILU_TINY_THREADS, 1, 1, 0, s, NULL, NULL));
+        }
+        timed += host_now_ns() - t0;
+        CU(cuStreamSynchronize(s));
+        done += batch;
     }
-    uint64_t t1 = host_now_ns();
-    CU(cuStreamSynchronize(s));
-    printf("GPUCHECK launch launches=%lu ns_per_launch=%.1f\n", a->launches, (double)(t1 - t0) / (double)a->launches);
+    launched_blocks += LAUNCH_WARMUP + a->launches;
+    printf("GPUCHECK launch launches=%lu ns_per_launch=%.1f\n", a->launches, (double)timed / (double)a->launches);
 }
 
 /*
@@ -54,6 +70,7 @@ static void phase_compute(const gpu *g, const args *a, const timing *t) {
     CU(cuEventRecord(t->end, t->s));
     double seconds = gpu_elapsed_s(t->start, t->end);
     unsigned long long total = (unsigned long long)COMPUTE_KERNELS * blocks;
+    launched_blocks += total + blocks;
     printf("GPUCHECK compute kernels=%d blocks=%llu seconds=%.6f blocks_per_s=%.1f\n", COMPUTE_KERNELS, total,
            seconds, seconds > 0 ? (double)total / seconds : 0.0);
 }
@@ -75,6 +92,10 @@ static void phase_memory(const gpu *g, const timing *t) {
     CU(cuMemAlloc(&in, bytes));
     CU(cuMemAlloc(&out, bytes));
     unsigned long long n = bytes / 16; /* float4s */
+    /* On the emulator: the copy's read and written bytes at the modelled bandwidth, spread over its waves. */
+    unsigned int grid = grid_per_sm(g, MEMORY_BLOCKS_PER_SM);
+    unsigned int waves = (grid + (unsigned int)g->sms - 1) / (unsigned int)g->sms;
+    gpu_state_block_time(g, g->memory, 2.0 * (double)bytes / (EMU_MEMORY_GB_PER_S * 1e3) / waves);
     CU(launch_memory(g, in, out, n, t->s));
     CU(cuEventRecord(t->start, t->s));
     for (int k = 0; k < MEMORY_KERNELS; k++) {
@@ -83,6 +104,7 @@ static void phase_memory(const gpu *g, const timing *t) {
     CU(cuEventRecord(t->end, t->s));
     double seconds = gpu_elapsed_s(t->start, t->end);
     unsigned long long moved = (unsigned long long)MEMORY_KERNELS * 2 * bytes;
+    launched_blocks += (MEMORY_KERNELS + 1ull) * grid_per_sm(g, MEMORY_BLOCKS_PER_SM);
     printf("GPUCHECK memory bytes=%llu seconds=%.6f gb_per_s=%.3f\n", moved, seconds,
            seconds > 0 ? (double)moved / seconds / 1e9 : 0.0);
     CU(cuMemFree(in));
@@ -107,13 +129,16 @@ static CUresult run_graph(const gpu *g, const args *a, const timing *t, double *
     if (rc == CUDA_SUCCESS) {
         rc = cuGraphInstantiate(&exec, graph, 0);
     }
-    if (rc == CUDA_SUCCESS) {
-        rc = cuGraphLaunch(exec, t->s);
+    unsigned long long per_launch = (unsigned long long)GRAPH_KERNELS * blocks;
+    if (rc == CUDA_SUCCESS && (rc = cuGraphLaunch(exec, t->s)) == CUDA_SUCCESS) {
+        launched_blocks += per_launch;
     }
     if (rc == CUDA_SUCCESS) {
         CU(cuEventRecord(t->start, t->s));
         for (int i = 0; i < GRAPH_LAUNCHES && rc == CUDA_SUCCESS; i++) {
-            rc = cuGraphLaunch(exec, t->s);
+            if ((rc = cuGraphLaunch(exec, t->s)) == CUDA_SUCCESS) {
+                launched_blocks += per_launch;
+            }
         }
         CU(cuEventRecord(t->end, t->s));
         *seconds = gpu_elapsed_s(t->start, t->end);
@@ -146,6 +171,7 @@ static void phase_cooperative(const gpu *g, const args *a, CUstream s) {
     unsigned int blocks = grid_per_sm(g, 1);
     CUresult rc = gpu_launch_compute_cooperative(g, blocks, a->iters, s);
     if (rc == CUDA_SUCCESS) {
+        launched_blocks += blocks;
         rc = cuStreamSynchronize(s);
     }
     printf("GPUCHECK cooperative blocks=%u ok=%d rc=%s\n", blocks, rc == CUDA_SUCCESS, gpu_error_name(rc));
@@ -192,6 +218,7 @@ int mode_probe(const gpu *g, const args *a) {
     if (a->alloc_limit_mib > 0) {
         phase_alloc(a);
     }
+    printf("GPUCHECK total blocks=%llu\n", launched_blocks);
     CU(cuEventDestroy(t.start));
     CU(cuEventDestroy(t.end));
     CU(cuStreamDestroy(t.s));

@@ -213,11 +213,11 @@ public final class GpuCheck {
                 && "CUDA_ERROR_OUT_OF_MEMORY".equals(hooked.get("alloc").text("rc"));
         System.out.printf(Locale.ROOT, "under the hook: launch %.0f ns (%+.0f ns); %d blocks counted of %d launched;"
                         + " graph ok=%s; cooperative ok=%s; %d MiB past the %d MiB share: %s (%s), %d refusal(s) reported;"
-                        + " %d launch cycles, latest %.3f ms%n",
+                        + " %d launch cycles, mean %.3f ms%n",
                 hooked.get("launch").number("ns_per_launch"), added, counted, launchedByProgram,
                 hooked.get("graph").text("ok"), hooked.get("cooperative").text("ok"), CHUNK_MIB, SHARE_MIB,
                 hooked.get("alloc").text("past_limit"), hooked.get("alloc").text("rc"), spare.memoryRefusals(0),
-                spare.klcCount(0), spare.klcCount(0) > 0 ? spare.klcNanos(0, spare.klcCount(0)) / 1e6 : 0.0);
+                spare.klcCount(0), klcMeanMs(spare));
         bench.put("hook_launch_ns", fmt(hooked.get("launch").number("ns_per_launch")));
         bench.put("hook_added_ns", fmt(added));
         bench.put("blocks_counted", Long.toString(counted));
@@ -241,9 +241,9 @@ public final class GpuCheck {
                 double share = load.number("blocks_per_s") / full;
                 long klc = b.klcCount(0);
                 System.out.printf(Locale.ROOT, "  grant %3d%%: %.0f blocks/s = %5.1f%% of the GPU; %d of %d blocks"
-                                + " counted; %d launch cycles, latest %.3f ms%n", grant, load.number("blocks_per_s"),
-                        share * 100, b.blocksLaunched(0), (long) load.number("blocks"), klc,
-                        klc > 0 ? b.klcNanos(0, klc) / 1e6 : 0.0);
+                                + " counted; %d launch cycles, mean of the last %d %.3f ms%n", grant,
+                        load.number("blocks_per_s"), share * 100, b.blocksLaunched(0), (long) load.number("blocks"), klc,
+                        Math.min(klc, ControlBlock.KLC_RING), klcMeanMs(b));
                 bench.put("share_" + grant, fmt3(share));
                 if (grant == 25 || grant == 50) {
                     check(Math.abs(share - grant / 100.0) <= SHARE_TOLERANCE * grant / 100.0,
@@ -251,9 +251,7 @@ public final class GpuCheck {
                 }
                 check(b.blocksLaunched(0) == (long) load.number("blocks"),
                         "at a " + grant + "% grant the hook counted " + b.blocksLaunched(0) + " blocks of " + (long) load.number("blocks"));
-                if (grant == 50) {
-                    bench.put("klc_ms", fmt3(klc > 0 ? b.klcNanos(0, klc) / 1e6 : 0));
-                }
+                bench.put("klc_ms_" + grant, fmt3(klcMeanMs(b)));
             }
             b.close();
         }
@@ -284,11 +282,11 @@ public final class GpuCheck {
         long inferKlc = inferBlock.klcCount(0);
         System.out.printf(Locale.ROOT, "two containers (inference SLO 40%%/80%%, training best-effort 40%%/70%%), %d s:"
                         + " inference p95 %.2f ms (alone %.2f, ×%.2f), p50 %.2f ms (alone %.2f); training %.0f blocks/s"
-                        + " (alone %.0f, ×%.2f); %d emergency periods; inference KLC latest %.3f ms over %d cycles%n",
+                        + " (alone %.0f, ×%.2f); %d emergency periods; inference KLC mean %.3f ms over %d cycles%n",
                 seconds * 3, inferShared.number("p95_ms"), inferAlone.number("p95_ms"), p95Ratio,
                 inferShared.number("p50_ms"), inferAlone.number("p50_ms"), trainShared.number("blocks_per_s"),
                 trainAlone.number("blocks_per_s"), trainRatio, emergencies,
-                inferKlc > 0 ? inferBlock.klcNanos(0, inferKlc) / 1e6 : 0.0, inferKlc);
+                klcMeanMs(inferBlock), inferKlc);
         bench.put("infer_p95_alone_ms", fmt3(inferAlone.number("p95_ms")));
         bench.put("infer_p95_shared_ms", fmt3(inferShared.number("p95_ms")));
         bench.put("infer_p95_vs_alone", fmt3(p95Ratio));
@@ -305,21 +303,20 @@ public final class GpuCheck {
         return failures;
     }
 
-    /** Blocks the probe's phases launched: every phase's kernels, as the program counted them. */
+    /** The mean of the kernel launch cycles the hook reported last (its ring of {@link ControlBlock#KLC_RING}), in ms. */
+    static double klcMeanMs(ControlBlock b) {
+        long count = b.klcCount(0);
+        long n = Math.min(count, ControlBlock.KLC_RING);
+        double sum = 0;
+        for (long i = count - n + 1; i <= count; i++) {
+            sum += b.klcNanos(0, i);
+        }
+        return n == 0 ? 0 : sum / n / 1e6;
+    }
+
+    /** Blocks the probe launched, warm-ups and graph launches included, as the program counted them. */
     static long blocksOf(Map<String, Line> probe) {
-        long n = 0;
-        n += (long) probe.get("launch").number("launches"); // one block each
-        n += (long) probe.get("compute").number("blocks");
-        n += (long) probe.get("memory").number("blocks");
-        Line graph = probe.get("graph");
-        if ("1".equals(graph.text("ok"))) {
-            n += (long) graph.number("blocks");
-        }
-        Line coop = probe.get("cooperative");
-        if ("1".equals(coop.text("ok"))) {
-            n += (long) coop.number("blocks");
-        }
-        return n;
+        return (long) probe.get("total").number("blocks");
     }
 
     private static String fmt(double v) {
