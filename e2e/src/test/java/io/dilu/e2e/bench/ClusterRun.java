@@ -4,6 +4,7 @@ import io.dilu.core.contract.DiluNames;
 import io.dilu.e2e.bench.CoScalingClusterBench.Function;
 import io.dilu.e2e.bench.CoScalingClusterBench.Measured;
 import io.dilu.simulator.coscaling.CoScalingPolicy;
+import io.dilu.simulator.coscaling.KpaPolicy;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
@@ -248,7 +249,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         for (Function f : functions) {
             load.put(f.name(), new LoadGenerator(f.trace(), seed(f), () -> readyTargets(informer, f.name()), http,
                     SETTINGS, System::nanoTime));
-            kpa.put(f.name(), CoScalingPolicy.Kpa.kpa(f.profile()));
+            kpa.put(f.name(), KpaPolicy.kpa(f.profile()));
             arrivals.put(f.name(), new double[seconds]);
             instances.put(f.name(), new int[seconds]);
             share.put(f.name(), new double[seconds]);

@@ -1,6 +1,8 @@
 package io.dilu.e2e.bench;
 
 import io.dilu.simulator.coscaling.CoScalingPolicy;
+import io.dilu.simulator.coscaling.DiluPolicy;
+import io.dilu.simulator.coscaling.KpaPolicy;
 import io.dilu.simulator.coscaling.CoScalingReport;
 import io.dilu.simulator.coscaling.CoScalingSimulation;
 import io.dilu.simulator.coscaling.FunctionProfile;
@@ -173,8 +175,8 @@ public final class CoScalingClusterBench {
             FunctionProfile measured = new FunctionProfile(p.name(), p.sloSeconds(), p.serviceSeconds(), p.rpsAtRequest(),
                     p.rpsAtLimit(), p.requestShare(), p.limitShare(), p.rpsAtWholeGpu(), (int) Math.round(coldStart));
             // As measured: the traffic starts once each function has its first instance ready.
-            sim.put(f.name(), CoScalingSimulation.run(f.trace(), measured, new CoScalingPolicy.Dilu(measured), 1));
-            simKpa.put(f.name(), CoScalingSimulation.run(f.trace(), measured, CoScalingPolicy.Kpa.kpa(measured), 1));
+            sim.put(f.name(), CoScalingSimulation.run(f.trace(), measured, new DiluPolicy(measured), 1));
+            simKpa.put(f.name(), CoScalingSimulation.run(f.trace(), measured, KpaPolicy.kpa(measured), 1));
         }
         System.out.printf(Locale.ROOT, "%nco-scaling on the local cluster (emulated GPUs), %d s per run; SLO %.0f ms%n",
                 functions.getFirst().trace().seconds(), functions.getFirst().profile().sloSeconds() * 1000);

@@ -32,11 +32,11 @@ public final class CoScalingBench {
     /** The policies compared, each made fresh for a run (some carry state). */
     static Map<String, Function<FunctionProfile, CoScalingPolicy>> policies() {
         Map<String, Function<FunctionProfile, CoScalingPolicy>> p = new LinkedHashMap<>();
-        p.put("dilu", CoScalingPolicy.Dilu::new);
-        p.put("kpa", CoScalingPolicy.Kpa::kpa);
-        p.put("fastgs", CoScalingPolicy.FastGs::new);
-        p.put("infless", CoScalingPolicy.Infless::new);
-        p.put("exclusive", CoScalingPolicy.Kpa::exclusive);
+        p.put("dilu", DiluPolicy::new);
+        p.put("kpa", KpaPolicy::kpa);
+        p.put("fastgs", FastGsPolicy::new);
+        p.put("infless", InflessPolicy::new);
+        p.put("exclusive", KpaPolicy::exclusive);
         return p;
     }
 
@@ -126,7 +126,7 @@ public final class CoScalingBench {
             Map<String, CoScalingSimulation.Result> results = new LinkedHashMap<>();
             for (String name : policyNames) {
                 CoScalingPolicy policy = training != null && name.equals("dilu")
-                        ? CoScalingPolicy.Dilu.withRoom(profile, training.room(profile)) : policies().get(name).apply(profile);
+                        ? DiluPolicy.withRoom(profile, training.room(profile)) : policies().get(name).apply(profile);
                 CoScalingSimulation.Result r = CoScalingSimulation.run(trace, profile, policy);
                 results.put(name, r);
                 if (series != null) {

@@ -13,7 +13,7 @@ class CoScalingPolicyTest {
 
     @Test
     void diluServesAtItsLimitOnlyWhenDemandExceedsItsRequestAndHoldsTheShareThatNeeds() {
-        CoScalingPolicy.Dilu dilu = new CoScalingPolicy.Dilu(MID);
+        DiluPolicy dilu = new DiluPolicy(MID);
         assertThat(dilu.serviceRate(2, 90)).isEqualTo(100); // 2 × 50 at the request
         assertThat(dilu.serviceRate(2, 130)).isEqualTo(160); // 2 × 80 at the limit
         assertThat(dilu.heldShare(2, 90)).isEqualTo(0.2);
@@ -25,14 +25,14 @@ class CoScalingPolicyTest {
 
     @Test
     void diluWithoutRoomFromItsNeighboursStaysAtItsRequest() {
-        CoScalingPolicy.Dilu crowded = CoScalingPolicy.Dilu.withRoom(MID, 0);
+        DiluPolicy crowded = DiluPolicy.withRoom(MID, 0);
         assertThat(crowded.serviceRate(1, 500)).isEqualTo(50);
         assertThat(crowded.heldShare(1, 500)).isEqualTo(0.2);
     }
 
     @Test
     void diluScalesOutOnlyAfterTwentySecondsAboveWhatItsInstancesServe() {
-        CoScalingPolicy.Dilu dilu = new CoScalingPolicy.Dilu(MID);
+        DiluPolicy dilu = new DiluPolicy(MID);
         double[] rates = new double[60];
         Arrays.fill(rates, 70); // above one instance's request rate, within its limit
         assertThat(dilu.desired(rates, 18, 1, 0)).as("19 seconds above").isEqualTo(1);
@@ -41,7 +41,7 @@ class CoScalingPolicyTest {
 
     @Test
     void fastGsFollowsEachSecondsRate() {
-        CoScalingPolicy.FastGs fastgs = new CoScalingPolicy.FastGs(MID);
+        FastGsPolicy fastgs = new FastGsPolicy(MID);
         double[] rates = {0, 120, 10, 0};
         assertThat(fastgs.desired(rates, 1, 0, 0)).isEqualTo(3);
         assertThat(fastgs.desired(rates, 2, 3, 0)).isEqualTo(1);
@@ -51,7 +51,7 @@ class CoScalingPolicyTest {
 
     @Test
     void inflessKeepsAnInstanceForTheIdleTimesItHasSeen() {
-        CoScalingPolicy.Infless infless = new CoScalingPolicy.Infless(MID);
+        InflessPolicy infless = new InflessPolicy(MID);
         double[] rates = new double[400];
         Arrays.fill(rates, 0, 10, 20);
         Arrays.fill(rates, 110, 120, 20); // a 100 s gap, then traffic again
@@ -68,7 +68,7 @@ class CoScalingPolicyTest {
 
     @Test
     void kpaAveragesOverTheDataItHasLikeKnativesWindowedAverage() {
-        CoScalingPolicy.Kpa kpa = CoScalingPolicy.Kpa.kpa(MID);
+        KpaPolicy kpa = KpaPolicy.kpa(MID);
         double[] rates = new double[400];
         Arrays.fill(rates, 0, 5, 70);
         Arrays.fill(rates, 300, 305, 70); // after more than a window without a pod or a request
@@ -92,7 +92,7 @@ class CoScalingPolicyTest {
 
     @Test
     void kpaPanicsOnABurstAndExclusiveTargetsAWholeGpu() {
-        CoScalingPolicy.Kpa kpa = CoScalingPolicy.Kpa.kpa(MID);
+        KpaPolicy kpa = KpaPolicy.kpa(MID);
         double[] rates = new double[200];
         Arrays.fill(rates, 30);
         Arrays.fill(rates, 100, 110, 200);
@@ -104,7 +104,7 @@ class CoScalingPolicyTest {
         kpa.desired(rates, 100, 1, 0); // driven once a second, as the simulation does
         int burst = kpa.desired(rates, 101, 1, 0);
         assertThat(burst).as("the panic window sees 200 rps").isGreaterThan(2);
-        assertThat(CoScalingPolicy.Kpa.exclusive(MID).bookedShare()).isEqualTo(1.0);
-        assertThat(CoScalingPolicy.Kpa.exclusive(MID).serviceRate(2, 1000)).isEqualTo(220);
+        assertThat(KpaPolicy.exclusive(MID).bookedShare()).isEqualTo(1.0);
+        assertThat(KpaPolicy.exclusive(MID).serviceRate(2, 1000)).isEqualTo(220);
     }
 }

@@ -34,8 +34,8 @@ class CoScalingReportTest {
         }
         RateTrace trace = new RateTrace("step", rps);
         return List.of(new CoScalingReport.TraceRuns(trace, List.of(
-                CoScalingSimulation.run(trace, PROFILE, new CoScalingPolicy.Dilu(PROFILE)),
-                CoScalingSimulation.run(trace, PROFILE, CoScalingPolicy.Kpa.kpa(PROFILE)))));
+                CoScalingSimulation.run(trace, PROFILE, new DiluPolicy(PROFILE)),
+                CoScalingSimulation.run(trace, PROFILE, KpaPolicy.kpa(PROFILE)))));
     }
 
     @Test

@@ -18,8 +18,8 @@ class CoScalingSimulationTest {
     @Test
     void aSteadyLoadSettlesDiluOnItsRequestRateAndKnativeOnSeventyPercentOfIt() {
         RateTrace trace = steady(600, 100);
-        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
-        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, CoScalingPolicy.Kpa.kpa(MID));
+        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new DiluPolicy(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, KpaPolicy.kpa(MID));
         assertThat(dilu.instances()[599]).as("100 rps at 50 per instance").isEqualTo(2);
         assertThat(kpa.instances()[599]).as("100 rps at 0.7 × 50 per instance").isEqualTo(3);
         assertThat(dilu.coldStarts()).isEqualTo(2);
@@ -37,13 +37,13 @@ class CoScalingSimulationTest {
         Arrays.fill(r, 40);
         Arrays.fill(r, 200, 210, 75); // above the request rate of one instance (50), within its limit (80)
         RateTrace trace = new RateTrace("burst", r);
-        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
-        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, CoScalingPolicy.Kpa.kpa(MID));
+        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, new DiluPolicy(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, KpaPolicy.kpa(MID));
         assertThat(dilu.coldStarts()).as("no scale-out for 10 s of load").isEqualTo(1);
         assertThat(kpa.coldStarts()).isGreaterThan(dilu.coldStarts());
         double diluLateInBurst = dilu.violations();
         CoScalingSimulation.Result diluStatic = CoScalingSimulation.run(trace, MID,
-                CoScalingPolicy.Dilu.withRoom(MID, 0));
+                DiluPolicy.withRoom(MID, 0));
         assertThat(diluStatic.violations()).as("with no room beside it, the burst queues").isGreaterThan(diluLateInBurst);
     }
 
@@ -53,12 +53,12 @@ class CoScalingSimulationTest {
         Arrays.fill(r, 0, 20, 10);
         Arrays.fill(r, 300, 320, 10);
         RateTrace trace = new RateTrace("sporadic", r);
-        CoScalingSimulation.Result shipped = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
+        CoScalingSimulation.Result shipped = CoScalingSimulation.run(trace, MID, new DiluPolicy(MID));
         assertThat(shipped.coldStarts()).as("scale to zero ships off: one instance stays").isEqualTo(1);
         assertThat(shipped.instances()[250]).isEqualTo(1);
 
-        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, CoScalingPolicy.Dilu.scalingToZero(MID));
-        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, CoScalingPolicy.Kpa.kpa(MID));
+        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, DiluPolicy.scalingToZero(MID));
+        CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, KpaPolicy.kpa(MID));
         for (CoScalingSimulation.Result result : java.util.List.of(dilu, kpa)) {
             assertThat(result.coldStarts()).as(result.policy()).isEqualTo(2);
             assertThat(result.instances()[250]).as(result.policy() + " at zero between spells").isZero();
@@ -68,7 +68,7 @@ class CoScalingSimulationTest {
         assertThat(dilu.instances()[80]).isEqualTo(1);
         assertThat(dilu.instances()[100]).isZero();
         assertThat(shipped.violations()).as("warm: the second spell queues behind no cold start").isLessThan(dilu.violations());
-        assertThat(CoScalingSimulation.run(trace, MID, CoScalingPolicy.Dilu.scalingToZero(MID)).violations())
+        assertThat(CoScalingSimulation.run(trace, MID, DiluPolicy.scalingToZero(MID)).violations())
                 .as("deterministic").isEqualTo(dilu.violations());
     }
 
@@ -79,8 +79,8 @@ class CoScalingSimulationTest {
             Arrays.fill(r, spell * 200, spell * 200 + 20, 10);
         }
         RateTrace trace = new RateTrace("spells", r);
-        CoScalingSimulation.Result fastgs = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.FastGs(MID));
-        CoScalingSimulation.Result infless = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Infless(MID));
+        CoScalingSimulation.Result fastgs = CoScalingSimulation.run(trace, MID, new FastGsPolicy(MID));
+        CoScalingSimulation.Result infless = CoScalingSimulation.run(trace, MID, new InflessPolicy(MID));
         assertThat(fastgs.instances()[25]).as("reactive: gone the second the traffic is").isZero();
         assertThat(fastgs.coldStarts()).isEqualTo(4);
         // INFless+ keeps the instance 60 s before it has seen an idle time, then for the idle times it has seen
@@ -94,8 +94,8 @@ class CoScalingSimulationTest {
     @Test
     void aWarmStartHasNoColdStartAndNoQueueBehindIt() {
         RateTrace trace = steady(120, 30);
-        CoScalingSimulation.Result cold = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID));
-        CoScalingSimulation.Result warm = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.Dilu(MID), 1);
+        CoScalingSimulation.Result cold = CoScalingSimulation.run(trace, MID, new DiluPolicy(MID));
+        CoScalingSimulation.Result warm = CoScalingSimulation.run(trace, MID, new DiluPolicy(MID), 1);
         assertThat(cold.coldStarts()).isEqualTo(1);
         assertThat(cold.violations()).as("the first 8 s queue behind the cold start").isPositive();
         assertThat(warm.coldStarts()).isZero();

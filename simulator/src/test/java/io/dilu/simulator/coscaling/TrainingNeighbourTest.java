@@ -17,13 +17,13 @@ class TrainingNeighbourTest {
         Arrays.fill(r, 0, 300, 20); // well under one instance's request rate, then idle
         RateTrace trace = new RateTrace("quiet", r);
         TrainingNeighbour worker = TrainingNeighbour.ofPercent(40);
-        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, CoScalingPolicy.Dilu.withRoom(MID, worker.room(MID)));
-        CoScalingSimulation.Result fastgs = CoScalingSimulation.run(trace, MID, new CoScalingPolicy.FastGs(MID));
+        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, DiluPolicy.withRoom(MID, worker.room(MID)));
+        CoScalingSimulation.Result fastgs = CoScalingSimulation.run(trace, MID, new FastGsPolicy(MID));
         // Dilu's instance holds its 20% request, the worker the other 80% (its limit), except while the instance
         // works off the backlog of its cold start near its limit.
         assertThat(worker.meanShareBeside(dilu)).isGreaterThan(0.75).isLessThanOrEqualTo(0.8);
         assertThat(worker.meanShareBeside(fastgs)).isCloseTo(0.4, within(1e-9));
-        assertThat(worker.meanShareBeside(CoScalingSimulation.run(trace, MID, CoScalingPolicy.Kpa.exclusive(MID)))).isNaN();
+        assertThat(worker.meanShareBeside(CoScalingSimulation.run(trace, MID, KpaPolicy.exclusive(MID)))).isNaN();
     }
 
     @Test

@@ -1,0 +1,102 @@
+package io.dilu.simulator.coscaling;
+
+import io.dilu.core.scaling.Autoscale;
+import io.dilu.core.scaling.ScaleBounds;
+import io.dilu.core.scaling.ScalingParameters;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.Optional;
+
+/**
+ * Dilu as its autoscaler ships (the paper's §3.4 at this project's defaults): the autoscaler's own decision
+ * ({@link Autoscale}: core's {@link LazyHorizontalScaler} over a 40 s window, φ_out 20, φ_in 30, on the
+ * per-instance rate at the SM request, inside Knative's bounds, scale to zero off unless asked, after a
+ * grace period when on); vertically, each instance serves up to its rate at the SM limit when demand
+ * asks, the room its neighbours leave (1 = all of it, no best-effort neighbour busy) scaling what it can
+ * take beyond its request. It carries the autoscaler's state from one second to the next, so use one per run.
+ */
+public final class DiluPolicy implements CoScalingPolicy {
+
+    /** The autoscaler's shipped scale-to-zero switch and grace, read from the one place that states them. */
+    private static final boolean SHIPPED_SCALE_TO_ZERO = Boolean.parseBoolean(Autoscale.DEFAULT_SCALE_TO_ZERO);
+    private static final Duration SHIPPED_GRACE = Duration.parse(Autoscale.DEFAULT_SCALE_TO_ZERO_GRACE);
+
+    private final FunctionProfile profile;
+    private final ScalingParameters scaling;
+    private final double room;
+    private final boolean scaleToZero;
+    private final Duration grace;
+    private int current = -1;
+    private Optional<Instant> zeroWantedSince = Optional.empty();
+
+    public DiluPolicy(FunctionProfile profile, ScalingParameters scaling, double room, boolean scaleToZero, Duration grace) {
+        if (!(room >= 0 && room <= 1)) {
+            throw new IllegalArgumentException("room must be in [0, 1], got " + room);
+        }
+        this.profile = profile;
+        this.scaling = scaling;
+        this.room = room;
+        this.scaleToZero = scaleToZero;
+        this.grace = grace;
+    }
+
+    /** At the shipped defaults: scaling parameters, scale to zero and its grace as the autoscaler ships them. */
+    public DiluPolicy(FunctionProfile profile) {
+        this(profile, ScalingParameters.DEFAULTS, 1.0, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
+    }
+
+    /** The shipped defaults with scale to zero on (Knative's enable-scale-to-zero) and its shipped grace. */
+    public static DiluPolicy scalingToZero(FunctionProfile profile) {
+        return new DiluPolicy(profile, ScalingParameters.DEFAULTS, 1.0, true, SHIPPED_GRACE);
+    }
+
+    /** With {@code room} of the vertical range its neighbours leave, otherwise as shipped. */
+    public static DiluPolicy withRoom(FunctionProfile profile, double room) {
+        return new DiluPolicy(profile, ScalingParameters.DEFAULTS, room, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
+    }
+
+    @Override
+    public String name() {
+        return "dilu";
+    }
+
+    @Override
+    public int desired(double[] rates, int now, int ready, int starting) {
+        int from = Math.max(0, now + 1 - scaling.windowSeconds());
+        double[] window = Arrays.copyOfRange(rates, from, now + 1);
+        Autoscale.Output out = Autoscale.decide(scaling, new Autoscale.Input(window, current, profile.rpsAtRequest(),
+                ScaleBounds.DEFAULTS, scaleToZero, grace, zeroWantedSince, Instant.ofEpochSecond(now)));
+        current = out.desired();
+        zeroWantedSince = out.zeroWantedSince();
+        return current;
+    }
+
+    @Override
+    public double serviceRate(int ready, double demand) {
+        double atRequest = ready * profile.rpsAtRequest();
+        double atLimit = ready * (profile.rpsAtRequest() + room * (profile.rpsAtLimit() - profile.rpsAtRequest()));
+        // Beyond its request an instance takes SM its neighbours leave idle (the token manager's fast scale-up).
+        return demand > atRequest ? atLimit : atRequest;
+    }
+
+    @Override
+    public double bookedShare() {
+        return profile.requestShare();
+    }
+
+    /**
+     * The request, plus the part of the room up to the limit that the demand beyond the request needs (rate
+     * taken as linear in SM between request and limit): an instance scaled up holds more of its GPU.
+     */
+    @Override
+    public double heldShare(int ready, double demand) {
+        double atRequest = ready * profile.rpsAtRequest();
+        double extraRate = ready * room * (profile.rpsAtLimit() - profile.rpsAtRequest());
+        if (ready == 0 || demand <= atRequest || extraRate == 0) {
+            return profile.requestShare();
+        }
+        double used = Math.min(1, (demand - atRequest) / extraRate);
+        return profile.requestShare() + used * room * (profile.limitShare() - profile.requestShare());
+    }
+}
