@@ -76,7 +76,8 @@ public final class Main implements Runnable {
             long seed;
 
             @Option(names = "--policies", split = ",", paramLabel = "LIST",
-                    description = "Policies to run (default: dilu,kpa,fastgs,infless,exclusive)")
+                    description = "Policies to run (default: dilu,kpa,fastgs,infless,exclusive; also dilu-paper, the "
+                            + "paper's lazy rule without the burst guard)")
             List<String> policies = List.of("dilu", "kpa", "fastgs", "infless", "exclusive");
 
             @Option(names = "--series", paramLabel = "FILE",

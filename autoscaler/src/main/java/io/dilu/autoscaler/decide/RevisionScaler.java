@@ -44,6 +44,7 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
         private final RateWindow window;
         private final ScaleDownDelay delay = new ScaleDownDelay();
         private Optional<Instant> zeroWantedSince = Optional.empty();
+        private Optional<Instant> burstOutAt = Optional.empty();
         private int desired;
 
         Lazy(ScalingParameters params, int desired) {
@@ -59,9 +60,12 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
             if (rps.isPresent()) {
                 window.record(now, rps.getAsDouble());
             }
-            Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(window.samples(now), desired,
-                    lazy.servingRate().rps(), knobs.bounds(), knobs.scaleToZero(), knobs.grace(), zeroWantedSince, now));
+            Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(window.samples(now),
+                    window.recent(now, params.burstWindowSeconds()), desired, lazy.servingRate().rps(),
+                    Double.POSITIVE_INFINITY, knobs.bounds(), knobs.scaleToZero(), knobs.grace(), zeroWantedSince,
+                    burstOutAt, now));
             zeroWantedSince = out.zeroWantedSince();
+            burstOutAt = out.burstOutAt();
             desired = delay.apply(now, out.desired(), knobs.scaleDownDelay());
             return new Decision(desired, out.reason().name().toLowerCase(java.util.Locale.ROOT));
         }

@@ -108,7 +108,8 @@ public final class PaReconciler {
         this.metrics = metrics;
         this.writer = writer;
         this.activators = activators;
-        this.lazyDefaults = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0, 1000);
+        this.lazyDefaults = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0, 1000,
+                ScalingParameters.burstWindowFor(config.windowSamples()));
         this.classes = config.mode() == AutoscalerConfig.Mode.REPLACE ? Set.of(config.paClass(), Knative.KPA_CLASS)
                 : Set.of(config.paClass());
         this.scaledUp = Counter.builder("dilu_autoscaler_scale_decisions_total").tag("direction", "up")

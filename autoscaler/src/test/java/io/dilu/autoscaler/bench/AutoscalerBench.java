@@ -61,8 +61,9 @@ public final class AutoscalerBench {
             long start = System.nanoTime();
             for (int f = 0; f < functions; f++) {
                 windows[f].record(t, base[f] * (0.5 + rnd.nextDouble()));
-                Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(windows[f].samples(t), current[f], 10,
-                        bounds, true, Duration.ofSeconds(30), Optional.empty(), t));
+                Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(windows[f].samples(t),
+                        windows[f].recent(t, params.burstWindowSeconds()), current[f], 10, 20, bounds, true,
+                        Duration.ofSeconds(30), Optional.empty(), Optional.empty(), t));
                 current[f] = Math.max(1, out.desired());
                 sink += out.desired();
             }

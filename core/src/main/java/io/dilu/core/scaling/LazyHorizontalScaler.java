@@ -19,6 +19,15 @@ package io.dilu.core.scaling;
  * </ul>
  * Because φ_out + φ_in exceeds the window, no window can ask for both directions: a constant load
  * settles on one count and stays there.
+ *
+ * <p>Beside it, the burst guard (this project's; neither the paper nor Dilu's public code has one): vertical
+ * scaling can absorb a burst only up to what the instances serve at their SM limits, {@code n·L}. When the mean
+ * rate of the latest {@code burstWindowSeconds} seconds is beyond that, waiting for φ_out seconds only builds a
+ * queue that every later request waits behind, so it scales out at once, to {@code ⌈d/c⌉} instances for that
+ * demand {@code d} at their request rate {@code c} (leaving each its way to the limit for the next burst).
+ * Scale-in stays lazy: after a burst scale-out it also waits until φ_in + 1 seconds have passed since, the
+ * evidence the lazy rule asks for gathered after the instances were added (the lazy scale-out needs no such wait:
+ * it acts only with φ_out high samples in the window, which keep φ_in low ones out of it).
  */
 public final class LazyHorizontalScaler {
 
@@ -33,16 +42,39 @@ public final class LazyHorizontalScaler {
     }
 
     /**
+     * The lazy rule alone (no burst guard, whatever the parameters say).
+     *
      * @param samples per-second request rates of the window (any order, at most windowSeconds of them)
      * @param current instances running now
      * @param perInstanceRps requests per second one instance serves at its SM request (from its profile)
      */
     public ScaleDecision decide(double[] samples, int current, double perInstanceRps) {
+        return decide(samples, new double[0], current, perInstanceRps, Double.POSITIVE_INFINITY, Integer.MAX_VALUE);
+    }
+
+    /**
+     * The lazy rule with the burst guard, when the parameters turn it on.
+     *
+     * @param samples per-second request rates of the window (any order, at most windowSeconds of them)
+     * @param recent the rates of the latest {@code burstWindowSeconds} seconds that have one (a missed second is
+     *     absent); the guard acts when at least half of them are there
+     * @param current instances running now (or asked for: starting ones count, so a burst is provisioned once)
+     * @param perInstanceRps requests per second one instance serves at its SM request (from its profile)
+     * @param capacityAtLimit requests per second one instance serves at its SM limit, given the room its GPU
+     *     leaves it: at least {@code perInstanceRps}; infinite for none (the guard never acts)
+     * @param secondsSinceBurstOut seconds since the latest burst scale-out ({@link Integer#MAX_VALUE} for none)
+     */
+    public ScaleDecision decide(double[] samples, double[] recent, int current, double perInstanceRps,
+            double capacityAtLimit, int secondsSinceBurstOut) {
         if (!(perInstanceRps > 0) || Double.isInfinite(perInstanceRps)) {
             throw new IllegalArgumentException("perInstanceRps must be finite and > 0, got " + perInstanceRps);
         }
         if (current < 0) {
             throw new IllegalArgumentException("current must be >= 0, got " + current);
+        }
+        if (!(capacityAtLimit >= perInstanceRps)) {
+            throw new IllegalArgumentException("capacityAtLimit must be at least perInstanceRps (" + perInstanceRps
+                    + "), got " + capacityAtLimit);
         }
         double[] sorted = samples.clone();
         java.util.Arrays.sort(sorted); // ascending
@@ -56,18 +88,23 @@ public final class LazyHorizontalScaler {
             return bounded(0, ScaleDecision.Reason.HOLD);
         }
 
+        int burst = burstTarget(recent, current, perInstanceRps, capacityAtLimit);
         if (n >= params.phiOut()) {
             double sustained = sorted[n - params.phiOut()]; // the phiOut-th largest
             if (sustained > current * perInstanceRps) {
-                return bounded(Math.max(current + 1, instancesFor(sustained, perInstanceRps)),
-                        ScaleDecision.Reason.SCALE_OUT);
+                int lazy = Math.max(current + 1, instancesFor(sustained, perInstanceRps));
+                return burst > lazy ? bounded(burst, ScaleDecision.Reason.BURST_OUT)
+                        : bounded(lazy, ScaleDecision.Reason.SCALE_OUT);
             }
+        }
+        if (burst > current) {
+            return bounded(burst, ScaleDecision.Reason.BURST_OUT);
         }
 
         if (n == params.windowSeconds() && sorted[n - 1] == 0) {
             return bounded(0, ScaleDecision.Reason.SCALE_IN); // a whole window without a request
         }
-        if (below(sorted, (current - 1) * perInstanceRps) > params.phiIn()) {
+        if (below(sorted, (current - 1) * perInstanceRps) > params.phiIn() && secondsSinceBurstOut > params.phiIn()) {
             int target = current - 1;
             while (target > 0 && below(sorted, (target - 1) * perInstanceRps) > params.phiIn()) {
                 target--;
@@ -75,6 +112,20 @@ public final class LazyHorizontalScaler {
             return bounded(target, ScaleDecision.Reason.SCALE_IN);
         }
         return bounded(current, ScaleDecision.Reason.HOLD);
+    }
+
+    /** The instances the burst window's demand needs at the request rate, when it is beyond the limits; else 0. */
+    private int burstTarget(double[] recent, int current, double perInstanceRps, double capacityAtLimit) {
+        int window = params.burstWindowSeconds();
+        if (window == 0 || Double.isInfinite(capacityAtLimit) || recent.length == 0 || 2 * recent.length < window) {
+            return 0;
+        }
+        double sum = 0;
+        for (double r : recent) {
+            sum += r;
+        }
+        double demand = sum / recent.length;
+        return demand > current * capacityAtLimit ? Math.max(current + 1, instancesFor(demand, perInstanceRps)) : 0;
     }
 
     private ScaleDecision bounded(int desired, ScaleDecision.Reason reason) {

@@ -57,6 +57,23 @@ public final class RateWindow {
         return out;
     }
 
+    /** The samples of the latest {@code count} seconds ending with the second of {@code now} (at most the window). */
+    public double[] recent(Instant now, int count) {
+        if (count < 0 || count > rates.length) {
+            throw new IllegalArgumentException("count must be in 0.." + rates.length + ", got " + count);
+        }
+        long newest = now.getEpochSecond();
+        double[] out = new double[count];
+        int n = 0;
+        for (long s = newest - count + 1; s <= newest; s++) {
+            int slot = (int) Math.floorMod(s, (long) rates.length);
+            if (seconds[slot] == s) {
+                out[n++] = rates[slot];
+            }
+        }
+        return n == count ? out : Arrays.copyOf(out, n);
+    }
+
     /** The rate recorded for the second of {@code now}, or -1 when none. */
     public double latest(Instant now) {
         long second = now.getEpochSecond();

@@ -12,6 +12,8 @@ public record ScaleDecision(int desired, Reason reason) {
     public enum Reason {
         /** Load stayed above what the running instances serve for φ_out samples. */
         SCALE_OUT,
+        /** The demand of the burst window was beyond what the instances serve even at their SM limits. */
+        BURST_OUT,
         /** Load stayed below what one instance fewer serves for more than φ_in samples. */
         SCALE_IN,
         /** Requests arrived while nothing ran. */

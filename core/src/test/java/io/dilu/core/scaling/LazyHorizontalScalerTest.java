@@ -13,7 +13,8 @@ import org.junit.jupiter.api.Test;
 
 class LazyHorizontalScalerTest {
 
-    private final LazyHorizontalScaler scaler = new LazyHorizontalScaler(ScalingParameters.DEFAULTS);
+    private final LazyHorizontalScaler scaler = new LazyHorizontalScaler(ScalingParameters.PAPER);
+    private final LazyHorizontalScaler guarded = new LazyHorizontalScaler(ScalingParameters.DEFAULTS);
 
     /** Plays a per-second load through a rate window and the scaler; returns the instance count each second. */
     private int[] run(double[] load, int start, double perInstance, LazyHorizontalScaler s) {
@@ -25,6 +26,26 @@ class LazyHorizontalScalerTest {
             t = t.plusSeconds(1);
             window.record(t, load[i]);
             current = s.decide(window.samples(t), current, perInstance).desired();
+            counts[i] = current;
+        }
+        return counts;
+    }
+
+    /** The same with the burst guard: capacity at the limit {@code atLimit} per instance. */
+    private int[] runGuarded(double[] load, int start, double perInstance, double atLimit, LazyHorizontalScaler s) {
+        RateWindow window = new RateWindow(s.parameters().windowSeconds());
+        Instant t = Instant.parse("2026-01-01T00:00:00Z");
+        int current = start;
+        int sinceBurstOut = Integer.MAX_VALUE;
+        int[] counts = new int[load.length];
+        for (int i = 0; i < load.length; i++) {
+            t = t.plusSeconds(1);
+            window.record(t, load[i]);
+            ScaleDecision d = s.decide(window.samples(t), window.recent(t, s.parameters().burstWindowSeconds()), current,
+                    perInstance, atLimit, sinceBurstOut);
+            sinceBurstOut = d.reason() == ScaleDecision.Reason.BURST_OUT ? 1
+                    : sinceBurstOut == Integer.MAX_VALUE ? sinceBurstOut : sinceBurstOut + 1;
+            current = d.desired();
             counts[i] = current;
         }
         return counts;
@@ -42,6 +63,48 @@ class LazyHorizontalScalerTest {
         Arrays.fill(load, 30, 40, 400); // 10 s at 8× the capacity of one instance
         int[] counts = run(load, 1, 100, scaler);
         assertThat(Arrays.stream(counts).max().orElseThrow()).isEqualTo(1);
+    }
+
+    @Test
+    void aBurstWithinTheHeadroomCausesNoScaleOut() {
+        double[] load = constant(120, 50);
+        Arrays.fill(load, 30, 45, 150); // 15 s at 1.5× the request rate: within the 160 rps one instance serves at its limit
+        assertThat(Arrays.stream(runGuarded(load, 1, 100, 160, guarded)).max().orElseThrow()).isEqualTo(1);
+    }
+
+    @Test
+    void aBurstBeyondTheHeadroomScalesOutWithinTheShortWindow() {
+        double[] load = constant(120, 50);
+        Arrays.fill(load, 30, 45, 400); // 4× the request rate, 2.5× the limit's 160 rps, for 15 s
+        int[] counts = runGuarded(load, 1, 100, 160, guarded);
+        // The burst window is 4 s (10% of 40). Its mean passes 160 at the burst's second second: (50+50+400+400)/4.
+        assertThat(counts[30]).as("first second of the burst: mean 137.5, within the limit").isEqualTo(1);
+        assertThat(counts[31]).as("second second: mean 225 > 160, ⌈225/100⌉").isEqualTo(3);
+        assertThat(counts[33]).as("mean 400 > 3 × 160 = 480? no: held").isEqualTo(3);
+        // The paper's rule alone would wait the burst out at one instance (15 s < φ_out).
+        assertThat(Arrays.stream(run(load, 1, 100, scaler)).max().orElseThrow()).isEqualTo(1);
+        // Scale-in stays lazy: the instances stay until more than φ_in seconds show they are not needed.
+        assertThat(counts[44 + 30]).as("30 s after the burst").isEqualTo(3);
+        assertThat(counts[119]).as("then back to one").isEqualTo(1);
+    }
+
+    @Test
+    void theBurstGuardNeedsHalfItsWindowAndAKnownLimit() {
+        int none = Integer.MAX_VALUE;
+        assertThat(guarded.decide(constant(40, 50), new double[] {400}, 1, 100, 160, none).desired())
+                .as("1 of 4 seconds of the burst window: not enough to act on").isEqualTo(1);
+        assertThat(guarded.decide(constant(40, 50), new double[] {400, 400}, 1, 100, 160, none))
+                .isEqualTo(new ScaleDecision(4, ScaleDecision.Reason.BURST_OUT));
+        assertThat(guarded.decide(constant(40, 50), new double[] {400, 400}, 1, 100, Double.POSITIVE_INFINITY, none).desired())
+                .as("no capacity at the limit known: the lazy rule alone").isEqualTo(1);
+        assertThat(guarded.decide(constant(40, 50), new double[] {50, 50, 50, 50}, 4, 100, 160, 30).desired())
+                .as("30 s after a burst scale-out: instances stay, however low the window").isEqualTo(4);
+        assertThat(guarded.decide(constant(40, 50), new double[] {50, 50, 50, 50}, 4, 100, 160, 31).desired())
+                .as("31 s after it: the lazy rule decides").isEqualTo(1);
+        assertThatThrownBy(() -> guarded.decide(constant(40, 50), new double[0], 1, 100, 80, none))
+                .hasMessageContaining("capacityAtLimit must be at least perInstanceRps (100.0), got 80.0");
+        assertThatThrownBy(() -> new ScalingParameters(40, 20, 30, 0, 10, 41))
+                .hasMessageContaining("burstWindowSeconds must be in 0..40");
     }
 
     @Test
@@ -70,13 +133,13 @@ class LazyHorizontalScalerTest {
         assertThat(scaler.decide(new double[0], 0, 100)).isEqualTo(new ScaleDecision(0, ScaleDecision.Reason.HOLD));
         assertThat(scaler.decide(new double[39], 2, 100).desired()).as("window not yet full").isEqualTo(1);
         assertThat(scaler.decide(new double[40], 2, 100)).isEqualTo(new ScaleDecision(0, ScaleDecision.Reason.SCALE_IN));
-        LazyHorizontalScaler keepOne = new LazyHorizontalScaler(ScalingParameters.DEFAULTS.withScaleBounds(1, 10));
+        LazyHorizontalScaler keepOne = new LazyHorizontalScaler(ScalingParameters.PAPER.withScaleBounds(1, 10));
         assertThat(keepOne.decide(new double[40], 2, 100)).isEqualTo(new ScaleDecision(1, ScaleDecision.Reason.BOUNDS));
     }
 
     @Test
     void maxScaleCapsAScaleOut() {
-        LazyHorizontalScaler capped = new LazyHorizontalScaler(ScalingParameters.DEFAULTS.withScaleBounds(0, 3));
+        LazyHorizontalScaler capped = new LazyHorizontalScaler(ScalingParameters.PAPER.withScaleBounds(0, 3));
         assertThat(capped.decide(constant(40, 10_000), 1, 100)).isEqualTo(new ScaleDecision(3, ScaleDecision.Reason.BOUNDS));
     }
 
@@ -95,10 +158,34 @@ class LazyHorizontalScalerTest {
 
     @Test
     void parametersThatCouldFlapAreRefused() {
-        assertThatThrownBy(() -> new ScalingParameters(40, 10, 30, 0, 10))
+        assertThatThrownBy(() -> new ScalingParameters(40, 10, 30, 0, 10, 4))
                 .hasMessageContaining("phiOut + phiIn must exceed windowSeconds");
-        assertThatThrownBy(() -> new ScalingParameters(40, 41, 30, 0, 10)).hasMessageContaining("phiOut must be in 1..40");
-        assertThatThrownBy(() -> new ScalingParameters(40, 20, 30, 5, 3)).hasMessageContaining("maxScale");
+        assertThatThrownBy(() -> new ScalingParameters(40, 41, 30, 0, 10, 4)).hasMessageContaining("phiOut must be in 1..40");
+        assertThatThrownBy(() -> new ScalingParameters(40, 20, 30, 5, 3, 4)).hasMessageContaining("maxScale");
+    }
+
+    @Property(tries = 500)
+    void aConstantLoadSettlesAndNeverFlapsWithTheBurstGuard(
+            @ForAll @DoubleRange(min = 0, max = 5_000) double rps,
+            @ForAll @DoubleRange(min = 10, max = 500) double perInstance,
+            @ForAll @DoubleRange(min = 1, max = 3) double limitOverRequest,
+            @ForAll @IntRange(min = 0, max = 60) int start) {
+        int[] counts = runGuarded(constant(400, rps), start, perInstance, perInstance * limitOverRequest, guarded);
+        int settled = counts[40];
+        for (int i = 40; i < counts.length; i++) {
+            assertThat(counts[i]).as("second %d", i).isEqualTo(settled);
+        }
+        // It only ever moves one way once it has started: never out, then in, then out again.
+        int turns = 0;
+        for (int i = 2; i < counts.length; i++) {
+            int before = Integer.signum(counts[i - 1] - counts[i - 2]);
+            int now = Integer.signum(counts[i] - counts[i - 1]);
+            turns += before != 0 && now != 0 && before != now ? 1 : 0;
+        }
+        assertThat(turns).as("no flapping").isZero();
+        if (rps > 0) {
+            assertThat(settled * perInstance).as("capacity covers the load").isGreaterThanOrEqualTo(rps - 1e-6);
+        }
     }
 
     @Property(tries = 500)

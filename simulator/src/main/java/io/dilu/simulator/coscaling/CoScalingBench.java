@@ -29,10 +29,14 @@ public final class CoScalingBench {
 
     private CoScalingBench() {}
 
-    /** The policies compared, each made fresh for a run (some carry state). */
+    /** The policies the bench compares by default. */
+    static final List<String> COMPARED = List.of("dilu", "kpa", "fastgs", "infless", "exclusive");
+
+    /** Every policy there is, each made fresh for a run (some carry state); dilu-paper only when asked for. */
     static Map<String, Function<FunctionProfile, CoScalingPolicy>> policies() {
         Map<String, Function<FunctionProfile, CoScalingPolicy>> p = new LinkedHashMap<>();
         p.put("dilu", DiluPolicy::new);
+        p.put("dilu-paper", f -> DiluPolicy.paper(f, 1.0));
         p.put("kpa", KpaPolicy::kpa);
         p.put("fastgs", FastGsPolicy::new);
         p.put("infless", InflessPolicy::new);
@@ -78,7 +82,7 @@ public final class CoScalingBench {
 
     /** The bench: every policy on {@link #traces()}, the figures and report.md into {@code report}. */
     public static void run(PrintWriter out, Path report) throws IOException {
-        run(out, traces(), List.copyOf(policies().keySet()), null, report);
+        run(out, traces(), COMPARED, null, report);
         out.flush();
     }
 
@@ -125,8 +129,10 @@ public final class CoScalingBench {
                     trace.total(), trace.total() / trace.seconds(), Arrays.stream(trace.rps()).max().orElse(0));
             Map<String, CoScalingSimulation.Result> results = new LinkedHashMap<>();
             for (String name : policyNames) {
-                CoScalingPolicy policy = training != null && name.equals("dilu")
-                        ? DiluPolicy.withRoom(profile, training.room(profile)) : policies().get(name).apply(profile);
+                CoScalingPolicy policy = training == null ? policies().get(name).apply(profile)
+                        : name.equals("dilu") ? DiluPolicy.withRoom(profile, training.room(profile))
+                        : name.equals("dilu-paper") ? DiluPolicy.paper(profile, training.room(profile))
+                        : policies().get(name).apply(profile);
                 CoScalingSimulation.Result r = CoScalingSimulation.run(trace, profile, policy);
                 results.put(name, r);
                 if (series != null) {

@@ -10,9 +10,10 @@ import java.util.Optional;
 
 /**
  * Dilu as its autoscaler ships (the paper's §3.4 at this project's defaults): the autoscaler's own decision
- * ({@link Autoscale}: core's {@link LazyHorizontalScaler} over a 40 s window, φ_out 20, φ_in 30, on the
- * per-instance rate at the SM request, inside Knative's bounds, scale to zero off unless asked, after a
- * grace period when on); vertically, each instance serves up to its rate at the SM limit when demand
+ * ({@link Autoscale}: core's {@link io.dilu.core.scaling.LazyHorizontalScaler} over a 40 s window, φ_out 20,
+ * φ_in 30, on the per-instance rate at the SM request, with its burst guard — out at once when the last 4 s ask
+ * more than the instances serve at their limits in the room left them — inside Knative's bounds, scale to zero
+ * off unless asked, after a grace period when on; {@link #paper} without the guard); vertically, each instance serves up to its rate at the SM limit when demand
  * asks, the room its neighbours leave (1 = all of it, no best-effort neighbour busy) scaling what it can
  * take beyond its request. It carries the autoscaler's state from one second to the next, so use one per run.
  */
@@ -29,6 +30,7 @@ public final class DiluPolicy implements CoScalingPolicy {
     private final Duration grace;
     private int current = -1;
     private Optional<Instant> zeroWantedSince = Optional.empty();
+    private Optional<Instant> burstOutAt = Optional.empty();
 
     public DiluPolicy(FunctionProfile profile, ScalingParameters scaling, double room, boolean scaleToZero, Duration grace) {
         if (!(room >= 0 && room <= 1)) {
@@ -56,17 +58,30 @@ public final class DiluPolicy implements CoScalingPolicy {
         return new DiluPolicy(profile, ScalingParameters.DEFAULTS, room, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
     }
 
+    /** The paper's rule (§3.4.2) without the burst guard, otherwise as shipped: {@code --policies dilu-paper}. */
+    public static DiluPolicy paper(FunctionProfile profile, double room) {
+        return new DiluPolicy(profile, ScalingParameters.PAPER, room, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
+    }
+
     @Override
     public String name() {
-        return "dilu";
+        return scaling.burstGuard() ? "dilu" : "dilu-paper";
+    }
+
+    /** What one instance serves at its limit in the room its neighbours leave: the burst guard's threshold. */
+    double capacityAtLimit() {
+        return profile.rpsAtRequest() + room * (profile.rpsAtLimit() - profile.rpsAtRequest());
     }
 
     @Override
     public int desired(double[] rates, int now, int ready, int starting) {
         int from = Math.max(0, now + 1 - scaling.windowSeconds());
         double[] window = Arrays.copyOfRange(rates, from, now + 1);
-        Autoscale.Output out = Autoscale.decide(scaling, new Autoscale.Input(window, current, profile.rpsAtRequest(),
-                ScaleBounds.DEFAULTS, scaleToZero, grace, zeroWantedSince, Instant.ofEpochSecond(now)));
+        double[] recent = Arrays.copyOfRange(rates, Math.max(0, now + 1 - scaling.burstWindowSeconds()), now + 1);
+        Autoscale.Output out = Autoscale.decide(scaling, new Autoscale.Input(window, recent, current,
+                profile.rpsAtRequest(), capacityAtLimit(), ScaleBounds.DEFAULTS, scaleToZero, grace, zeroWantedSince,
+                burstOutAt, Instant.ofEpochSecond(now)));
+        burstOutAt = out.burstOutAt();
         current = out.desired();
         zeroWantedSince = out.zeroWantedSince();
         return current;

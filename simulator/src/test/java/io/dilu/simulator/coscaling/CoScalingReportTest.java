@@ -91,7 +91,7 @@ class CoScalingReportTest {
     void anHourIsDrawnInTenSecondStepsOfTheirHighestValue() throws Exception {
         StringWriter log = new StringWriter();
         List<CoScalingReport.TraceRuns> runs = CoScalingBench.run(new PrintWriter(log), List.of(CoScalingBench.pattern("bursty",
-                3600, 42)), List.copyOf(CoScalingBench.policies().keySet()), null, dir);
+                3600, 42)), CoScalingBench.COMPARED, null, dir);
         CombinedDomainXYPlot plot = (CombinedDomainXYPlot) CoScalingReport.figure(runs.getFirst()).getPlot();
         List<XYPlot> panels = plot.getSubplots();
         assertThat(panels).hasSize(4);
