@@ -36,6 +36,7 @@ public final class CoScalingBench {
     static Map<String, Function<FunctionProfile, CoScalingPolicy>> policies() {
         Map<String, Function<FunctionProfile, CoScalingPolicy>> p = new LinkedHashMap<>();
         p.put("dilu", DiluPolicy::new);
+        p.put("dilu-alongside", DiluPolicy::alongside);
         p.put("dilu-paper", f -> DiluPolicy.paper(f, 1.0));
         p.put("kpa", KpaPolicy::kpa);
         p.put("fastgs", FastGsPolicy::new);

@@ -1,6 +1,7 @@
 package io.dilu.simulator.coscaling;
 
 import io.dilu.core.scaling.Autoscale;
+import io.dilu.core.scaling.FunctionHistory;
 import io.dilu.core.scaling.ScaleBounds;
 import io.dilu.core.scaling.ScalingParameters;
 import java.time.Duration;
@@ -31,8 +32,16 @@ public final class DiluPolicy implements CoScalingPolicy {
     private int current = -1;
     private Optional<Instant> zeroWantedSince = Optional.empty();
     private Optional<Instant> burstOutAt = Optional.empty();
+    /** The function's own history (keep-alive and pre-warm), where the autoscaler keeps one: replace mode. */
+    private final Optional<FunctionHistory> history;
+    private final String name;
 
     public DiluPolicy(FunctionProfile profile, ScalingParameters scaling, double room, boolean scaleToZero, Duration grace) {
+        this(profile, scaling, room, scaleToZero, grace, false, scaling.burstGuard() ? "dilu-alongside" : "dilu-paper");
+    }
+
+    private DiluPolicy(FunctionProfile profile, ScalingParameters scaling, double room, boolean scaleToZero, Duration grace,
+            boolean keepAlive, String name) {
         if (!(room >= 0 && room <= 1)) {
             throw new IllegalArgumentException("room must be in [0, 1], got " + room);
         }
@@ -41,31 +50,46 @@ public final class DiluPolicy implements CoScalingPolicy {
         this.room = room;
         this.scaleToZero = scaleToZero;
         this.grace = grace;
+        this.name = name;
+        // Idle spells shorter than the scaler's own hold (its window and the grace), and gaps between bursts shorter
+        // than a burst's instances stay anyway (φ_in + 1 s), are part of the activity.
+        this.history = keepAlive ? Optional.of(new FunctionHistory(
+                Duration.ofSeconds(scaling.windowSeconds()).plus(grace), Duration.ofSeconds(scaling.phiIn() + 1L)))
+                : Optional.empty();
     }
 
-    /** At the shipped defaults: scaling parameters, scale to zero and its grace as the autoscaler ships them. */
+    /**
+     * Dilu's autoscaler installed to replace Knative's ({@code autoscaler.mode=replace}), where it owns a revision's
+     * whole life as the paper's system does: the shipped rule, scale to zero as Knative's config-autoscaler ships it
+     * (on, 30 s grace), and keep-alive and pre-warming from the function's own history.
+     */
     public DiluPolicy(FunctionProfile profile) {
-        this(profile, ScalingParameters.DEFAULTS, 1.0, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
+        this(profile, ScalingParameters.DEFAULTS, 1.0, true, SHIPPED_GRACE, true, "dilu");
     }
 
-    /** The shipped defaults with scale to zero on (Knative's enable-scale-to-zero) and its shipped grace. */
+    /** Installed beside Knative's autoscaler (the chart's default mode): the shipped rule, never below one instance. */
+    public static DiluPolicy alongside(FunctionProfile profile) {
+        return new DiluPolicy(profile, ScalingParameters.DEFAULTS, 1.0, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
+    }
+
+    /** Replace mode's scale to zero and Knative's grace, without the history's keep-alive. */
     public static DiluPolicy scalingToZero(FunctionProfile profile) {
-        return new DiluPolicy(profile, ScalingParameters.DEFAULTS, 1.0, true, SHIPPED_GRACE);
+        return new DiluPolicy(profile, ScalingParameters.DEFAULTS, 1.0, true, SHIPPED_GRACE, false, "dilu-no-history");
     }
 
-    /** With {@code room} of the vertical range its neighbours leave, otherwise as shipped. */
+    /** With {@code room} of the vertical range its neighbours leave, otherwise as {@link #DiluPolicy(FunctionProfile)}. */
     public static DiluPolicy withRoom(FunctionProfile profile, double room) {
-        return new DiluPolicy(profile, ScalingParameters.DEFAULTS, room, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
+        return new DiluPolicy(profile, ScalingParameters.DEFAULTS, room, true, SHIPPED_GRACE, true, "dilu");
     }
 
-    /** The paper's rule (§3.4.2) without the burst guard, otherwise as shipped: {@code --policies dilu-paper}. */
+    /** The paper's rule (§3.4.2): no burst guard, no history, never below one instance: {@code --policies dilu-paper}. */
     public static DiluPolicy paper(FunctionProfile profile, double room) {
         return new DiluPolicy(profile, ScalingParameters.PAPER, room, SHIPPED_SCALE_TO_ZERO, SHIPPED_GRACE);
     }
 
     @Override
     public String name() {
-        return scaling.burstGuard() ? "dilu" : "dilu-paper";
+        return name;
     }
 
     /** What one instance serves at its limit in the room its neighbours leave: the burst guard's threshold. */
@@ -78,10 +102,13 @@ public final class DiluPolicy implements CoScalingPolicy {
         int from = Math.max(0, now + 1 - scaling.windowSeconds());
         double[] window = Arrays.copyOfRange(rates, from, now + 1);
         double[] recent = Arrays.copyOfRange(rates, Math.max(0, now + 1 - scaling.burstWindowSeconds()), now + 1);
+        Instant at = Instant.ofEpochSecond(now);
+        Duration warmup = Duration.ofSeconds(profile.coldStartSeconds());
         Autoscale.Output out = Autoscale.decide(scaling, new Autoscale.Input(window, recent, current,
                 profile.rpsAtRequest(), capacityAtLimit(), ScaleBounds.DEFAULTS, scaleToZero, grace, zeroWantedSince,
-                burstOutAt, Instant.ofEpochSecond(now)));
+                burstOutAt, history.flatMap(h -> h.idle(warmup)), history.flatMap(h -> h.betweenBursts(warmup)), at));
         burstOutAt = out.burstOutAt();
+        history.ifPresent(h -> h.observe(at, rates[now], capacityAtLimit(), out.desired()));
         current = out.desired();
         zeroWantedSince = out.zeroWantedSince();
         return current;

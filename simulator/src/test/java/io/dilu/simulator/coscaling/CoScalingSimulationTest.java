@@ -48,13 +48,13 @@ class CoScalingSimulationTest {
     }
 
     @Test
-    void sporadicTrafficKeepsShippedDiluWarmWhileScaleToZeroMakesEveryReturnAColdStart() {
+    void sporadicTrafficKeepsDiluAlongsideWarmWhileScaleToZeroMakesEveryReturnAColdStart() {
         double[] r = new double[600];
         Arrays.fill(r, 0, 20, 10);
         Arrays.fill(r, 300, 320, 10);
         RateTrace trace = new RateTrace("sporadic", r);
-        CoScalingSimulation.Result shipped = CoScalingSimulation.run(trace, MID, new DiluPolicy(MID));
-        assertThat(shipped.coldStarts()).as("scale to zero ships off: one instance stays").isEqualTo(1);
+        CoScalingSimulation.Result shipped = CoScalingSimulation.run(trace, MID, DiluPolicy.alongside(MID));
+        assertThat(shipped.coldStarts()).as("beside Knative's autoscaler, no scale to zero: one instance stays").isEqualTo(1);
         assertThat(shipped.instances()[250]).isEqualTo(1);
 
         CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, DiluPolicy.scalingToZero(MID));
