@@ -6,7 +6,10 @@ import static org.assertj.core.api.Assertions.within;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
-/** Each policy's decision and vertical behaviour on its own, without the simulation around it. */
+/**
+ * Each policy's decision and vertical behaviour on its own, without the simulation around it (FaST-GS+ and
+ * INFless+ have their own classes, FastGsPolicyTest and InflessPolicyTest).
+ */
 class CoScalingPolicyTest {
 
     static final FunctionProfile MID = FunctionProfile.midSize("f");
@@ -37,33 +40,6 @@ class CoScalingPolicyTest {
         Arrays.fill(rates, 70); // above one instance's request rate, within its limit
         assertThat(dilu.desired(rates, 18, 1, 0)).as("19 seconds above").isEqualTo(1);
         assertThat(dilu.desired(rates, 19, 1, 0)).as("20 seconds above").isEqualTo(2);
-    }
-
-    @Test
-    void fastGsFollowsEachSecondsRate() {
-        FastGsPolicy fastgs = new FastGsPolicy(MID);
-        double[] rates = {0, 120, 10, 0};
-        assertThat(fastgs.desired(rates, 1, 0, 0)).isEqualTo(3);
-        assertThat(fastgs.desired(rates, 2, 3, 0)).isEqualTo(1);
-        assertThat(fastgs.desired(rates, 3, 1, 0)).isZero();
-        assertThat(fastgs.serviceRate(3, 1000)).as("static share: no vertical scaling").isEqualTo(150);
-    }
-
-    @Test
-    void inflessKeepsAnInstanceForTheIdleTimesItHasSeen() {
-        InflessPolicy infless = new InflessPolicy(MID);
-        double[] rates = new double[400];
-        Arrays.fill(rates, 0, 10, 20);
-        Arrays.fill(rates, 110, 120, 20); // a 100 s gap, then traffic again
-        int[] wanted = new int[400];
-        for (int t = 0; t < 400; t++) {
-            wanted[t] = infless.desired(rates, t, 0, 0);
-        }
-        assertThat(wanted[60]).as("kept for the default 60 s").isEqualTo(1);
-        assertThat(wanted[75]).as("let go after it").isZero();
-        // After the 100 s gap it has seen, it keeps an instance for 100 s and pre-warms one cold start early.
-        assertThat(wanted[210]).isEqualTo(1);
-        assertThat(wanted[119 + 100 - MID.coldStartSeconds()]).isEqualTo(1);
     }
 
     @Test
