@@ -14,6 +14,7 @@ import io.dilu.extender.kube.ClusterWatcher;
 import io.dilu.extender.kube.ExtenderEvents;
 import io.dilu.extender.state.PlacementBook;
 import io.dilu.extender.state.PlacementBook.BindPlan;
+import io.dilu.kube.GpuProductSelection;
 import io.dilu.kube.PodShare;
 import io.dilu.kube.PodShares;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -89,7 +90,7 @@ public class ExtenderResource {
                     : "bound to node " + share.get().nodeName().get() + " already";
             return refuseFilter(Reason.NOT_PENDING, "pod " + ref + " is " + state + "; nothing to place");
         }
-        PlacementBook.Filtered f = book.filter(share.get(), candidates, clock.instant());
+        PlacementBook.Filtered f = book.filter(share.get(), GpuProductSelection.of(pod.get()), candidates, clock.instant());
         if (f.node().isEmpty()) {
             events.refused(ref, f.failed());
         }

@@ -5,10 +5,12 @@ import io.dilu.core.contract.PodQuotaAnnotations;
 import io.dilu.core.placement.ClusterState;
 import io.dilu.core.placement.ComplementaryPlacement;
 import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.placement.InstanceRequest;
 import io.dilu.core.placement.NodeInventory;
 import io.dilu.core.placement.PlacementDecision;
 import io.dilu.core.placement.PlacementParameters;
 import io.dilu.core.placement.Slot;
+import io.dilu.kube.GpuProductSelection;
 import io.dilu.kube.PodShare;
 import java.time.Duration;
 import java.time.Instant;
@@ -254,8 +256,17 @@ public final class PlacementBook {
 
     // ---- the scheduler's calls ----
 
-    /** Chooses a node and GPUs for the pod among the candidates and reserves them. */
-    public synchronized Filtered filter(PodShare pod, Collection<String> candidates, Instant now) {
+    /** Chooses a node and GPUs for a pod that selects no GPU product. */
+    public Filtered filter(PodShare pod, Collection<String> candidates, Instant now) {
+        return filter(pod, GpuProductSelection.ANY, candidates, now);
+    }
+
+    /**
+     * Chooses a node and GPUs for the pod among the candidates and reserves them; with a product selection, only
+     * GPUs of a selected model ({@link GpuModelChoice}).
+     */
+    public synchronized Filtered filter(PodShare pod, GpuProductSelection products, Collection<String> candidates,
+            Instant now) {
         expire(now);
         refresh();
         Entry held = entries.get(pod.uid());
@@ -278,6 +289,16 @@ public final class PlacementBook {
             return new Filtered(Optional.empty(), failed);
         }
         var request = ((PodAsk.Share) ask).request();
+        GpuModelChoice models = GpuModelChoice.of(products, request.gpus(), known.stream().map(nodes::get).toList());
+        failed.putAll(models.refused());
+        known.removeAll(models.refused().keySet());
+        if (!models.gpuModels().isEmpty()) {
+            request = new InstanceRequest(request.id(), request.function(), request.gpus(), request.requestMilli(),
+                    request.limitMilli(), request.memoryMib(), request.splittable(), models.gpuModels());
+        }
+        if (known.isEmpty()) {
+            return new Filtered(Optional.empty(), failed);
+        }
         PlacementDecision decision = policy.decide(state, request, known);
         if (decision instanceof PlacementDecision.Infeasible infeasible) {
             known.forEach(n -> failed.put(n, infeasible.reason()));

@@ -215,4 +215,27 @@ class PlacementBookTest {
                 PlacementBook.BindPlan.Refuse.class, r -> assertThat(r.reason()).endsWith("must be team/svc-1"));
         assertThat(book.placement("u1")).isPresent();
     }
+
+    @Test
+    void onANodeWithGpusOfTwoModelsTheProductThePodSelectsChoosesTheGpu() {
+        String v100 = "Tesla V100-SXM2-16GB";
+        String a100 = "NVIDIA A100-SXM4-40GB";
+        book.putNode("mixed", List.of(new GpuDevice("mixed-v100", 0, v100, 16_384, 80),
+                new GpuDevice("mixed-a100", 1, a100, 40_960, 108)));
+        List<String> offered = List.of("mixed");
+        // Best fit takes the smaller GPU: 0.6 (1 - 0.3) + 0.4 (1 - 8192/16384) = 0.62 < 0.6 (1 - 0.3) + 0.4 (1 - 8192/40960) = 0.74.
+        book.filter(pod("any", 30, 8192, Map.of()), offered, T0);
+        assertThat(book.placement("any").orElseThrow().slots().getFirst().gpuUuid()).isEqualTo("mixed-v100");
+
+        var selectsA100 = GpuModelChoiceTest.selecting("NVIDIA-A100-SXM4-40GB");
+        // Without the selection it would join the active V100 (active GPUs come before a new one).
+        assertThat(book.filter(pod("a", 30, 8192, Map.of()), selectsA100, offered, T0).node()).contains("mixed");
+        assertThat(book.placement("a").orElseThrow().slots().getFirst().gpuUuid()).isEqualTo("mixed-a100");
+
+        // n0's GPUs are of a model the inventory calls "A100", which GFD would label A100, not NVIDIA-A100-SXM4-40GB.
+        var b = book.filter(pod("b", 30, 8192, Map.of()), selectsA100, List.of("n0", "mixed"), T0);
+        assertThat(b.node()).contains("mixed");
+        assertThat(b.failed().get("n0")).startsWith("none of the node's GPUs is of a product the pod selects");
+        assertThat(book.placement("b").orElseThrow().slots().getFirst().gpuUuid()).isEqualTo("mixed-a100");
+    }
 }
