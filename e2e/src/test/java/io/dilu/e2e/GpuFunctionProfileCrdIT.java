@@ -76,6 +76,7 @@ class GpuFunctionProfileCrdIT {
             profiles().inNamespace("default").resource(profile("resnet152", Map.of(
                     "function", "resnet152", "type", "inference", "smRequest", 30, "smLimit", 60,
                     "memoryMiB", 4096, "batchSize", 8, "priority", "slo", "servingThroughputRps", 220.5,
+                    "servingThroughputRpsAtLimit", 391.5,
                     "trials", List.of(Map.of("smPercent", 30, "batchSize", 8, "latencyMillis", 36.2, "throughput", 220.5)))))
                     .create();
 
@@ -84,7 +85,8 @@ class GpuFunctionProfileCrdIT {
             assertThat(added.action()).isEqualTo(Watcher.Action.ADDED);
             Map<String, Object> spec = spec(added.resource());
             assertThat(spec).containsEntry("function", "resnet152").containsEntry("smRequest", 30)
-                    .containsEntry("smLimit", 60).containsEntry("memoryMiB", 4096).containsEntry("gpus", 1);
+                    .containsEntry("smLimit", 60).containsEntry("memoryMiB", 4096).containsEntry("gpus", 1)
+                    .containsEntry("servingThroughputRpsAtLimit", 391.5);
             assertThat(spec.get("trials")).asList().hasSize(1);
 
             profiles().inNamespace("default").withName("resnet152")
@@ -102,9 +104,13 @@ class GpuFunctionProfileCrdIT {
         assertRefused("neg-memory", Map.of("function", "f", "smRequest", 10, "memoryMiB", -1), "spec.memoryMiB");
         assertRefused("big-limit", Map.of("function", "f", "smRequest", 10, "smLimit", 150, "memoryMiB", 1), "spec.smLimit");
         assertRefused("zero-batch", Map.of("function", "f", "smRequest", 10, "memoryMiB", 1, "batchSize", 0), "spec.batchSize");
+        assertRefused("neg-rps-at-limit", Map.of("function", "f", "smRequest", 10, "memoryMiB", 1,
+                "servingThroughputRpsAtLimit", -1), "spec.servingThroughputRpsAtLimit");
+        assertRefused("huge-rps-at-limit", Map.of("function", "f", "smRequest", 10, "memoryMiB", 1,
+                "servingThroughputRpsAtLimit", 2e7), "spec.servingThroughputRpsAtLimit");
         assertThat(profiles().inNamespace("default").list().getItems())
                 .extracting(r -> r.getMetadata().getName())
-                .doesNotContain("neg-request", "neg-memory", "big-limit", "zero-batch");
+                .doesNotContain("neg-request", "neg-memory", "big-limit", "zero-batch", "neg-rps-at-limit", "huge-rps-at-limit");
     }
 
     private static void assertRefused(String name, Map<String, Object> spec, String field) {

@@ -212,13 +212,20 @@ class ProfilerIT {
                 "--memory-per-item-mib", "100"), 40, null));
         GpuFunctionProfile ready = awaitCondition("resnet", GpuFunctionProfile.READY);
         ProfileStatus s = ready.getStatus();
-        assertThat(s.trials()).hasSize(s.searchTrials()).hasSizeLessThanOrEqualTo(12);
+        assertThat(s.trials()).hasSize(s.searchTrials()).hasSizeLessThanOrEqualTo(12 + 1);
         assertPinned(podsOf("resnet"), s.trials());
         TrialRecord chosen = s.trials().stream().filter(t -> t.smPercent().equals(s.smRequest()) && t.batchSize().equals(s.batchSize()))
                 .findFirst().orElseThrow();
         assertThat(chosen.latencyMillis()).as("a batch executes within half the SLO").isLessThanOrEqualTo(20);
         assertThat(s.memoryMiB()).isEqualTo(1500 + 100L * s.batchSize());
         assertThat(s.smLimit()).isEqualTo(Math.min(100, 2 * s.smRequest()));
+        // The rate at the limit, from a trial pod pinned there at the chosen batch (the last one, unless the search ran it).
+        TrialRecord atLimit = s.trials().stream().filter(t -> t.smPercent().equals(s.smLimit()) && t.batchSize().equals(s.batchSize()))
+                .findFirst().orElseThrow();
+        assertThat(s.servingThroughputRpsAtLimit()).isGreaterThanOrEqualTo(s.servingThroughputRps())
+                .isCloseTo(Math.max(s.servingThroughputRps(), s.batchSize() / (atLimit.latencyMillis() / 1000)),
+                        org.assertj.core.data.Offset.offset(1e-6));
+        assertThat(ready.settings().orElseThrow().servingThroughputRpsAtLimit()).contains(s.servingThroughputRpsAtLimit());
         assertThat(ready.getMetadata().getGeneration()).isEqualTo(s.observedGeneration());
         await().atMost(Duration.ofSeconds(30)).until(() -> client.pods().inNamespace(NS).withLabel("dilu.io/role", "profiling-trial")
                 .list().getItems().isEmpty());
@@ -252,6 +259,8 @@ class ProfilerIT {
         double exclusive = s.trials().stream().filter(t -> t.smPercent() == 100).findFirst().orElseThrow().throughput();
         double atRequest = s.trials().stream().filter(t -> t.smPercent().equals(s.smRequest())).findFirst().orElseThrow().throughput();
         assertThat(atRequest / exclusive).isBetween(0.78, 1.0);
+        assertThat(s.servingThroughputRps()).as("a training job is not served").isNull();
+        assertThat(s.servingThroughputRpsAtLimit()).isNull();
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.dilu.simulator;
 import io.dilu.simulator.trials.EmulatedModel;
 import io.dilu.simulator.trials.EmulatedModels;
 import io.dilu.simulator.trials.LocalProfiling;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,8 +20,11 @@ final class LocalCommand {
         return Path.of(System.getProperty("dilu.native.dir", "hook-native/target/cmake"));
     }
 
-    /** Profiles the named models (all when none) by trials on the emulated GPU; 2 after saying why it cannot. */
-    static int run(PrintWriter out, PrintWriter err, Path nativeDir, List<String> names) {
+    /**
+     * Profiles the named models (all when none) by trials on the emulated GPU, writing each one's GpuFunctionProfile
+     * into {@code profiles} when given; 2 after saying why it cannot.
+     */
+    static int run(PrintWriter out, PrintWriter err, Path nativeDir, List<String> names, Path profiles) {
         List<EmulatedModel> chosen = new ArrayList<>();
         for (String name : names) {
             var m = EmulatedModels.named(name);
@@ -35,6 +39,10 @@ final class LocalCommand {
         if (chosen.isEmpty()) {
             chosen.addAll(EmulatedModels.ALL);
         }
+        if (profiles != null && Files.exists(profiles) && !Files.isDirectory(profiles)) {
+            err.println("--out " + profiles + " is a file, not a directory");
+            return 2;
+        }
         for (String binary : List.of("bin/emu-infer", "bin/emu-train")) {
             if (!Files.isExecutable(nativeDir.resolve(binary))) {
                 err.println("the emulated GPU's workloads are not built: no " + nativeDir.resolve(binary) + " (./dilu profile "
@@ -46,7 +54,12 @@ final class LocalCommand {
         out.println("Profiling by trials on the emulated GPU (every figure below is emulated, not a GPU measurement): "
                 + LocalProfiling.TRIAL_BATCHES + " timed batches per inference trial, " + LocalProfiling.TRAINING_ITERATIONS
                 + " timed iterations per training trial, each after one untimed");
-        new LocalProfiling(out, LocalProfiling.processes(nativeDir.toAbsolutePath())).run(chosen);
+        try {
+            new LocalProfiling(out, LocalProfiling.processes(nativeDir.toAbsolutePath())).run(chosen, profiles);
+        } catch (IOException e) {
+            err.println("--out " + profiles + ": " + e);
+            return 2;
+        }
         return 0;
     }
 }

@@ -8,8 +8,11 @@ import io.dilu.core.placement.PlacementParameters;
 import io.dilu.core.placement.PlacementPolicy;
 import io.dilu.core.placement.StaticQuotaPlacement;
 import io.dilu.simulator.coscaling.CoScalingBench;
+import io.dilu.simulator.coscaling.FunctionProfile;
+import io.dilu.simulator.coscaling.FunctionProfiles;
 import io.dilu.simulator.coscaling.RateTrace;
 import io.dilu.simulator.coscaling.TrainingNeighbour;
+import io.dilu.simulator.trials.ProfileFile;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
@@ -50,8 +53,9 @@ public final class Main implements Runnable {
         @Command(name = "coscaling", mixinStandardHelpOptions = true, description = {
                 "Model how Dilu, Knative KPA, FaST-GS+, INFless+ and Exclusive scale one function on request-rate traces "
                         + "(a model, not a measurement; docs/coscaling.md): cold starts, SLO violation rate, GPU-seconds.",
-                "Each trace is one mid-size function (SLO 200 ms, 50 rps at 20% SM, 80 rps at 40%, 110 rps with a whole GPU, "
-                        + "8 s cold start). Without --trace, --requests or --pattern: the three patterns and the Azure LLM trace."})
+                "Each trace is one function (--profile; by default BERT-Large as the profiler found it on the emulated GPU, "
+                        + "as ./dilu bench coscaling). Without --trace, --requests or --pattern: the three patterns and the "
+                        + "Azure LLM trace."})
         static final class Coscaling implements Callable<Integer> {
 
             @CommandLine.Spec
@@ -89,6 +93,18 @@ public final class Main implements Runnable {
                     + "policy, and the room it leaves Dilu's vertical scaling (default: none)")
             Integer training;
 
+            @Option(names = "--profile", paramLabel = "FILE|NAME", defaultValue = FunctionProfiles.BENCH, description = "The "
+                    + "function: a GpuFunctionProfile (YAML or JSON, as kubectl get gfp NAME -o yaml prints it or ./dilu "
+                    + "profile --local --out DIR writes it; settings in its Ready status or its spec), a shipped profile ("
+                    + FunctionProfiles.BENCH + ": the emulated model as profiled), or " + FunctionProfiles.MID_SIZE
+                    + " (the assumed SLO 200 ms, 50 rps at 20% SM, 80 rps at 40%, 110 rps with a whole GPU) "
+                    + "(default ${DEFAULT-VALUE})")
+            String profile;
+
+            @Option(names = "--cold-start", paramLabel = "SECONDS", defaultValue = "8", description = "From the decision to "
+                    + "start an instance to its serving, 0..3600 s; a profile does not say (default ${DEFAULT-VALUE})")
+            int coldStart;
+
             @Option(names = "--report", paramLabel = "DIR", description = "Write the figures (per trace, request rate, "
                     + "instances, GPU share and late requests per second over time, one line per policy: TRACE.png and "
                     + "TRACE.svg) and report.md (a table per trace, the figures linked) to DIR")
@@ -113,6 +129,11 @@ public final class Main implements Runnable {
                         err.println("--seconds must be in 1.." + RateTrace.MAX_SECONDS);
                         return 2;
                     }
+                    if (coldStart < 0 || coldStart > 3600) {
+                        err.println("--cold-start must be in 0..3600 seconds, got " + coldStart);
+                        return 2;
+                    }
+                    FunctionProfile function = FunctionProfiles.named(profile, coldStart);
                     for (String pattern : patterns) {
                         list.add(CoScalingBench.pattern(pattern, seconds, seed));
                     }
@@ -125,10 +146,10 @@ public final class Main implements Runnable {
                     }
                     try (Writer w = series == null ? null : Files.newBufferedWriter(series, StandardCharsets.UTF_8)) {
                         CoScalingBench.run(spec.commandLine().getOut(), list, policies, w, report,
-                                training == null ? null : TrainingNeighbour.ofPercent(training));
+                                training == null ? null : TrainingNeighbour.ofPercent(training), function);
                     }
                     return 0;
-                } catch (RateTrace.InvalidTraceException | IllegalArgumentException e) {
+                } catch (RateTrace.InvalidTraceException | ProfileFile.InvalidProfileException | IllegalArgumentException e) {
                     err.println(e.getMessage());
                     return 2;
                 } catch (java.nio.file.NoSuchFileException e) {
@@ -350,7 +371,7 @@ public final class Main implements Runnable {
 
             @Override
             public Integer call() {
-                return LocalCommand.run(spec.commandLine().getOut(), spec.commandLine().getErr(), nativeDir, List.of());
+                return LocalCommand.run(spec.commandLine().getOut(), spec.commandLine().getErr(), nativeDir, List.of(), null);
             }
         }
 

@@ -57,6 +57,12 @@ final class ProfileCommand implements Callable<Integer> {
     @Option(names = "--model", paramLabel = "NAME", description = "With --local: one model (repeatable; default all)")
     List<String> models = new ArrayList<>();
 
+    @Option(names = "--out", paramLabel = "DIR", description = "With --local: also write each model's GpuFunctionProfile "
+            + "to DIR/NAME.yaml, as the profiler on Kubernetes would have written it (settings, the rates at the request and "
+            + "at the limit, every trial; Hybrid Growth Search's for an inference model); ./dilu simulate coscaling "
+            + "--profile reads it")
+    Path outDir;
+
     @Option(names = "--native", paramLabel = "DIR", description = "With --local: the CMake build of hook-native, holding "
             + "bin/emu-infer and bin/emu-train (default ${DEFAULT-VALUE})")
     Path nativeDir = LocalCommand.defaultNativeDir();
@@ -79,14 +85,14 @@ final class ProfileCommand implements Callable<Integer> {
                 err.println("--local runs each model at its own SLO: --table and --slo are not allowed with it");
                 return 2;
             }
-            return LocalCommand.run(out, err, nativeDir, models);
+            return LocalCommand.run(out, err, nativeDir, models, outDir);
         }
         if (table == null || slo == null) {
             err.println("--table FILE and --slo SECONDS are required (or --local)");
             return 2;
         }
-        if (!models.isEmpty()) {
-            err.println("--model is for --local");
+        if (!models.isEmpty() || outDir != null) {
+            err.println((outDir != null ? "--out" : "--model") + " is for --local");
             return 2;
         }
         if (!(slo > 0 && slo <= MAX_SLO_SECONDS)) {
@@ -146,6 +152,11 @@ final class ProfileCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "choice: SM %d batch %d TE %.3f = %.2f of the table's best%n", c.smRequest(),
                     c.batchSize(), c.throughputEfficacy(),
                     best.map(b -> c.throughputEfficacy() / ProfileTable.efficacy(b)).orElse(0.0));
+            out.println(Double.isNaN(c.servingThroughputAtLimit())
+                    ? String.format(Locale.ROOT, "at the limit, SM %d batch %d: unknown (not in the table)", c.smLimit(), c.batchSize())
+                    : String.format(Locale.ROOT, "at the limit, SM %d batch %d: %.4g requests/s, %.2f times the request's",
+                            c.smLimit(), c.batchSize(), c.servingThroughputAtLimit(),
+                            c.servingThroughputAtLimit() / c.servingThroughput()));
         }
         return new Replay(p, rec.asked().size());
     }

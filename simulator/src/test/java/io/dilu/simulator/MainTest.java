@@ -95,6 +95,33 @@ class MainTest {
     }
 
     @Test
+    void coscalingTakesTheFunctionFromAProfileFileMidSizeOrTheShippedOne() throws Exception {
+        Path profile = dir.resolve("resnet.yaml");
+        Files.writeString(profile, io.dilu.simulator.coscaling.FunctionProfilesTest.KUBECTL_YAML);
+        TestingCli.Run r = run("simulate", "coscaling", "--pattern", "bursty", "--seconds", "120", "--policies", "dilu,kpa",
+                "--profile", profile.toString(), "--cold-start", "20");
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).contains("one function, resnet: SLO 200 ms, a batch 50.0 ms, 160.0 rps at 20% SM, 280.0 rps at 40%, "
+                + "509 rps with a whole GPU, cold start 20 s");
+        assertThat(r.out().strip().lines().toList().getLast()).startsWith("BENCH coscaling model=fluid trace=bursty dilu_cold_starts=");
+
+        assertThat(run("simulate", "coscaling", "--pattern", "bursty", "--seconds", "60", "--profile", "mid-size").out())
+                .contains("one function, f: SLO 200 ms, a batch 50.0 ms, 50.0 rps at 20% SM, 80.0 rps at 40%");
+        assertThat(run("simulate", "coscaling", "--pattern", "bursty", "--seconds", "60").out())
+                .as("the bench's function by default").contains("one function, bert-large: SLO 130 ms");
+
+        Files.writeString(profile, io.dilu.simulator.coscaling.FunctionProfilesTest.KUBECTL_YAML
+                .replace("servingThroughputRpsAtLimit: 280", "servingThroughputRpsAtLimit: -1"));
+        TestingCli.Run bad = run("simulate", "coscaling", "--pattern", "bursty", "--profile", profile.toString());
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.err()).contains(profile + ":32: status.servingThroughputRpsAtLimit must be a number in 160..1e7");
+        assertThat(run("simulate", "coscaling", "--profile", dir.resolve("none.yaml").toString()).err()).contains("no such file");
+        assertThat(run("simulate", "coscaling", "--pattern", "bursty", "--cold-start", "-1").err())
+                .contains("--cold-start must be in 0..3600 seconds, got -1");
+        assertThat(run("simulate", "coscaling", "--help").out()).contains("--profile=FILE|NAME", "mid-size", "--cold-start");
+    }
+
+    @Test
     void theCoscalingBenchSaysWhereItsReportGoesAndEachTraceStillEndsWithItsBenchLine() throws Exception {
         Path report = dir.resolve("bench");
         TestingCli.Run r = run("bench", "coscaling", "--report", report.toString());

@@ -40,10 +40,13 @@ class ProfileCommandTest {
         assertThat(r.exit()).as(r.err()).isZero();
         String[] lines = r.out().strip().split("\n");
         assertThat(lines[lines.length - 1]).isEqualTo(
-                "BENCH profile table=convex hgs_trials=8 chosen_sm=30 chosen_batch=4 te_vs_best=1.00 traversal_trials=60");
+                "BENCH profile table=convex hgs_trials=9 chosen_sm=30 chosen_batch=4 te_vs_best=1.00 traversal_trials=60");
         assertThat(r.out().split("BENCH ", -1)).hasSize(2);
-        assertThat(r.out()).contains("Hybrid Growth Search: 8 trials", "Traversal: 60 trials",
+        // 8 trials of the search, then the chosen limit, SM 60, at batch 4 (the traversal had run it).
+        assertThat(r.out()).contains("Hybrid Growth Search: 9 trials", "Traversal: 60 trials",
                 "best SLO-meeting setting in the table: SM 30 batch 4");
+        assertThat(r.out()).containsPattern("\\s+9\\s+4\\s+60\\s+0\\.0\\d+\\s+[0-9.]+ yes");
+        assertThat(r.out()).containsPattern("at the limit, SM 60 batch 4: [0-9.]+ requests/s, 1\\.\\d\\d times the request's");
         // The first HGS trial: batch 1 at SM 10 misses the 50 ms budget.
         assertThat(r.out()).containsPattern("\\s+1\\s+1\\s+10\\s+0\\.0546\\d*\\s+[0-9.]+ no");
     }
@@ -55,7 +58,9 @@ class ProfileCommandTest {
         TestingCli.Run r = run("profile", "--table", table.toString(), "--slo", "0.1");
         assertThat(r.exit()).isZero();
         assertThat(r.out()).contains("no (not in the table)");
-        assertThat(r.out()).containsPattern("BENCH profile table=sparse hgs_trials=5 chosen_sm=10 chosen_batch=2 "
+        // The limit's setting (SM 20, batch 2) is not in the table either: one more failed trial, its rate unknown.
+        assertThat(r.out()).contains("at the limit, SM 20 batch 2: unknown (not in the table)");
+        assertThat(r.out()).containsPattern("BENCH profile table=sparse hgs_trials=6 chosen_sm=10 chosen_batch=2 "
                 + "te_vs_best=1\\.00 traversal_trials=60");
     }
 
@@ -96,7 +101,13 @@ class ProfileCommandTest {
         assertThat(both.err()).contains("--table and --slo are not allowed with it");
         assertThat(run("profile", "--table", table.toString(), "--slo", "1", "--model", "resnet50").err())
                 .contains("--model is for --local");
-        assertThat(run("profile", "--help").out()).contains("--local", "--model");
+        assertThat(run("profile", "--table", table.toString(), "--slo", "1", "--out", dir.toString()).err())
+                .contains("--out is for --local");
+        TestingCli.Run outIsAFile = run("profile", "--local", "--model", "resnet50", "--out", table.toString(), "--native",
+                dir.toString());
+        assertThat(outIsAFile.exit()).isEqualTo(2);
+        assertThat(outIsAFile.err()).contains("--out " + table + " is a file, not a directory");
+        assertThat(run("profile", "--help").out()).contains("--local", "--model", "--out=DIR");
     }
 
     private static ProfileTable read(String body) throws Exception {

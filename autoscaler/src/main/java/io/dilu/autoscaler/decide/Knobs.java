@@ -35,7 +35,10 @@ public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace,
     /** The class's settings. */
     public sealed interface Policy permits Lazy, Kpa {}
 
-    /** Dilu's lazy scaling: its window, in one-second samples, and what one instance serves. */
+    /**
+     * Dilu's lazy scaling: its window, in one-second samples, and what one instance serves at its SM request
+     * ({@code servingRate.rps()}) and, when known, at its SM limit ({@code servingRate.rpsAtLimit()}, NaN otherwise).
+     */
     public record Lazy(int windowSeconds, ServingRate.Rate servingRate) implements Policy {}
 
     /** Knative's KPA: its parameters and which metric they are about. */

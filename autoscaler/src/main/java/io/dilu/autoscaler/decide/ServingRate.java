@@ -16,6 +16,10 @@ import java.util.function.Function;
  * (Little's law: in-flight requests / latency of one); the {@code servingThroughputRps} of its GpuFunctionProfile
  * (named by {@code dilu.io/profile}, else the one for its {@code dilu.io/function} or Knative service); else a
  * configured default. A malformed annotation is reported and skipped, so scaling goes on.
+ *
+ * <p>Beside it, what one instance serves at its SM limit ({@link Rate#rpsAtLimit}), when the profile measured it
+ * ({@code servingThroughputRpsAtLimit}): how much of a burst vertical scaling can take before another instance is
+ * needed. Only made available here; the scaling decision does not read it yet.
  */
 public final class ServingRate {
 
@@ -33,8 +37,23 @@ public final class ServingRate {
 
     private ServingRate() {}
 
-    /** Where the rate came from, for logs and status. */
-    public record Rate(double rps, String source) {}
+    /**
+     * What one instance serves, and where that came from, for logs and status.
+     *
+     * @param rps requests per second one instance serves at its SM request: the capacity scaling compares with
+     * @param source where {@code rps} came from
+     * @param rpsAtLimit requests per second one instance serves at its SM limit, NaN when unknown: the profile's
+     *     {@code servingThroughputRpsAtLimit} when {@code rps} is its {@code servingThroughputRps}; when {@code rps}
+     *     came from an annotation, {@code rps} times the profile's ratio of the two (the headroom it measured, applied to
+     *     the rate chosen), where the profile has both
+     */
+    public record Rate(double rps, String source, double rpsAtLimit) {
+
+        /** A rate whose value at the limit is unknown. */
+        public Rate(double rps, String source) {
+            this(rps, source, Double.NaN);
+        }
+    }
 
     /**
      * @param byName a profile's settings by profile name
@@ -45,23 +64,32 @@ public final class ServingRate {
             Function<String, Optional<ProfileSettings>> byName, Function<String, Optional<ProfileSettings>> byFunction,
             double fallback, List<FieldError> problems) {
         Optional<Double> annotated = number(annotations, ANNOTATION, Double.MIN_VALUE, Double.MAX_VALUE, "a number > 0", problems);
-        if (annotated.isPresent()) {
-            return new Rate(annotated.get(), ANNOTATION);
-        }
         Optional<ProfileSettings> profile = Optional.ofNullable(annotations.get(PROFILE)).flatMap(byName);
         if (profile.isEmpty()) {
             String function = Optional.ofNullable(annotations.get(FUNCTION)).orElse(labels.get(SERVICE_LABEL));
             profile = function == null ? Optional.empty() : byFunction.apply(function);
         }
+        double headroom = profile.map(ServingRate::headroom).orElse(Double.NaN);
+        if (annotated.isPresent()) {
+            return new Rate(annotated.get(), ANNOTATION, annotated.get() * headroom);
+        }
         Optional<Rate> knative = knativeTarget(annotations, profile, problems);
         if (knative.isPresent()) {
-            return knative.get();
+            Rate k = knative.get();
+            return new Rate(k.rps(), k.source(), k.rps() * headroom);
         }
         Optional<Double> profiled = profile.flatMap(ProfileSettings::servingThroughputRps).filter(v -> v > 0);
         if (profiled.isPresent()) {
-            return new Rate(profiled.get(), "GpuFunctionProfile of " + profile.get().function());
+            return new Rate(profiled.get(), "GpuFunctionProfile of " + profile.get().function(),
+                    profile.get().servingThroughputRpsAtLimit().orElse(Double.NaN));
         }
         return new Rate(fallback, "default");
+    }
+
+    /** The profile's rate at the limit over its rate at the request (≥ 1, as settings() checks); NaN when either is unknown. */
+    private static double headroom(ProfileSettings p) {
+        double atRequest = p.servingThroughputRps().filter(v -> v > 0).orElse(Double.NaN);
+        return p.servingThroughputRpsAtLimit().orElse(Double.NaN) / atRequest;
     }
 
     /** Knative's target and utilization as a per-instance rate; empty without a target (or one this class cannot read). */

@@ -10,6 +10,7 @@ import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
 import io.dilu.core.scaling.ScalingParameters;
 import io.dilu.kube.profile.GpuFunctionProfile;
+import io.dilu.kube.profile.ProfileSettings;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -207,6 +208,11 @@ public final class PaReconciler {
         return pa == null ? 0 : readyAddresses(pa).size();
     }
 
+    /** What one instance of a revision serves, as a tick reads it now, with the problems met reading it (for tests). */
+    ServingRate.Rate servingRate(String namespace, String revision, List<FieldError> problems) {
+        return servingRate(pas.getStore().getByKey(namespace + "/" + revision), problems);
+    }
+
     /** Whether config-autoscaler is in the ConfigMap informer's store (for tests). */
     boolean clusterConfigSeen() {
         return !clusterConfigs.getStore().list().isEmpty();
@@ -333,10 +339,19 @@ public final class PaReconciler {
     private ServingRate.Rate servingRate(PodAutoscaler pa, List<FieldError> problems) {
         String ns = pa.getMetadata().getNamespace();
         return ServingRate.of(pa.annotations(), pa.labels(),
-                name -> Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name)).flatMap(GpuFunctionProfile::settings),
+                name -> Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name)).flatMap(p -> settings(p, problems)),
                 function -> profiles.getStore().list().stream().filter(p -> ns.equals(p.getMetadata().getNamespace()))
                         .filter(p -> p.getSpec() != null && function.equals(p.getSpec().function())).findFirst()
-                        .flatMap(GpuFunctionProfile::settings),
+                        .flatMap(p -> settings(p, problems)),
                 config.defaultServingRps(), problems);
+    }
+
+    /** A profile's settings; a value it refuses is reported with the profile's name. */
+    private static Optional<ProfileSettings> settings(GpuFunctionProfile p, List<FieldError> problems) {
+        List<FieldError> own = new ArrayList<>();
+        Optional<ProfileSettings> s = p.settings(own);
+        own.forEach(e -> problems.add(new FieldError("GpuFunctionProfile " + p.getMetadata().getName() + " " + e.field(),
+                e.value(), e.allowed())));
+        return s;
     }
 }

@@ -120,14 +120,18 @@ final class ProfileJob {
         InferenceProfile p = new HybridGrowthSearch(10, 10, maxBatch).search(this::trial, spec.sloMillis())
                 .orElseThrow(() -> new Failed("NoSettingMeetsSlo", "no setting tried executes a batch within half the SLO ("
                         + spec.sloMillis() / 2.0 + " ms); trials: " + trials.size()));
+        // The search's last trial was at the limit (unless it had run that setting): the status has both rates.
         return new ProfileStatuses.Chosen(p.smRequest(), p.smLimit(), p.batchSize(), memoryAt(p.smRequest(), p.batchSize()),
-                p.servingThroughput(), p.trials());
+                p.servingThroughput(), Double.isNaN(p.servingThroughputAtLimit()) ? null : p.servingThroughputAtLimit(),
+                p.trials());
     }
 
     private ProfileStatuses.Chosen training() {
         TrainingProfile p = new TrainingProfiler().profile(this::trial);
         long memory = trials.stream().mapToLong(t -> t.memoryMiB() == null ? 0 : t.memoryMiB()).max().orElse(0);
-        return new ProfileStatuses.Chosen(p.smRequest(), p.smLimit(), 1, memory > 0 ? memory : trialMemoryMib, null, p.trials());
+        // Iterations per second at the request and the limit (p) are not a serving rate: a training job is not served.
+        return new ProfileStatuses.Chosen(p.smRequest(), p.smLimit(), 1, memory > 0 ? memory : trialMemoryMib, null, null,
+                p.trials());
     }
 
     /** What the chosen trial used; what the trials were given when the workload did not say. */

@@ -17,15 +17,21 @@ final class ProfileStatuses {
 
     private ProfileStatuses() {}
 
-    /** The settings a finished search chose. */
-    record Chosen(int smRequest, int smLimit, int batchSize, long memoryMiB, Double servingThroughputRps, int searchTrials) {}
+    /**
+     * The settings a finished search chose.
+     *
+     * @param servingThroughputRps at the request; null for training (not served)
+     * @param servingThroughputRpsAtLimit at the limit, same batch; null for training, or when the trial there failed
+     */
+    record Chosen(int smRequest, int smLimit, int batchSize, long memoryMiB, Double servingThroughputRps,
+            Double servingThroughputRpsAtLimit, int searchTrials) {}
 
     static ProfileStatus profiling(long generation, List<TrialRecord> trials, String message, ProfileStatus previous, Instant now) {
         return new ProfileStatus(generation, conditions(generation, previous, now,
                 condition(GpuFunctionProfile.PROFILING, "True", "TrialsRunning", message),
                 condition(GpuFunctionProfile.READY, "False", "Profiling", "trials are running"),
                 condition(GpuFunctionProfile.FAILED, "False", "Profiling", "no trial has failed for good")),
-                null, null, null, null, null, null, List.copyOf(trials));
+                null, null, null, null, null, null, null, List.copyOf(trials));
     }
 
     static ProfileStatus ready(long generation, List<TrialRecord> trials, Chosen c, ProfileStatus previous, Instant now) {
@@ -35,7 +41,8 @@ final class ProfileStatuses {
                 condition(GpuFunctionProfile.PROFILING, "False", "Profiled", message),
                 condition(GpuFunctionProfile.READY, "True", "Profiled", message),
                 condition(GpuFunctionProfile.FAILED, "False", "Profiled", message)),
-                c.smRequest(), c.smLimit(), c.batchSize(), c.memoryMiB(), c.servingThroughputRps(), c.searchTrials(),
+                c.smRequest(), c.smLimit(), c.batchSize(), c.memoryMiB(), c.servingThroughputRps(), c.servingThroughputRpsAtLimit(),
+                c.searchTrials(),
                 List.copyOf(trials));
     }
 
@@ -45,7 +52,7 @@ final class ProfileStatuses {
                 condition(GpuFunctionProfile.PROFILING, "False", reason, message),
                 condition(GpuFunctionProfile.READY, "False", reason, message),
                 condition(GpuFunctionProfile.FAILED, "True", reason, message)),
-                null, null, null, null, null, null, List.copyOf(trials));
+                null, null, null, null, null, null, null, List.copyOf(trials));
     }
 
     private static Condition condition(String type, String status, String reason, String message) {

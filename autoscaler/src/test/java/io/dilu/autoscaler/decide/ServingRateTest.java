@@ -1,6 +1,7 @@
 package io.dilu.autoscaler.decide;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
 
 import io.dilu.core.quota.FieldError;
 import io.dilu.kube.profile.ProfileSettings;
@@ -16,6 +17,12 @@ class ServingRateTest {
     static Optional<ProfileSettings> bert(String key) {
         return key.equals("bert") ? Optional.of(new ProfileSettings("bert", 20, Optional.of(40), 2048, Optional.of(4),
                 Optional.of("slo"), false, Optional.empty(), Optional.of(120.0))) : Optional.empty();
+    }
+
+    /** Batch 4 at 120 rps at SM 20, 192 rps at its limit, SM 40. */
+    static Optional<ProfileSettings> measured(String key) {
+        return key.equals("bert") ? Optional.of(new ProfileSettings("bert", 20, Optional.of(40), 2048, Optional.of(4),
+                Optional.of("slo"), false, Optional.empty(), Optional.of(120.0), Optional.of(192.0))) : Optional.empty();
     }
 
     static Optional<ProfileSettings> none(String key) {
@@ -38,6 +45,33 @@ class ServingRateTest {
                 .isEqualTo(new ServingRate.Rate(10, "default"));
         assertThat(problems).extracting(FieldError::message)
                 .containsExactly("dilu.io/serving-rps=-3 is not allowed: must be a number > 0");
+    }
+
+    @Test
+    void theProfilesRateAtTheLimitIsReadBesideItsRateAtTheRequest() {
+        List<FieldError> problems = new ArrayList<>();
+        ServingRate.Rate r = ServingRate.of(Map.of("dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured,
+                ServingRateTest::none, 10, problems);
+        assertThat(r).isEqualTo(new ServingRate.Rate(120, "GpuFunctionProfile of bert", 192));
+        assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), ServingRateTest::none,
+                ServingRateTest::measured, 10, problems).rpsAtLimit()).as("the function's profile").isEqualTo(192);
+        // A rate chosen by annotation keeps the headroom the profile measured: 192 / 120 = 1.6 times it.
+        assertThat(ServingRate.of(Map.of(ServingRate.ANNOTATION, "50", "dilu.io/profile", "bert"), Map.of(),
+                ServingRateTest::measured, ServingRateTest::none, 10, problems).rpsAtLimit()).isCloseTo(80, offset(1e-9));
+        assertThat(ServingRate.of(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", ServingRate.TARGET_UTILIZATION,
+                "100", "dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured, ServingRateTest::none, 10, problems)
+                .rpsAtLimit()).isCloseTo(80, offset(1e-9));
+        assertThat(problems).isEmpty();
+    }
+
+    @Test
+    void theRateAtTheLimitIsNanWhenUnknown() {
+        List<FieldError> problems = new ArrayList<>();
+        assertThat(rate(Map.of("dilu.io/profile", "bert"), problems).rpsAtLimit()).as("a profile without it").isNaN();
+        assertThat(rate(Map.of(), problems).rpsAtLimit()).as("no profile: the default").isNaN();
+        assertThat(rate(Map.of(ServingRate.ANNOTATION, "40"), problems).rpsAtLimit()).as("an annotation, no profile").isNaN();
+        assertThat(ServingRate.of(Map.of(), Map.of(), ServingRateTest::measured, ServingRateTest::measured, 10, problems)
+                .rpsAtLimit()).as("no profile named").isNaN();
     }
 
     @Test

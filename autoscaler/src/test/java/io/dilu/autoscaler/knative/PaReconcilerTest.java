@@ -7,9 +7,13 @@ import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.FakeQueueProxy;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.autoscaler.scrape.proto.Stat;
+import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.ScaleBounds;
+import io.dilu.kube.profile.GpuFunctionProfile;
+import io.dilu.kube.profile.ProfileSpec;
 import io.dilu.testing.TestingClock;
 import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
+import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
@@ -206,6 +210,32 @@ class PaReconcilerTest {
         assertThat(replicas("idle")).isEqualTo(1);
         assertThat(pa("idle").getStatus().desiredScale()).isEqualTo(1);
         assertThat(sks("idle").getSpec().mode()).isEqualTo(ServerlessService.SERVE);
+    }
+
+    @Test
+    void aRevisionsProfileGivesItsRateAtTheLimitBesideItsRateAtTheRequestAndAHostileOneIsReported() throws Exception {
+        start();
+        for (String[] p : new String[][] {{"bert", "192"}, {"hostile", "-1"}}) {
+            client.resources(GpuFunctionProfile.class).inNamespace(NS).resource(new GpuFunctionProfile(new ObjectMetaBuilder()
+                    .withName(p[0]).build(), new ProfileSpec(p[0], null, 20, 40, 2048L, 4, null, null, null, 120.0,
+                    Double.valueOf(p[1]), null, null, null, null, null), null)).create();
+        }
+        revision("r", DILU, Map.of("dilu.io/profile", "bert"));
+        revision("h", DILU, Map.of("dilu.io/profile", "hostile"));
+        List<FieldError> problems = new ArrayList<>();
+        until(() -> reconciler.servingRate(NS, "r", problems).source().startsWith("GpuFunctionProfile")
+                && reconciler.servingRate(NS, "h", problems).source().startsWith("GpuFunctionProfile"));
+        problems.clear();
+
+        ServingRate.Rate r = reconciler.servingRate(NS, "r", problems);
+        assertThat(r.rps()).isEqualTo(120);
+        assertThat(r.rpsAtLimit()).isEqualTo(192);
+        ServingRate.Rate h = reconciler.servingRate(NS, "h", problems);
+        assertThat(h.rps()).isEqualTo(120);
+        assertThat(h.rpsAtLimit()).isNaN();
+        assertThat(problems).extracting(FieldError::message).containsExactly("GpuFunctionProfile hostile "
+                + "spec.servingThroughputRpsAtLimit=-1.0 is not allowed: must be a number in 120..1e7, at least "
+                + "spec.servingThroughputRps (a larger share does not serve less)");
     }
 
     @Test

@@ -88,6 +88,13 @@ class ProfileJobTest {
                 .allSatisfy(t -> assertThat(t.batchSize() / (t.latencyMillis() * t.smPercent())).isLessThanOrEqualTo(te));
         assertThat(s.memoryMiB()).isEqualTo(chosen.memoryMiB());
         assertThat(s.servingThroughputRps()).isEqualTo(chosen.throughput());
+        // One trial at the limit and the chosen batch, recorded like the others: the rate vertical scaling reaches.
+        assertThat(s.smLimit()).isEqualTo(Math.min(100, 2 * s.smRequest()));
+        TrialRecord atLimit = s.trials().stream().filter(t -> t.smPercent().equals(s.smLimit()) && t.batchSize().equals(s.batchSize()))
+                .findFirst().orElseThrow();
+        assertThat(s.servingThroughputRpsAtLimit()).isCloseTo(atLimit.throughput(), org.assertj.core.data.Offset.offset(1e-9))
+                .isGreaterThan(s.servingThroughputRps());
+        assertThat(done.settings().orElseThrow().servingThroughputRpsAtLimit()).contains(s.servingThroughputRpsAtLimit());
         assertThat(chosen.gpu()).isEqualTo("Emulated A100 on gpu-1");
         // Every trial's status was written as it ended: one write to start, one per trial, one to finish.
         assertThat(writer.written).hasSize(s.trials().size() + 2);
@@ -183,6 +190,26 @@ class ProfileJobTest {
         assertThat(s.batchSize()).isEqualTo(1);
         assertThat(s.memoryMiB()).isEqualTo(5000);
         assertThat(s.searchTrials()).isLessThanOrEqualTo(14);
+        assertThat(s.servingThroughputRps()).as("a training job is not served").isNull();
+        assertThat(s.servingThroughputRpsAtLimit()).isNull();
+    }
+
+    @Test
+    void aTrialAtTheLimitThatFailsLeavesTheRateThereUnknownAndTheProfileReady() throws Exception {
+        TestingWriter first = new TestingWriter();
+        job(inference(100), new TestingRunner(ProfileJobTest::model), first).run();
+        int limit = first.last().smLimit();
+        int batch = first.last().batchSize();
+        TestingRunner runner = new TestingRunner((sm, b) -> sm == limit && b == batch ? new TrialPods.Retry("exit code 1")
+                : model(sm, b));
+        TestingWriter writer = new TestingWriter();
+        job(inference(100), runner, writer).run();
+        ProfileStatus s = writer.last();
+        assertThat(s.smRequest()).isEqualTo(first.last().smRequest());
+        assertThat(s.servingThroughputRps()).isEqualTo(first.last().servingThroughputRps());
+        assertThat(s.servingThroughputRpsAtLimit()).isNull();
+        assertThat(s.trials().getLast().error()).startsWith("SM " + limit + "% batch " + batch + " failed 3 times");
+        assertThat(s.searchTrials()).isEqualTo(first.last().searchTrials());
     }
 
     @Test

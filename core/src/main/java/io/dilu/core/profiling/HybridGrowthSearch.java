@@ -14,7 +14,8 @@ import java.util.Optional;
  * speed-up from more SMs is sublinear, as it is on a GPU.
  *
  * <p><b>Result.</b> The most efficient SLO-meeting trial seen on the whole path (ties keep the earlier, smaller
- * setting), not the last one.
+ * setting), not the last one; then one trial at its limit and batch ({@link InferenceSearch#profile}), unless the
+ * path already ran it, for the rate an instance serves when vertical scaling gives it its limit.
  *
  * <p><b>Stopping rule.</b> The search stops (1) after {@value #PATIENCE} trials without progress since the
  * last clear gain, once one SLO-meeting setting is known (a trial over the budget, or an SLO-meeting trial
@@ -94,6 +95,6 @@ public final class HybridGrowthSearch implements InferenceSearch {
         if (bestSm < 0) {
             return Optional.empty();
         }
-        return Optional.of(InferenceSearch.profile(bestSm, bestBatch, counting.run(bestSm, bestBatch), counting.trials()));
+        return Optional.of(InferenceSearch.profile(bestSm, bestBatch, counting));
     }
 }

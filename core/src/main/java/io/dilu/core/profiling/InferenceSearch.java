@@ -18,9 +18,17 @@ public sealed interface InferenceSearch permits HybridGrowthSearch, TraversalSea
         return batchSize / (latencyMillis / 1000.0 * smPercent);
     }
 
-    static InferenceProfile profile(int sm, int batch, Measurement m, int trials) {
-        return new InferenceProfile(
-                sm, Quota.defaultLimit(sm), batch, efficacy(batch, m.latencyMillis(), sm),
-                batch / (m.latencyMillis() / 1000.0), trials);
+    /**
+     * The profile of the chosen setting, with the serving rate at its limit measured in the same run of trials: one
+     * trial at {@code <limit, batch>}, free when the search already ran that setting ({@code trials} caches).
+     */
+    static InferenceProfile profile(int sm, int batch, CountingTrial trials) {
+        int limit = Quota.defaultLimit(sm);
+        Measurement m = trials.run(sm, batch);
+        double atRequest = batch / (m.latencyMillis() / 1000.0);
+        double atLimitMillis = trials.run(limit, batch).latencyMillis();
+        double atLimit = Double.isFinite(atLimitMillis) ? Math.max(atRequest, batch / (atLimitMillis / 1000.0)) : Double.NaN;
+        return new InferenceProfile(sm, limit, batch, efficacy(batch, m.latencyMillis(), sm), atRequest, atLimit,
+                trials.trials());
     }
 }

@@ -37,7 +37,9 @@ public final class TrainingProfiler {
         double exclusive = counting.run(100, 1).throughput();
         int request = search(counting, exclusive, requestFraction);
         int limit = Math.max(request, search(counting, exclusive, 1.0));
-        return new TrainingProfile(request, limit, exclusive, counting.trials());
+        // Both settings were trials of the searches (or the reference): the cache answers, no trial is added.
+        return new TrainingProfile(request, limit, exclusive, counting.run(request, 1).throughput(),
+                counting.run(limit, 1).throughput(), counting.trials());
     }
 
     private int search(Trial trial, double exclusive, double fraction) {

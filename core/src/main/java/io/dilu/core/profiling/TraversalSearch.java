@@ -41,6 +41,6 @@ public final class TraversalSearch implements InferenceSearch {
         if (bestSm < 0) {
             return Optional.empty();
         }
-        return Optional.of(InferenceSearch.profile(bestSm, bestBatch, counting.run(bestSm, bestBatch), counting.trials()));
+        return Optional.of(InferenceSearch.profile(bestSm, bestBatch, counting));
     }
 }

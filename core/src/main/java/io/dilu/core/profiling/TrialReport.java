@@ -25,7 +25,8 @@ public record TrialReport(double latencySeconds, double throughput, long memoryM
     /** Longest text read: the kubelet keeps at most 4 KiB of a termination message. */
     public static final int MAX_CHARS = 4096;
     static final double MAX_LATENCY_S = 3600;
-    static final double MAX_THROUGHPUT = 10_000_000;
+    /** The most requests (iterations) per second a report may give, and so a profile may hold. */
+    public static final double MAX_THROUGHPUT = 10_000_000;
     static final long MAX_MEMORY_MIB = 16L << 20;
 
     public TrialReport {

@@ -57,12 +57,17 @@ class HybridGrowthSearchTest {
         return new Table((sm, b) -> 2 * (2 + Math.pow(b, 1.3)) * (0.1 + 0.9 * 100.0 / sm));
     }
 
-    private static void assertFindsTheBest(Table table, double slo, int sm, int batch, int trials) {
+    /** {@code searchTrials}: the staircase's, within the paper's 6–9; then one more at the limit, not on these paths. */
+    private static void assertFindsTheBest(Table table, double slo, int sm, int batch, int searchTrials) {
         InferenceProfile p = new HybridGrowthSearch().search(table, slo).orElseThrow();
         assertThat(p.throughputEfficacy()).isCloseTo(table.bestTe(slo), org.assertj.core.data.Offset.offset(1e-9));
         assertThat(p.smRequest()).isEqualTo(sm);
         assertThat(p.batchSize()).isEqualTo(batch);
-        assertThat(p.trials()).isEqualTo(trials).isLessThanOrEqualTo(9);
+        assertThat(searchTrials).isLessThanOrEqualTo(9);
+        assertThat(p.trials()).isEqualTo(searchTrials + 1);
+        assertThat(table.asked.getLast()).as("the last trial is at the limit").isEqualTo(p.smLimit() + "/" + batch);
+        double limitMs = table.latency.applyAsDouble(p.smLimit(), batch);
+        assertThat(p.servingThroughputAtLimit()).isEqualTo(batch / (limitMs / 1000));
         assertThat(table.latency.applyAsDouble(sm, batch)).isLessThanOrEqualTo(slo / 2);
     }
 
@@ -71,8 +76,8 @@ class HybridGrowthSearchTest {
         Table t = convex();
         assertFindsTheBest(t, 100, 30, 4, 8);
         // The staircase: batch doubles while the 50 ms budget holds, SM steps by 10 when it does not, and
-        // three trials without progress after the peak end it.
-        assertThat(t.asked).containsExactly("10/1", "20/1", "20/2", "20/4", "30/4", "30/8", "40/8", "50/8");
+        // three trials without progress after the peak end it; then the choice's limit, SM 60, at its batch.
+        assertThat(t.asked).containsExactly("10/1", "20/1", "20/2", "20/4", "30/4", "30/8", "40/8", "50/8", "60/4");
     }
 
     @Test
@@ -114,7 +119,7 @@ class HybridGrowthSearchTest {
         // Everything meets a generous SLO and TE grows with batch: 10/1 .. 10/32, then stop (SM would only lower TE).
         Table t = new Table((sm, b) -> (5 + b) * 100.0 / sm);
         InferenceProfile p = new HybridGrowthSearch().search(t, 10_000).orElseThrow();
-        assertThat(p.trials()).isEqualTo(6);
+        assertThat(p.trials()).isEqualTo(6 + 1); // and 20/32, the limit
         assertThat(p.smRequest()).isEqualTo(10);
         assertThat(p.batchSize()).isEqualTo(32);
     }
@@ -126,7 +131,7 @@ class HybridGrowthSearchTest {
         InferenceProfile p = new HybridGrowthSearch().search(t, 40).orElseThrow();
         assertThat(p.smRequest()).isEqualTo(60);
         assertThat(p.batchSize()).isEqualTo(4);
-        assertThat(p.trials()).isEqualTo(11);
+        assertThat(p.trials()).isEqualTo(11 + 1); // and 100/4, the limit
         assertThat(p.throughputEfficacy() / t.bestTe(40)).isBetween(0.74, 0.75);
     }
 }

@@ -38,6 +38,12 @@ class ProfilingTest {
         assertThat(p.smLimit()).isGreaterThanOrEqualTo(p.smRequest()).isLessThanOrEqualTo(exact(trial, 1.0));
         assertThat(p.smRequest()).isCloseTo(exact(trial, 0.8), org.assertj.core.data.Offset.offset(3));
         assertThat(p.trials()).isLessThanOrEqualTo(15); // 1 reference + at most 7 halvings per target
+        // The throughput at either setting is a trial the searches ran: reading it adds none.
+        CountingTrial counting = new CountingTrial(trial);
+        TrainingProfile again = new TrainingProfiler().profile(counting);
+        assertThat(counting.trials()).isEqualTo(again.trials());
+        assertThat(again.requestThroughput()).isEqualTo(trial.run(p.smRequest(), 1).throughput());
+        assertThat(again.limitThroughput()).isEqualTo(trial.run(p.smLimit(), 1).throughput());
     }
 
     /**
@@ -65,6 +71,37 @@ class ProfilingTest {
         assertThat(model.run(hgs.smRequest(), hgs.batchSize()).latencyMillis()).isLessThanOrEqualTo(slo / 2);
         assertThat(hgs.smLimit()).isEqualTo(Math.min(100, 2 * hgs.smRequest()));
         assertThat(hgs.servingThroughput()).isGreaterThan(0);
+    }
+
+    @Test
+    void theRateAtTheLimitIsOneMoreTrialAtTheLimitAndTheSameBatch() {
+        Trial model = inference(2, 1);
+        CountingTrial asked = new CountingTrial(model);
+        InferenceProfile p = new HybridGrowthSearch().search(asked, 100).orElseThrow();
+        Measurement atLimit = model.run(p.smLimit(), p.batchSize());
+        assertThat(p.servingThroughputAtLimit()).isEqualTo(p.batchSize() / (atLimit.latencyMillis() / 1000))
+                .isGreaterThan(p.servingThroughput());
+        assertThat(p.trials()).as("every distinct setting run, the limit's included").isEqualTo(asked.trials());
+    }
+
+    @Test
+    void theTraversalHasAlreadyRunTheLimitSoItCostsNoTrial() {
+        InferenceProfile p = new TraversalSearch().search(inference(2, 1), 100).orElseThrow();
+        assertThat(p.trials()).isEqualTo(60);
+        assertThat(p.servingThroughputAtLimit()).isGreaterThanOrEqualTo(p.servingThroughput());
+    }
+
+    @Test
+    void aFailedTrialAtTheLimitLeavesItsRateUnknownAndASlowerOneReadsAsTheRequestsRate() {
+        Trial base = inference(2, 1);
+        int request = new HybridGrowthSearch().search(base, 100).orElseThrow().smRequest();
+        int limit = Math.min(100, 2 * request);
+        Trial failsAtLimit = (sm, b) -> sm == limit && sm != request ? new Measurement(Double.POSITIVE_INFINITY, 0) : base.run(sm, b);
+        assertThat(new HybridGrowthSearch().search(failsAtLimit, 100).orElseThrow().servingThroughputAtLimit()).isNaN();
+        // Noise: the limit measured slower than the request. A larger share never serves less.
+        Trial slowerAtLimit = (sm, b) -> sm == limit && sm != request ? new Measurement(1000, b) : base.run(sm, b);
+        InferenceProfile p = new HybridGrowthSearch().search(slowerAtLimit, 100).orElseThrow();
+        assertThat(p.servingThroughputAtLimit()).isEqualTo(p.servingThroughput());
     }
 
     @Test

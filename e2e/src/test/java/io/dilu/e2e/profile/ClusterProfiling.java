@@ -6,7 +6,6 @@ import io.dilu.kube.profile.ProfileStatus;
 import io.dilu.kube.profile.TrialRecord;
 import io.dilu.simulator.trials.EmulatedModel;
 import io.dilu.simulator.trials.EmulatedModels;
-import io.dilu.simulator.trials.LocalProfiling;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.client.Config;
@@ -29,9 +28,6 @@ import java.util.concurrent.TimeUnit;
 public final class ClusterProfiling {
 
     static final String NS = "dilu-profiles";
-    static final String IMAGE = "dilu.local/workload:0.1.0";
-    /** Where the workload image has the emulated workloads ({@code bin/emu-infer}, {@code bin/emu-train}). */
-    static final Path IMAGE_PREFIX = Path.of("/usr/local");
     static final Path DIR = Path.of(System.getProperty("dilu.cluster.dir", "/var/lib/dilu-cluster"));
 
     private ClusterProfiling() {}
@@ -60,9 +56,7 @@ public final class ClusterProfiling {
     }
 
     static ProfileSpec spec(EmulatedModel m) {
-        List<String> command = m.trialCommand(IMAGE_PREFIX, m.training() ? LocalProfiling.TRAINING_ITERATIONS : LocalProfiling.TRIAL_BATCHES);
-        return ProfileSpec.toProfile(m.name(), m.training() ? "training" : "inference", IMAGE, command,
-                m.training() ? null : (int) Math.round(m.sloSeconds() * 1000), null);
+        return m.profileSpec();
     }
 
     /** Profiles one model; whether its profile became Ready. */
@@ -94,7 +88,9 @@ public final class ClusterProfiling {
         }
         System.out.printf(Locale.ROOT, "%s: Ready: SM request %d%%, limit %d%%, batch %d, memory %d MiB%s after %d trials%n",
                 m.name(), s.smRequest(), s.smLimit(), s.batchSize(), s.memoryMiB(),
-                s.servingThroughputRps() == null ? "" : String.format(Locale.ROOT, ", %.1f rps per instance", s.servingThroughputRps()),
+                s.servingThroughputRps() == null ? "" : String.format(Locale.ROOT, ", %.1f rps per instance%s", s.servingThroughputRps(),
+                        s.servingThroughputRpsAtLimit() == null ? ""
+                                : String.format(Locale.ROOT, " (%.1f at its limit)", s.servingThroughputRpsAtLimit())),
                 s.searchTrials());
         System.out.printf(Locale.ROOT, "BENCH profile-cluster model=%s ready=true trials=%d sm_request=%d sm_limit=%d batch=%d gpu=emulated%n",
                 m.name(), s.searchTrials(), s.smRequest(), s.smLimit(), s.batchSize());

@@ -13,6 +13,8 @@ import java.util.List;
  * @param type {@code inference} (default), {@code llm-inference} or {@code training}
  * @param image the function's image, run by each trial
  * @param command the trial's command (the image's entrypoint when absent)
+ * @param servingThroughputRpsAtLimit requests per second one instance serves at its SM limit (by hand; at least
+ *     {@code servingThroughputRps})
  * @param maxBatchSize the largest batch the search may try (batches 1, 2, 4, … up to it; default 32)
  * @param trials hand-written record of the trials behind hand-written settings
  */
@@ -20,7 +22,7 @@ import java.util.List;
 @JsonIgnoreProperties(ignoreUnknown = true)
 public record ProfileSpec(String function, String type, Integer smRequest, Integer smLimit, Long memoryMiB,
         Integer batchSize, String priority, Double klcThreshold, Integer sloMillis, Double servingThroughputRps,
-        Integer gpus, List<TrialRecord> trials, String image, List<String> command, Integer maxBatchSize) {
+        Double servingThroughputRpsAtLimit, Integer gpus, List<TrialRecord> trials, String image, List<String> command, Integer maxBatchSize) {
 
     /** The batch bound of the search when the spec gives none (the paper's). */
     public static final int DEFAULT_MAX_BATCH = 32;
@@ -28,7 +30,7 @@ public record ProfileSpec(String function, String type, Integer smRequest, Integ
     /** A spec the profiler works from: function, image and, for inference, the SLO. */
     public static ProfileSpec toProfile(String function, String type, String image, List<String> command,
             Integer sloMillis, Integer maxBatchSize) {
-        return new ProfileSpec(function, type, null, null, null, null, null, null, sloMillis, null, null, null, image,
+        return new ProfileSpec(function, type, null, null, null, null, null, null, sloMillis, null, null, null, null, image,
                 command, maxBatchSize);
     }
 

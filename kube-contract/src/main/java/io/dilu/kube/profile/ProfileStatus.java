@@ -11,9 +11,12 @@ import java.util.List;
  *
  * @param observedGeneration the spec generation these settings are for
  * @param servingThroughputRps requests per second one instance serves at its request (inference)
- * @param searchTrials distinct trials the search ran (retries of one setting count once)
+ * @param servingThroughputRpsAtLimit requests per second one instance serves at its limit, same batch (inference):
+ *     how much of a burst vertical scaling can take; absent when unknown
+ * @param searchTrials distinct trials run (retries of one setting count once; the one at the limit counts)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 @JsonIgnoreProperties(ignoreUnknown = true)
 public record ProfileStatus(Long observedGeneration, List<Condition> conditions, Integer smRequest, Integer smLimit,
-        Integer batchSize, Long memoryMiB, Double servingThroughputRps, Integer searchTrials, List<TrialRecord> trials) {}
+        Integer batchSize, Long memoryMiB, Double servingThroughputRps, Double servingThroughputRpsAtLimit, Integer searchTrials,
+        List<TrialRecord> trials) {}

@@ -3,8 +3,10 @@ package io.dilu.kube.profile;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.dilu.core.quota.FieldError;
 import io.fabric8.kubernetes.api.model.ConditionBuilder;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -14,10 +16,20 @@ class GpuFunctionProfileTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private static GpuFunctionProfile profiled(long generation, long observed, String ready) {
+        return profiled(generation, observed, ready, 200.0);
+    }
+
+    private static GpuFunctionProfile profiled(long generation, long observed, String ready, Double rpsAtLimit) {
         return new GpuFunctionProfile(new ObjectMetaBuilder().withName("bert").withNamespace("fns").withGeneration(generation).build(),
                 ProfileSpec.toProfile("bert", "inference", "emu:1", List.of("emu-infer"), 200, null),
                 new ProfileStatus(observed, List.of(new ConditionBuilder().withType(GpuFunctionProfile.READY).withStatus(ready).build()),
-                        30, 60, 4, 2048L, 120.0, 7, List.of()));
+                        30, 60, 4, 2048L, 120.0, rpsAtLimit, 7, List.of()));
+    }
+
+    private static GpuFunctionProfile handWritten(String rates) throws Exception {
+        return JSON.readValue("""
+                {"apiVersion":"dilu.io/v1alpha1","kind":"GpuFunctionProfile","metadata":{"name":"bert","namespace":"fns"},
+                 "spec":{"function":"bert","smRequest":25,"memoryMiB":6144,%s}}""".formatted(rates), GpuFunctionProfile.class);
     }
 
     @Test
@@ -39,10 +51,50 @@ class GpuFunctionProfileTest {
         assertThat(s.memoryMiB()).isEqualTo(2048);
         assertThat(s.priority()).contains("slo");
         assertThat(s.servingThroughputRps()).contains(120.0);
+        assertThat(s.servingThroughputRpsAtLimit()).contains(200.0);
         assertThat(profiled(3, 2, "True").settings()).as("the spec changed since").isEmpty();
         assertThat(profiled(2, 2, "False").settings()).as("not ready").isEmpty();
         assertThat(new GpuFunctionProfile(new ObjectMetaBuilder().withName("x").build(),
                 ProfileSpec.toProfile("x", "training", "emu:1", null, null, null), null).settings()).as("no status yet").isEmpty();
+    }
+
+    @Test
+    void theRateAtTheLimitIsReadFromTheSpecOrTheStatusAndAbsentIsUnknown() throws Exception {
+        List<FieldError> problems = new ArrayList<>();
+        assertThat(handWritten("\"servingThroughputRps\":40,\"servingThroughputRpsAtLimit\":64.5").settings(problems).orElseThrow()
+                .servingThroughputRpsAtLimit()).contains(64.5);
+        assertThat(handWritten("\"servingThroughputRpsAtLimit\":64.5").settings(problems).orElseThrow()
+                .servingThroughputRpsAtLimit()).as("no rate at the request to be below").contains(64.5);
+        assertThat(handWritten("\"servingThroughputRps\":40").settings(problems).orElseThrow().servingThroughputRpsAtLimit()).isEmpty();
+        assertThat(profiled(2, 2, "True", null).settings(problems).orElseThrow().servingThroughputRpsAtLimit()).isEmpty();
+        assertThat(problems).isEmpty();
+    }
+
+    @Test
+    void aHostileRateAtTheLimitIsRefusedNamingTheFieldAndRangeAndReadsAsUnknown() throws Exception {
+        List<FieldError> problems = new ArrayList<>();
+        for (double bad : new double[] {-1, Double.NaN, Double.POSITIVE_INFINITY, 2e7, 119.9}) {
+            ProfileSettings s = profiled(2, 2, "True", bad).settings(problems).orElseThrow();
+            assertThat(s.servingThroughputRpsAtLimit()).as("%s", bad).isEmpty();
+            assertThat(s.smRequest()).as("the other settings stand").isEqualTo(30);
+        }
+        String range = " is not allowed: must be a number in 120..1e7, at least status.servingThroughputRps (a larger share "
+                + "does not serve less)";
+        assertThat(problems).extracting(FieldError::message).containsExactly(
+                "status.servingThroughputRpsAtLimit=-1.0" + range, "status.servingThroughputRpsAtLimit=NaN" + range,
+                "status.servingThroughputRpsAtLimit=Infinity" + range, "status.servingThroughputRpsAtLimit=2.0E7" + range,
+                "status.servingThroughputRpsAtLimit=119.9" + range);
+        problems.clear();
+        assertThat(handWritten("\"servingThroughputRps\":40.25,\"servingThroughputRpsAtLimit\":12").settings(problems)
+                .orElseThrow().servingThroughputRpsAtLimit()).isEmpty();
+        assertThat(handWritten("\"servingThroughputRpsAtLimit\":-3").settings(problems).orElseThrow()
+                .servingThroughputRpsAtLimit()).isEmpty();
+        assertThat(problems).extracting(FieldError::message).containsExactly(
+                "spec.servingThroughputRpsAtLimit=12.0 is not allowed: must be a number in 40.25..1e7, at least "
+                        + "spec.servingThroughputRps (a larger share does not serve less)",
+                "spec.servingThroughputRpsAtLimit=-3.0 is not allowed: must be a number in 0..1e7");
+        assertThat(profiled(2, 2, "True", -1.0).settings()).as("settings() reads it as unknown too")
+                .hasValueSatisfying(s -> assertThat(s.servingThroughputRpsAtLimit()).isEmpty());
     }
 
     @Test
@@ -52,6 +104,7 @@ class GpuFunctionProfileTest {
         assertThat(json.get("apiVersion")).isEqualTo("dilu.io/v1alpha1");
         assertThat(json.get("kind")).isEqualTo("GpuFunctionProfile");
         assertThat(JSON.convertValue(json.get("spec"), Map.class).keySet()).containsExactlyInAnyOrder("function", "type", "sloMillis", "image", "command");
-        assertThat(JSON.convertValue(json.get("status"), Map.class)).containsEntry("smRequest", 30).containsEntry("searchTrials", 7);
+        assertThat(JSON.convertValue(json.get("status"), Map.class)).containsEntry("smRequest", 30).containsEntry("searchTrials", 7)
+                .containsEntry("servingThroughputRpsAtLimit", 200.0);
     }
 }

@@ -17,7 +17,8 @@ import java.util.function.Function;
 
 /**
  * The co-scaling simulator on the paper's three request patterns (an hour each, seeded) and the Azure LLM
- * code trace, one mid-size function each ({@link FunctionProfile#midSize}), under every policy: cold starts,
+ * code trace, one function each, BERT-Large as the profiler found it on the emulated GPU ({@link
+ * FunctionProfiles#bench}), under every policy: cold starts,
  * SLO violation rate and GPU-seconds, one {@code BENCH coscaling} line per trace, and the figures and report of
  * {@link CoScalingReport}. A model, not a measurement:
  * see docs/coscaling.md for what it leaves out.
@@ -76,9 +77,12 @@ public final class CoScalingBench {
         }
     }
 
-    /** The function every trace of the bench and of {@code simulate coscaling} is: {@link FunctionProfile#midSize}. */
+    /**
+     * The function every trace of the bench is, and of {@code simulate coscaling} without {@code --profile}:
+     * {@link FunctionProfiles#bench}.
+     */
     public static FunctionProfile profile() {
-        return FunctionProfile.midSize("f");
+        return FunctionProfiles.bench();
     }
 
     /** The bench: every policy on {@link #traces()}, the figures and report.md into {@code report}. */
@@ -106,6 +110,12 @@ public final class CoScalingBench {
      */
     public static List<CoScalingReport.TraceRuns> run(PrintWriter out, List<RateTrace> traces, List<String> policyNames,
             Writer series, Path report, TrainingNeighbour training) throws IOException {
+        return run(out, traces, policyNames, series, report, training, profile());
+    }
+
+    /** As {@link #run(PrintWriter, List, List, Writer, Path, TrainingNeighbour)}, every trace being {@code profile}. */
+    public static List<CoScalingReport.TraceRuns> run(PrintWriter out, List<RateTrace> traces, List<String> policyNames,
+            Writer series, Path report, TrainingNeighbour training, FunctionProfile profile) throws IOException {
         for (String name : policyNames) {
             if (!policies().containsKey(name)) {
                 throw new IllegalArgumentException("policy " + name + " is not one of " + policies().keySet());
@@ -114,7 +124,6 @@ public final class CoScalingBench {
         if (series != null) {
             series.write("trace,policy,second,rps,instances,gpu_share,late\n");
         }
-        FunctionProfile profile = profile();
         out.printf(Locale.ROOT, "co-scaling model (not a measurement): one function, %s: %s%n", profile.name(), profile.summary());
         if (training != null) {
             out.printf(Locale.ROOT, "beside each instance a best-effort training worker at %.0f%% SM (limit %.0f%%); Dilu's "

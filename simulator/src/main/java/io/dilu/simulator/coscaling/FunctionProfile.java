@@ -13,9 +13,20 @@ package io.dilu.simulator.coscaling;
  * @param limitShare SM limit, share of a GPU
  * @param rpsAtWholeGpu requests per second one instance serves with a whole GPU (≥ rpsAtLimit)
  * @param coldStartSeconds from the decision to start an instance to its serving
+ * @param memoryMiB GPU memory one instance holds; 0 when unknown (the mid-size model says none)
  */
 public record FunctionProfile(String name, double sloSeconds, double serviceSeconds, double rpsAtRequest, double rpsAtLimit,
-        double requestShare, double limitShare, double rpsAtWholeGpu, int coldStartSeconds) {
+        double requestShare, double limitShare, double rpsAtWholeGpu, int coldStartSeconds, long memoryMiB) {
+
+    /** The cold start a profile gets unless told otherwise: the mid-size model's. */
+    public static final int DEFAULT_COLD_START_SECONDS = 8;
+
+    /** A profile whose memory is unknown. */
+    public FunctionProfile(String name, double sloSeconds, double serviceSeconds, double rpsAtRequest, double rpsAtLimit,
+            double requestShare, double limitShare, double rpsAtWholeGpu, int coldStartSeconds) {
+        this(name, sloSeconds, serviceSeconds, rpsAtRequest, rpsAtLimit, requestShare, limitShare, rpsAtWholeGpu,
+                coldStartSeconds, 0);
+    }
 
     public FunctionProfile {
         if (!(sloSeconds > 0) || !(serviceSeconds >= 0) || !(rpsAtRequest > 0) || !(rpsAtLimit >= rpsAtRequest)
@@ -32,12 +43,25 @@ public record FunctionProfile(String name, double sloSeconds, double serviceSeco
         if (coldStartSeconds < 0) {
             throw new IllegalArgumentException("coldStartSeconds must be >= 0, got " + coldStartSeconds);
         }
+        if (memoryMiB < 0) {
+            throw new IllegalArgumentException("memoryMiB must be >= 0, got " + memoryMiB);
+        }
     }
 
-    /** What the bench and the report say of the profile: "SLO 200 ms, 50 rps at 20% SM, 80 rps at 40%, cold start 8 s". */
+    /** The same function with another cold start. */
+    public FunctionProfile withColdStart(int seconds) {
+        return new FunctionProfile(name, sloSeconds, serviceSeconds, rpsAtRequest, rpsAtLimit, requestShare, limitShare,
+                rpsAtWholeGpu, seconds, memoryMiB);
+    }
+
+    /**
+     * What the bench and the report say of the profile: "SLO 200 ms, a batch 50.0 ms, 50.0 rps at 20% SM, 80.0 rps at
+     * 40%, 110 rps with a whole GPU, cold start 8 s".
+     */
     public String summary() {
-        return String.format(java.util.Locale.ROOT, "SLO %.0f ms, %.0f rps at %.0f%% SM, %.0f rps at %.0f%%, cold start %d s",
-                sloSeconds * 1000, rpsAtRequest, requestShare * 100, rpsAtLimit, limitShare * 100, coldStartSeconds);
+        return String.format(java.util.Locale.ROOT, "SLO %.0f ms, a batch %.1f ms, %.1f rps at %.0f%% SM, %.1f rps at %.0f%%, "
+                        + "%.0f rps with a whole GPU, cold start %d s", sloSeconds * 1000, serviceSeconds * 1000, rpsAtRequest,
+                requestShare * 100, rpsAtLimit, limitShare * 100, rpsAtWholeGpu, coldStartSeconds);
     }
 
     /**
@@ -48,6 +72,6 @@ public record FunctionProfile(String name, double sloSeconds, double serviceSeco
      * hundred MB).
      */
     public static FunctionProfile midSize(String name) {
-        return new FunctionProfile(name, 0.2, 0.05, 50, 80, 0.2, 0.4, 110, 8);
+        return new FunctionProfile(name, 0.2, 0.05, 50, 80, 0.2, 0.4, 110, DEFAULT_COLD_START_SECONDS);
     }
 }

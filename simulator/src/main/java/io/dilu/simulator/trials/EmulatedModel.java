@@ -1,5 +1,6 @@
 package io.dilu.simulator.trials;
 
+import io.dilu.kube.profile.ProfileSpec;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,6 +22,20 @@ public record EmulatedModel(String name, boolean training, List<String> argument
         if (training ? sloSeconds != 0 : !(sloSeconds > 0)) {
             throw new IllegalArgumentException(name + ": an inference function needs an SLO > 0, a training job none");
         }
+    }
+
+    /** The image the emulated workloads ship in ({@code ./dilu images}), and where in it they are ({@code bin/emu-infer}). */
+    public static final String WORKLOAD_IMAGE = "dilu.local/workload:0.1.0";
+    public static final Path WORKLOAD_PREFIX = Path.of("/usr/local");
+
+    /**
+     * What the profiler is asked for on Kubernetes: a GpuFunctionProfile's spec with the workload image and this
+     * model's trial command in it ({@link LocalProfiling}'s batches or iterations per trial), and its SLO.
+     */
+    public ProfileSpec profileSpec() {
+        List<String> command = trialCommand(WORKLOAD_PREFIX, training ? LocalProfiling.TRAINING_ITERATIONS : LocalProfiling.TRIAL_BATCHES);
+        return ProfileSpec.toProfile(name, training ? "training" : "inference", WORKLOAD_IMAGE, command,
+                training ? null : (int) Math.round(sloSeconds * 1000), null);
     }
 
     /** The command of one trial: the workload, the model's arguments, and trial mode over {@code runs} batches or iterations. */

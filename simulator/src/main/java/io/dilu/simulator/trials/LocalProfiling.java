@@ -7,7 +7,11 @@ import io.dilu.core.profiling.Measurement;
 import io.dilu.core.profiling.TrainingProfile;
 import io.dilu.core.profiling.TrainingProfiler;
 import io.dilu.core.profiling.TraversalSearch;
+import io.dilu.kube.profile.GpuFunctionProfile;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,9 +24,11 @@ import java.util.function.Function;
 
 /**
  * Profiling by real trials on the emulated GPU ({@code ./dilu profile --local}, {@code ./dilu bench profiling}):
- * each inference model by Hybrid Growth Search and by the traversal, the training job by the binary search,
- * all at their shipped settings, every trial a run of the workload. Prints each search's trials and choice, and
- * ends with one {@code BENCH profiling} line per model.
+ * each inference model by Hybrid Growth Search (with its one trial at the chosen limit) and by the traversal, the
+ * training job by the binary search, all at their shipped settings, every trial a run of the workload. Prints each
+ * search's trials and choice, and ends with one {@code BENCH profiling} line per model; with a directory to write
+ * to, also each model's GpuFunctionProfile as the profiler would have written it ({@link LocalProfiles}), Hybrid
+ * Growth Search's for an inference model.
  */
 public final class LocalProfiling {
 
@@ -37,6 +43,7 @@ public final class LocalProfiling {
 
     private final PrintWriter out;
     private final Function<EmulatedModel, ReportingTrial> trials;
+    private final List<GpuFunctionProfile> found = new ArrayList<>();
 
     /** @param trials a fresh trial of a model for each search (a new run per setting) */
     public LocalProfiling(PrintWriter out, Function<EmulatedModel, ReportingTrial> trials) {
@@ -52,15 +59,42 @@ public final class LocalProfiling {
 
     /** Profiles every model in order; prints the BENCH lines, one per model, last. */
     public void run(List<EmulatedModel> models) {
+        try {
+            run(models, null);
+        } catch (IOException e) {
+            throw new IllegalStateException("nothing is written without a directory", e);
+        }
+    }
+
+    /**
+     * As {@link #run(List)}; with {@code profiles} (null for none), also writes each model's GpuFunctionProfile there,
+     * as {@code NAME.yaml}, before the BENCH lines.
+     */
+    public void run(List<EmulatedModel> models, Path profiles) throws IOException {
         List<String> bench = new ArrayList<>();
+        found.clear();
         for (EmulatedModel m : models) {
             long start = System.nanoTime();
             bench.add(m.training() ? training(m) : inference(m));
             out.printf(Locale.ROOT, "%s: profiled in %.1f s of wall-clock time%n", m.name(), (System.nanoTime() - start) / 1e9);
         }
         out.println();
+        if (profiles != null) {
+            Files.createDirectories(profiles);
+            for (int i = 0; i < models.size(); i++) {
+                Path file = profiles.resolve(models.get(i).name() + ".yaml");
+                Files.writeString(file, ProfileFile.yaml(found.get(i), LocalProfiles.comment(models.get(i))), StandardCharsets.UTF_8);
+                out.println("wrote " + file);
+            }
+            out.println();
+        }
         bench.forEach(out::println);
         out.flush();
+    }
+
+    /** The GpuFunctionProfile of each model the last run profiled, in order. */
+    public List<GpuFunctionProfile> profiles() {
+        return List.copyOf(found);
     }
 
     /** Runs the trials asked for and keeps them in order (the searches never ask for one setting twice). */
@@ -105,6 +139,8 @@ public final class LocalProfiling {
                     failed ? "no: " + r.failure() : x.latencyMillis() <= sloMs / 2 ? "yes" : "no");
         }
         out.println("choice: " + hgs.map(LocalProfiling::describe).orElse("none, no trial met the SLO"));
+        hgs.ifPresent(p -> out.println(atLimit(p, hgsRuns.runs)));
+        found.add(LocalProfiles.inference(m, hgs, hgsRuns.runs));
 
         Recording all = new Recording(trials.apply(m));
         Optional<InferenceProfile> best = new TraversalSearch().search(all, sloMs);
@@ -162,9 +198,22 @@ public final class LocalProfiling {
         double atLimit = runs.at(p.smLimit(), 1).map(r -> relative(r, exclusive)).orElse(0.0);
         out.printf(Locale.ROOT, "request: SM %d (%.3f of the throughput at SM 100); limit: SM %d (%.3f)%n", p.smRequest(),
                 atRequest, p.smLimit(), atLimit);
+        found.add(LocalProfiles.training(m, p, runs.runs));
         return String.format(Locale.ROOT, "BENCH profiling model=%s training_trials=%d request=%d limit=%d "
                         + "request_throughput_vs_exclusive=%.3f limit_throughput_vs_exclusive=%.3f gpu=emulated",
                 m.name(), runs.runs.size(), p.smRequest(), p.smLimit(), atRequest, atLimit);
+    }
+
+    /** What an instance serves at its limit, and which trial said so (the last, unless the search had run it). */
+    private static String atLimit(InferenceProfile p, List<TrialRun> runs) {
+        int trial = 1;
+        while (trial < runs.size() && !(runs.get(trial - 1).smPercent() == p.smLimit() && runs.get(trial - 1).batchSize() == p.batchSize())) {
+            trial++;
+        }
+        return Double.isNaN(p.servingThroughputAtLimit())
+                ? String.format(Locale.ROOT, "limit: SM %d batch %d, rate unknown: its trial (%d) failed", p.smLimit(), p.batchSize(), trial)
+                : String.format(Locale.ROOT, "limit: SM %d batch %d, %.1f requests/s, %.2f times the request's (trial %d)", p.smLimit(),
+                        p.batchSize(), p.servingThroughputAtLimit(), p.servingThroughputAtLimit() / p.servingThroughput(), trial);
     }
 
     private static double relative(TrialRun r, double exclusive) {
