@@ -61,6 +61,14 @@ public interface AutoscalerConfig {
     @WithDefault("100000")
     double maxPodRps();
 
+    /**
+     * How long a new instance takes from being asked for to serving (its cold start), for pre-warming ahead of load
+     * a revision's history expects: an instance is asked for this long before it is due. 10 s covers the local
+     * cluster's emulated models (8.5 s measured, docs/coscaling.md); a model that loads longer wants more.
+     */
+    @WithDefault("10s")
+    Duration coldStart();
+
     /** Requests per second one instance serves, when neither the profile nor {@code dilu.io/serving-rps} says. */
     @WithDefault("10")
     double defaultServingRps();

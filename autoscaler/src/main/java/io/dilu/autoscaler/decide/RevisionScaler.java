@@ -1,11 +1,13 @@
 package io.dilu.autoscaler.decide;
 
 import io.dilu.core.scaling.Autoscale;
+import io.dilu.core.scaling.FunctionHistory;
 import io.dilu.core.scaling.KnativeMetricWindow;
 import io.dilu.core.scaling.KnativePodAutoscaler;
 import io.dilu.core.scaling.RateWindow;
 import io.dilu.core.scaling.ScaleDownDelay;
 import io.dilu.core.scaling.ScalingParameters;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.OptionalDouble;
@@ -30,42 +32,66 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
     /** Whether this state can go on deciding for {@code policy} (same class, same window). */
     boolean fits(Knobs.Policy policy);
 
-    /** A new revision's state, or one whose class or window changed (its scale asked so far carried over). */
-    static RevisionScaler of(Knobs.Policy policy, ScalingParameters lazyDefaults, int carriedDesired) {
+    /**
+     * A new revision's state, or one whose class or window changed (its scale asked so far carried over).
+     *
+     * @param coldStart how long an instance takes to serve once asked for: how early the history pre-warms
+     */
+    static RevisionScaler of(Knobs.Policy policy, ScalingParameters lazyDefaults, int carriedDesired, Duration coldStart) {
         return switch (policy) {
-            case Knobs.Lazy l -> new Lazy(lazyDefaults.withWindow(l.windowSeconds()), carriedDesired);
+            case Knobs.Lazy l -> new Lazy(lazyDefaults.withWindow(l.windowSeconds()), carriedDesired, coldStart);
             case Knobs.Kpa k -> new Kpa(k.parameters(), carriedDesired);
         };
     }
 
-    /** Dilu's class: the paper's lazy scaling over per-second request rates. */
+    /**
+     * Dilu's class: the paper's lazy scaling over per-second request rates, with its burst guard (once the capacity
+     * at the SM limit is known) and the revision's own history for keeping instances warm.
+     */
     final class Lazy implements RevisionScaler {
         private final ScalingParameters params;
         private final RateWindow window;
         private final ScaleDownDelay delay = new ScaleDownDelay();
+        private final Duration coldStart;
+        private FunctionHistory history;
         private Optional<Instant> zeroWantedSince = Optional.empty();
         private Optional<Instant> burstOutAt = Optional.empty();
         private int desired;
 
-        Lazy(ScalingParameters params, int desired) {
+        Lazy(ScalingParameters params, int desired, Duration coldStart) {
             this.params = params;
             this.window = new RateWindow(params.windowSeconds());
             this.desired = desired;
+            this.coldStart = coldStart;
         }
 
         @Override
         public Decision decide(Readings readings, Knobs knobs, Instant now) {
             Knobs.Lazy lazy = (Knobs.Lazy) knobs.policy();
+            if (history == null) {
+                // Idle spells the scaler holds through anyway (its window and the grace), and gaps between bursts
+                // shorter than a burst's instances stay anyway (φ_in + 1 s), are part of the activity.
+                history = new FunctionHistory(Duration.ofSeconds(params.windowSeconds()).plus(knobs.grace()),
+                        Duration.ofSeconds(params.phiIn() + 1L));
+            }
             OptionalDouble rps = readings.rps();
             if (rps.isPresent()) {
                 window.record(now, rps.getAsDouble());
             }
+            double atRequest = lazy.servingRate().rps();
+            double atLimit = lazy.servingRate().rpsAtLimit();
+            // Unknown (NaN) leaves bursts to the lazy rule; a limit never serves less than the request.
+            double capacityAtLimit = Double.isNaN(atLimit) ? Double.POSITIVE_INFINITY : Math.max(atRequest, atLimit);
             Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(window.samples(now),
-                    window.recent(now, params.burstWindowSeconds()), desired, lazy.servingRate().rps(),
-                    Double.POSITIVE_INFINITY, knobs.bounds(), knobs.scaleToZero(), knobs.grace(), zeroWantedSince,
-                    burstOutAt, now));
+                    window.recent(now, params.burstWindowSeconds()), desired, atRequest, capacityAtLimit,
+                    knobs.bounds(), knobs.scaleToZero(), knobs.grace(), zeroWantedSince, burstOutAt,
+                    history.idle(coldStart), history.betweenBursts(coldStart), now));
             zeroWantedSince = out.zeroWantedSince();
             burstOutAt = out.burstOutAt();
+            if (rps.isPresent()) {
+                history.observe(now, rps.getAsDouble(), Double.isInfinite(capacityAtLimit) ? atRequest : capacityAtLimit,
+                        out.desired());
+            }
             desired = delay.apply(now, out.desired(), knobs.scaleDownDelay());
             return new Decision(desired, out.reason().name().toLowerCase(java.util.Locale.ROOT));
         }

@@ -24,6 +24,8 @@ import java.util.function.Function;
 public final class ServingRate {
 
     public static final String ANNOTATION = "dilu.io/serving-rps";
+    /** With {@link #ANNOTATION}: what one instance serves at its SM limit, for the burst guard. */
+    public static final String ANNOTATION_AT_LIMIT = "dilu.io/serving-rps-at-limit";
     public static final String METRIC = "autoscaling.knative.dev/metric";
     public static final String TARGET = "autoscaling.knative.dev/target";
     public static final String TARGET_UTILIZATION = "autoscaling.knative.dev/target-utilization-percentage";
@@ -71,7 +73,10 @@ public final class ServingRate {
         }
         double headroom = profile.map(ServingRate::headroom).orElse(Double.NaN);
         if (annotated.isPresent()) {
-            return new Rate(annotated.get(), ANNOTATION, annotated.get() * headroom);
+            // Dilu's own override at the limit too, when given (at least the rate at the request).
+            Optional<Double> atLimit = number(annotations, ANNOTATION_AT_LIMIT, annotated.get(), Double.MAX_VALUE,
+                    "a number >= " + ANNOTATION + " (" + annotated.get() + ")", problems);
+            return new Rate(annotated.get(), ANNOTATION, atLimit.orElse(annotated.get() * headroom));
         }
         Optional<Rate> knative = knativeTarget(annotations, profile, problems);
         if (knative.isPresent()) {

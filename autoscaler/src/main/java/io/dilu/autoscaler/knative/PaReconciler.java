@@ -247,7 +247,8 @@ public final class PaReconciler {
         Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
         if (r.scaler == null || !r.scaler.fits(knobs.policy())) {
             // A new revision, or one whose class or window changed: a new window, the scale asked so far kept.
-            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, r.scaler == null ? -1 : r.scaler.desired());
+            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, r.scaler == null ? -1 : r.scaler.desired(),
+                    config.coldStart());
         }
         if (r.meters.isEmpty()) {
             Tags tags = Tags.of("namespace", pa.getMetadata().getNamespace(), "revision", pa.getMetadata().getName());

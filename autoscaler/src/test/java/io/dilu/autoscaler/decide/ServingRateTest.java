@@ -48,6 +48,18 @@ class ServingRateTest {
     }
 
     @Test
+    void theRateAtTheLimitCanBeAnnotatedBesideTheRate() {
+        List<FieldError> problems = new ArrayList<>();
+        assertThat(rate(Map.of(ServingRate.ANNOTATION, "40", ServingRate.ANNOTATION_AT_LIMIT, "64"), problems))
+                .isEqualTo(new ServingRate.Rate(40, ServingRate.ANNOTATION, 64));
+        assertThat(problems).isEmpty();
+        assertThat(rate(Map.of(ServingRate.ANNOTATION, "40", ServingRate.ANNOTATION_AT_LIMIT, "30"), problems).rpsAtLimit())
+                .as("below the rate at the request: refused, unknown").isNaN();
+        assertThat(problems).extracting(FieldError::message).containsExactly(
+                "dilu.io/serving-rps-at-limit=30 is not allowed: must be a number >= dilu.io/serving-rps (40.0)");
+    }
+
+    @Test
     void theProfilesRateAtTheLimitIsReadBesideItsRateAtTheRequest() {
         List<FieldError> problems = new ArrayList<>();
         ServingRate.Rate r = ServingRate.of(Map.of("dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured,

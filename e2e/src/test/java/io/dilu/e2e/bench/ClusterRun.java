@@ -139,7 +139,8 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                                 .withApiVersion("autoscaling.internal.knative.dev/v1alpha1").withKind("PodAutoscaler")
                                 .withNewMetadata().withName(f.name()).withNamespace(ns)
                                 .withAnnotations(Map.of("autoscaling.knative.dev/class", CoScalingClusterBench.PA_CLASS,
-                                        "dilu.io/serving-rps", Double.toString(f.profile().rpsAtRequest())))
+                                        "dilu.io/serving-rps", Double.toString(f.profile().rpsAtRequest()),
+                                        "dilu.io/serving-rps-at-limit", Double.toString(f.profile().rpsAtLimit())))
                                 .endMetadata()
                                 .addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
                                         Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", f.name())))
