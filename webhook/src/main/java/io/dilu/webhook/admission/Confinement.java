@@ -70,7 +70,7 @@ final class Confinement {
         }
         annotations.forEach((key, value) -> {
             if ((key.equals(POD_SECCOMP_ANNOTATION) || key.startsWith(CONTAINER_SECCOMP_ANNOTATION))
-                    && "unconfined".equals(value.strip())) {
+                    && value != null && "unconfined".equals(value.strip())) {
                 errors.add(new FieldError("metadata.annotations[" + PodValidator.clip(key) + "]", "unconfined",
                         "runtime/default, docker/default or localhost/<profile> in a pod with a Dilu GPU share, or no such "
                                 + "annotation (unconfined, a process can create a user namespace and mount over the hook)"));
