@@ -110,6 +110,13 @@ class ManifestsIT {
                     .as("%s only creates events", sa).isFalse();
         }
         assertThat(allowed("dilu-webhook", "create", "", "events")).as("the webhook writes none").isFalse();
+        assertThat(api.grantedInNamespace("fns", "dilu-system", "dilu-webhook", "get", "", "configmaps"))
+                .as("it reads the keys of a ConfigMap a pod's envFrom names").isTrue();
+        for (String verb : List.of("list", "watch", "update")) {
+            assertThat(api.grantedInNamespace("fns", "dilu-system", "dilu-webhook", verb, "", "configmaps")).as("configmaps: %s", verb)
+                    .isFalse();
+        }
+        assertThat(api.grantedInNamespace("fns", "dilu-system", "dilu-webhook", "get", "", "secrets")).as("never Secrets").isFalse();
         DaemonSet agent = api.client().apps().daemonSets().inNamespace("dilu-system").withName("dilu-node-agent").get();
         assertThat(agent.getSpec().getTemplate().getSpec().getServiceAccountName()).isEqualTo("dilu-node-agent");
         assertThat(agent.getSpec().getTemplate().getSpec().getContainers().getFirst().getVolumeMounts())

@@ -14,6 +14,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -42,6 +43,14 @@ public final class RealApiServer implements AutoCloseable {
     }
 
     public static RealApiServer start() {
+        return start(List.of());
+    }
+
+    /**
+     * A server started with more flags of its own, e.g. {@code --feature-gates=EphemeralContainers=true} (alpha, off
+     * by default, in 1.20: without it the API server has no pods/ephemeralcontainers).
+     */
+    public static RealApiServer start(List<String> flags) {
         String dir = System.getenv("KUBE_API_TEST_DIR");
         if (dir == null || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kube-apiserver"))
                 || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kubectl"))) {
@@ -60,6 +69,7 @@ public final class RealApiServer implements AutoCloseable {
                 .withApiServerVersion(VERSION)
                 .withUpdateKubeConfig(false)
                 .withStartupTimeout(120_000)
+                .withApiServerFlags(flags)
                 .build());
         // A JVM that ends without close() (a test that threw in its setup) still stops etcd and the API server.
         Thread onExit = new Thread(() -> stop(server, runDir), "dilu-kube-api-stop");

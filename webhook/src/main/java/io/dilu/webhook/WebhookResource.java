@@ -8,6 +8,8 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.StartupEvent;
 import io.smallrye.common.annotation.NonBlocking;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Singleton;
 import jakarta.ws.rs.Consumes;
@@ -21,6 +23,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 import org.eclipse.microprofile.health.Readiness;
 import org.jboss.logging.Logger;
 
@@ -100,15 +103,48 @@ public class WebhookResource {
     @POST
     @NonBlocking
     @Path("validate")
-    public String validate(byte[] review) {
-        return count("validate", handler.validate(review));
+    public Uni<String> validate(byte[] review) {
+        return answered("validate", review, handler::validate);
     }
 
     @POST
     @NonBlocking
     @Path("validate-uncovered")
-    public String validateUncovered(byte[] review) {
-        return count("validate-uncovered", handler.uncovered(review));
+    public Uni<String> validateUncovered(byte[] review) {
+        return answered("validate-uncovered", review, handler::uncovered);
+    }
+
+    /**
+     * On the event loop, unless the review may need a ConfigMap read (a blocking API call): a pod with an envFrom,
+     * or text that a JSON escape could hide one in, goes to a worker thread. Should one get past this test anyway,
+     * the read refuses to run on the event loop and the pod is refused, never admitted unchecked.
+     */
+    private Uni<String> answered(String endpoint, byte[] review, Function<byte[], AdmissionHandler.Answer> admission) {
+        if (!mayReadConfigMaps(review)) {
+            return Uni.createFrom().item(count(endpoint, admission.apply(review)));
+        }
+        return Uni.createFrom().item(() -> count(endpoint, admission.apply(review)))
+                .runSubscriptionOn(Infrastructure.getDefaultWorkerPool());
+    }
+
+    private static final byte[] ENV_FROM = "envFrom".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ESCAPE = "\\u".getBytes(StandardCharsets.US_ASCII);
+
+    static boolean mayReadConfigMaps(byte[] review) {
+        return review != null && (indexOf(review, ENV_FROM) >= 0 || indexOf(review, ESCAPE) >= 0);
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0; i <= haystack.length - needle.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (haystack[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
     }
 
     private String count(String endpoint, AdmissionHandler.Answer answer) {

@@ -57,6 +57,25 @@ class WebhookServerTest {
         }
     }
 
+    /**
+     * A pod whose envFrom may make an NVIDIA toolkit variable needs its ConfigMap read, a blocking call: answered from
+     * a worker thread (here no API server answers it, so the pod is refused with the reason, never admitted).
+     */
+    @Test
+    void aReviewThatNeedsAConfigMapReadIsAnsweredOffTheEventLoop() {
+        String envFrom = REVIEW.replace("\"image\":\"nginx\"", "\"image\":\"nginx\",\"envFrom\":[{\"configMapRef\":{\"name\":\"cfg\"}}]");
+        for (String endpoint : new String[] {"validate", "validate-uncovered"}) {
+            String answer = given().relaxedHTTPSValidation().contentType("application/json").body(envFrom)
+                    .post(https + endpoint).then().statusCode(200).extract().asString();
+            assertThat(answer).contains("\"allowed\":false").contains("envFrom[0]=configMapRef cfg with prefix")
+                    .contains("it could not: ").doesNotContain("event loop");
+        }
+        assertThat(WebhookResource.mayReadConfigMaps(envFrom.getBytes(java.nio.charset.StandardCharsets.UTF_8))).isTrue();
+        assertThat(WebhookResource.mayReadConfigMaps(REVIEW.getBytes(java.nio.charset.StandardCharsets.UTF_8))).isFalse();
+        assertThat(WebhookResource.mayReadConfigMaps("{\"env\\u0046rom\":1}".getBytes(java.nio.charset.StandardCharsets.UTF_8)))
+                .as("a name a JSON escape hides").isTrue();
+    }
+
     @Test
     void theDocumentsMetricListIsWhatIsExported() {
         given().relaxedHTTPSValidation().contentType("application/json").body(REVIEW).post(https + "validate").then()

@@ -7,15 +7,21 @@ import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
 import io.dilu.testing.SelfSignedCert;
 import io.fabric8.kubernetes.api.model.CapabilitiesBuilder;
+import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.EnvFromSourceBuilder;
+import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.EnvVarBuilder;
+import io.fabric8.kubernetes.api.model.EphemeralContainer;
+import io.fabric8.kubernetes.api.model.EphemeralContainerBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.SecretBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.utils.Serialization;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,6 +35,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
 /**
@@ -51,6 +58,9 @@ public final class ControlPlaneAttacks implements AutoCloseable {
     static final String COVERED = "tenants";
     static final String NODE = "gpu-node";
     static final String DIRECT = "direct";
+    static final String UNCOVERED = "uncovered";
+    static final String GPU_ENV = "gpu-env";
+    static final String VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES";
 
     private final RealApiServer api;
     private final KubernetesClient client;
@@ -77,14 +87,22 @@ public final class ControlPlaneAttacks implements AutoCloseable {
     /** A real API server with the webhook (HTTPS, registered) and the extender running beside it. */
     public static ControlPlaneAttacks start(Path work) throws Exception {
         Path logs = Files.createDirectories(work.resolve("logs"));
-        RealApiServer api = RealApiServer.start();
+        // Ephemeral containers are alpha in 1.20: without the gate the API server has no pods/ephemeralcontainers.
+        RealApiServer api = RealApiServer.start(List.of("--feature-gates=EphemeralContainers=true"));
         KubernetesClient client = api.client();
         api.installCrd(RealApiServer.manifests().resolve("crds/gpufunctionprofiles.dilu.io.yaml"));
         Path kubeconfig = api.writeKubeconfig(work.resolve("kubeconfig"));
         api.createNamespace(COVERED, Map.of(DiluNames.WEBHOOK_LABEL, DiluNames.WEBHOOK_ENABLED));
-        api.createNamespace("uncovered", Map.of());
+        api.createNamespace(UNCOVERED, Map.of());
         // An administrator's opt-out: pods created there directly are the extender's to place, unchecked.
         api.createNamespace(DIRECT, Map.of(DiluNames.WEBHOOK_LABEL, DiluNames.WEBHOOK_DISABLED));
+        // What a tenant's envFrom can bring: NVIDIA_VISIBLE_DEVICES as a key of a ConfigMap or a Secret of its own.
+        for (String ns : List.of(COVERED, UNCOVERED)) {
+            client.configMaps().inNamespace(ns).resource(new ConfigMapBuilder().withNewMetadata().withName(GPU_ENV).endMetadata()
+                    .addToData("MODEL", "resnet").addToData(VISIBLE_DEVICES, "all").build()).create();
+        }
+        client.secrets().inNamespace(COVERED).resource(new SecretBuilder().withNewMetadata().withName(GPU_ENV).endMetadata()
+                .addToStringData(VISIBLE_DEVICES, "all").build()).create();
         LocalControlPlane.createGpuNode(client, NODE, List.of(new GpuDevice("GPU-iso-0", 0, "A100-40GB", 40_960, 108)));
         ChildProcess webhook = LocalControlPlane.startWebhook(client, kubeconfig, work, logs.resolve("webhook.log"));
         int port = LocalControlPlane.freePort();
@@ -150,7 +168,10 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         refusedAt(all, "hair-trigger-threshold", "dilu.io/klc-threshold", p -> p.editMetadata()
                 .withAnnotations(Map.of(DiluNames.KLC_THRESHOLD, "1.01")).endMetadata());
         all.put("uncovered-namespace", () -> refusal("uncovered-namespace", "metadata.namespace=uncovered",
-                gpuPod("elsewhere", p -> p.editMetadata().withNamespace("uncovered").endMetadata(), 30)));
+                gpuPod("elsewhere", p -> p.editMetadata().withNamespace(UNCOVERED).endMetadata(), 30)));
+        gpusByAnotherDoor(all);
+        privilegedNeighbours(all);
+        seccomp(all);
         all.put("priority-changed-by-update", this::priorityChangedByUpdate);
         all.put("webhook-6000-containers", this::sixThousandContainers);
         all.put("webhook-huge-quantity", () -> webhookReview("webhook-huge-quantity", gpuPodJson("1e999999999")));
@@ -166,6 +187,179 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         all.put("extender-bind-foreign-pod", this::bindForeignPod);
         all.put("extender-huge-quantity", this::extenderHugeQuantity);
         return all;
+    }
+
+    /** Issue 29, cause 1: GPUs by the NVIDIA toolkit's variables, by every route and from every kind of container. */
+    private void gpusByAnotherDoor(Map<String, Attack> all) {
+        String sidecarEnv = "spec.containers[1](sidecar).env[" + VISIBLE_DEVICES + "]";
+        refusedAt(all, "nvidia-env-sidecar", sidecarEnv, sidecar(c -> c.addToEnv(allGpus())));
+        refusedAt(all, "nvidia-value-from-sidecar", sidecarEnv, sidecar(c -> c.addToEnv(new EnvVarBuilder().withName(VISIBLE_DEVICES)
+                .withNewValueFrom().withNewConfigMapKeyRef().withName(GPU_ENV).withKey(VISIBLE_DEVICES).endConfigMapKeyRef()
+                .endValueFrom().build())));
+        refusedAt(all, "nvidia-env-from-config-map-sidecar", "spec.containers[1](sidecar).envFrom[0]=configMapRef gpu-env",
+                sidecar(c -> c.addToEnvFrom(new EnvFromSourceBuilder().withNewConfigMapRef().withName(GPU_ENV).endConfigMapRef().build())));
+        refusedAt(all, "nvidia-env-from-secret-sidecar", "spec.containers[1](sidecar).envFrom[0]=secretRef gpu-env",
+                sidecar(c -> c.addToEnvFrom(new EnvFromSourceBuilder().withNewSecretRef().withName(GPU_ENV).endSecretRef().build())));
+        refusedAt(all, "nvidia-env-init", "spec.initContainers[0](init).env[" + VISIBLE_DEVICES + "]",
+                init(c -> c.addToEnv(allGpus())));
+        all.put("nvidia-env-ephemeral", () -> ephemeralRefusal("nvidia-env-ephemeral",
+                "spec.ephemeralContainers[0](debug).env[" + VISIBLE_DEVICES + "]",
+                gpuPod("nvidia-env-ephemeral", UnaryOperator.identity(), 10), c -> c.addToEnv(allGpus())));
+        refusedAt(all, "nvidia-override-gpu-container", "spec.containers[0](server).env[" + VISIBLE_DEVICES + "]", p -> p.editSpec()
+                .editFirstContainer().addToEnv(new EnvVar(VISIBLE_DEVICES, "GPU-iso-0,GPU-other", null)).endContainer().endSpec());
+        refusedAt(all, "nvidia-capabilities-gpu-container", "spec.containers[0](server).env[NVIDIA_DRIVER_CAPABILITIES]", p -> p
+                .editSpec().editFirstContainer().addToEnv(new EnvVar("NVIDIA_DRIVER_CAPABILITIES", "all", null)).endContainer().endSpec());
+        refusedAt(all, "nvidia-mig-monitor-sidecar", "spec.containers[1](sidecar).env[NVIDIA_MIG_MONITOR_DEVICES]",
+                sidecar(c -> c.addToEnv(new EnvVar("NVIDIA_MIG_MONITOR_DEVICES", "all", null))));
+        String ownEnv = "spec.containers[0](miner).env[" + VISIBLE_DEVICES + "]";
+        all.put("nvidia-env-own-pod", () -> refusal("nvidia-env-own-pod", ownEnv,
+                plainPod("nvidia-env-own-pod", COVERED, c -> c.addToEnv(allGpus()))));
+        all.put("nvidia-env-from-own-pod", () -> refusal("nvidia-env-from-own-pod", "spec.containers[0](miner).envFrom[0]",
+                plainPod("nvidia-env-from-own-pod", COVERED, c -> c.addToEnvFrom(new EnvFromSourceBuilder().withNewConfigMapRef()
+                        .withName(GPU_ENV).endConfigMapRef().build()))));
+        all.put("cuda-version-legacy-own-pod", () -> refusal("cuda-version-legacy-own-pod", "spec.containers[0](miner).env[CUDA_VERSION]",
+                plainPod("cuda-version-legacy-own-pod", COVERED, c -> c.addToEnv(new EnvVar("CUDA_VERSION", "12.4.1", null)))));
+        all.put("nvidia-env-uncovered", () -> refusal("nvidia-env-uncovered", ownEnv,
+                plainPod("nvidia-env-uncovered", UNCOVERED, c -> c.addToEnv(allGpus()))));
+        all.put("nvidia-env-from-uncovered", () -> refusal("nvidia-env-from-uncovered", "spec.containers[0](miner).envFrom[0]",
+                plainPod("nvidia-env-from-uncovered", UNCOVERED, c -> c.addToEnvFrom(new EnvFromSourceBuilder().withNewConfigMapRef()
+                        .withName(GPU_ENV).endConfigMapRef().build()))));
+        all.put("nvidia-env-ephemeral-uncovered", () -> ephemeralRefusal("nvidia-env-ephemeral-uncovered",
+                "spec.ephemeralContainers[0](debug).env[" + VISIBLE_DEVICES + "]",
+                plainPod("nvidia-env-ephemeral-uncovered", UNCOVERED, UnaryOperator.identity()), c -> c.addToEnv(allGpus())));
+    }
+
+    /** Issue 29, cause 2: neighbours of the GPU container that reach its process, its mounts or the node. */
+    private void privilegedNeighbours(Map<String, Attack> all) {
+        refusedAt(all, "privileged-sidecar", "spec.containers[1](sidecar).securityContext.privileged=true",
+                sidecar(c -> c.withNewSecurityContext().withPrivileged(true).endSecurityContext()));
+        refusedAt(all, "privileged-init", "spec.initContainers[0](init).securityContext.privileged=true",
+                init(c -> c.withNewSecurityContext().withPrivileged(true).endSecurityContext()));
+        // Kubernetes 1.20 itself refuses a securityContext on an ephemeral container (from 1.23 it takes one, and
+        // kubectl debug --profile=sysadmin asks for privileged): either refusal, naming the field, contains these.
+        all.put("privileged-ephemeral", () -> ephemeralRefusal("privileged-ephemeral",
+                "spec.ephemeralContainers[0](debug).securityContext.privileged=true|" + EPHEMERAL_SECURITY_CONTEXT,
+                gpuPod("privileged-ephemeral", UnaryOperator.identity(), 10),
+                c -> c.withNewSecurityContext().withPrivileged(true).endSecurityContext()));
+        all.put("sys-admin-ephemeral", () -> ephemeralRefusal("sys-admin-ephemeral",
+                "spec.ephemeralContainers[0](debug).securityContext.capabilities.add[0]=SYS_ADMIN|" + EPHEMERAL_SECURITY_CONTEXT,
+                gpuPod("sys-admin-ephemeral", UnaryOperator.identity(), 10), c -> c.withNewSecurityContext()
+                        .withCapabilities(new CapabilitiesBuilder().withAdd("SYS_ADMIN").build()).endSecurityContext()));
+        refusedAt(all, "share-process-namespace", "spec.shareProcessNamespace=true", p -> p.editSpec().withShareProcessNamespace(true)
+                .endSpec());
+        refusedAt(all, "host-pid", "spec.hostPID=true", p -> p.editSpec().withHostPID(true).endSpec());
+        refusedAt(all, "host-ipc", "spec.hostIPC=true", p -> p.editSpec().withHostIPC(true).endSpec());
+        refusedAt(all, "host-network", "spec.hostNetwork=true", p -> p.editSpec().withHostNetwork(true).endSpec());
+        refusedAt(all, "sys-ptrace-sidecar", "spec.containers[1](sidecar).securityContext.capabilities.add[0]=SYS_PTRACE",
+                sidecar(c -> c.withNewSecurityContext().withCapabilities(new CapabilitiesBuilder().withAdd("SYS_PTRACE").build())
+                        .endSecurityContext()));
+        refusedAt(all, "dac-read-search-init", "spec.initContainers[0](init).securityContext.capabilities.add[0]=CAP_DAC_READ_SEARCH",
+                init(c -> c.withNewSecurityContext().withCapabilities(new CapabilitiesBuilder().withAdd("CAP_DAC_READ_SEARCH").build())
+                        .endSecurityContext()));
+    }
+
+    /** Issue 29, cause 3: user namespaces inside the container, which the runtime's default seccomp profile refuses. */
+    private void seccomp(Map<String, Attack> all) {
+        refusedAt(all, "seccomp-unconfined-pod", "spec.securityContext.seccompProfile.type=Unconfined", p -> p.editSpec()
+                .withNewSecurityContext().withNewSeccompProfile().withType("Unconfined").endSeccompProfile().endSecurityContext()
+                .endSpec());
+        refusedAt(all, "seccomp-unconfined-container", "spec.containers[1](sidecar).securityContext.seccompProfile.type=Unconfined",
+                sidecar(c -> c.withNewSecurityContext().withNewSeccompProfile().withType("Unconfined").endSeccompProfile()
+                        .endSecurityContext()));
+        refusedAt(all, "seccomp-unconfined-annotation", "metadata.annotations[" + CONTAINER_SECCOMP + "server]=unconfined",
+                p -> p.editMetadata().withAnnotations(Map.of(CONTAINER_SECCOMP + "server", "unconfined")).endMetadata());
+        all.put("seccomp-annotation-by-update", this::seccompAnnotationByUpdate);
+        all.put("seccomp-runtime-default-given", this::runtimeDefaultGiven);
+    }
+
+    static final String CONTAINER_SECCOMP = "container.seccomp.security.alpha.kubernetes.io/";
+    /** How the API server's own validation names the field it refuses on 1.20 (before the webhook is asked). */
+    static final String EPHEMERAL_SECURITY_CONTEXT = "spec.ephemeralContainers[0].securityContext: Forbidden";
+
+    private static EnvVar allGpus() {
+        return new EnvVar(VISIBLE_DEVICES, "all", null);
+    }
+
+    private static ContainerBuilder neighbour(String name) {
+        return new ContainerBuilder().withName(name).withImage("registry.local/tool:1");
+    }
+
+    private static UnaryOperator<PodBuilder> sidecar(UnaryOperator<ContainerBuilder> edit) {
+        return p -> p.editSpec().addToContainers(edit.apply(neighbour("sidecar")).build()).endSpec();
+    }
+
+    private static UnaryOperator<PodBuilder> init(UnaryOperator<ContainerBuilder> edit) {
+        return p -> p.editSpec().addToInitContainers(edit.apply(neighbour("init")).build()).endSpec();
+    }
+
+    /** A pod without a GPU share, one container named miner. */
+    private static Pod plainPod(String name, String namespace, UnaryOperator<ContainerBuilder> edit) {
+        return new PodBuilder().withNewMetadata().withName(name).withNamespace(namespace).endMetadata().withNewSpec()
+                .withAutomountServiceAccountToken(false).addToContainers(edit.apply(neighbour("miner")).build()).endSpec().build();
+    }
+
+    /**
+     * Creates {@code pod}, then adds an ephemeral container to it as {@code kubectl debug} does, through
+     * pods/ephemeralcontainers: contained when the API server refuses that with a message naming the field
+     * ({@code fields}: the accepted namings, separated by |). Kubernetes 1.20 takes an EphemeralContainers object
+     * there (a Pod from 1.22).
+     */
+    private Outcome ephemeralRefusal(String name, String fields, Pod pod, UnaryOperator<EphemeralContainerBuilder> edit) throws Exception {
+        String ns = pod.getMetadata().getNamespace();
+        Pod created = client.pods().inNamespace(ns).resource(pod).create();
+        try {
+            EphemeralContainer debug = edit.apply(new EphemeralContainerBuilder().withName("debug").withImage("registry.local/tool:1"))
+                    .build();
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("apiVersion", "v1");
+            body.put("kind", "EphemeralContainers");
+            body.put("metadata", Map.of("name", created.getMetadata().getName(), "namespace", ns));
+            body.put("ephemeralContainers", List.of(debug));
+            var http = client.getHttpClient();
+            var r = http.sendAsync(http.newHttpRequestBuilder().uri(client.getMasterUrl().toString().replaceAll("/$", "")
+                    + "/api/v1/namespaces/" + ns + "/pods/" + created.getMetadata().getName() + "/ephemeralcontainers")
+                    .put("application/json", Serialization.asJson(body)).build(), String.class).get(30, TimeUnit.SECONDS);
+            if (r.code() < 300) {
+                return new Outcome(name, false, "the ephemeral container was added: " + r.code());
+            }
+            String message = String.valueOf(Serialization.unmarshal(r.body(), Map.class).get("message"));
+            boolean named = java.util.Arrays.stream(fields.split("\\|")).anyMatch(message::contains);
+            return new Outcome(name, r.code() >= 400 && r.code() < 500 && named, r.code() + ": " + shorten(message));
+        } finally {
+            delete(created);
+        }
+    }
+
+    /** A GPU pod that names no seccomp profile comes back with the runtime's default. */
+    private Outcome runtimeDefaultGiven() {
+        Pod created = client.pods().inNamespace(COVERED).resource(gpuPod("seccomp-default", UnaryOperator.identity(), 10)).create();
+        try {
+            var context = created.getSpec().getSecurityContext();
+            String type = context == null || context.getSeccompProfile() == null ? "unset" : context.getSeccompProfile().getType();
+            return new Outcome("seccomp-runtime-default-given", "RuntimeDefault".equals(type), "spec.securityContext.seccompProfile.type="
+                    + type + " as created");
+        } finally {
+            delete(created);
+        }
+    }
+
+    /** The kubelet reads a container's seccomp annotation at each start: one added later must be refused. */
+    private Outcome seccompAnnotationByUpdate() {
+        Pod pod = client.pods().inNamespace(COVERED).resource(gpuPod("seccomp-update", UnaryOperator.identity(), 10)).create();
+        String key = CONTAINER_SECCOMP + "server";
+        try {
+            client.pods().inNamespace(COVERED).withName(pod.getMetadata().getName()).edit(p -> {
+                p.getMetadata().getAnnotations().put(key, "unconfined");
+                return p;
+            });
+            return new Outcome("seccomp-annotation-by-update", false, "the UPDATE was admitted");
+        } catch (KubernetesClientException e) {
+            String message = String.valueOf(e.getStatus() == null ? e.getMessage() : e.getStatus().getMessage());
+            return new Outcome("seccomp-annotation-by-update", e.getCode() >= 400 && e.getCode() < 500
+                    && message.contains("metadata.annotations[" + key + "]"), e.getCode() + ": " + shorten(message));
+        } finally {
+            delete(pod);
+        }
     }
 
     // ---- admission ----

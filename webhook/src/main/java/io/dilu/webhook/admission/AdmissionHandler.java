@@ -17,6 +17,7 @@ import io.dilu.kube.profile.ProfileSettings;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
@@ -40,10 +41,21 @@ public final class AdmissionHandler {
 
         /** Whether the namespace has the quota right (the mutator needs nothing else of the cluster). */
         boolean quotaRights(String namespace);
+
+        /**
+         * The keys of a ConfigMap, read now (a blocking API call: never on the event loop); empty when it does not
+         * exist. Throws when it cannot be read.
+         */
+        Optional<Set<String>> configMapKeys(String namespace, String name);
     }
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String EPHEMERAL_CONTAINERS = "ephemeralcontainers";
+    /**
+     * What API servers before 1.22 send for an UPDATE of pods/ephemeralcontainers: the pod's metadata and its
+     * {@code ephemeralContainers}, not the pod.
+     */
+    private static final String LEGACY_EPHEMERAL_KIND = "EphemeralContainers";
 
     private final Cluster cluster;
     private final AdmissionPolicy policy;
@@ -71,8 +83,10 @@ public final class AdmissionHandler {
     }
 
     /**
-     * A pod created in a namespace the webhook does not cover (not labelled {@code dilu.io/webhook=enabled}): one
-     * asking for a Dilu GPU share is refused, since none of the other checks ran on it; any other is allowed.
+     * A pod created in a namespace the webhook does not cover (not labelled {@code dilu.io/webhook=enabled}), or an
+     * ephemeral container added to one: a pod asking for a Dilu GPU share is refused, since none of the other checks
+     * ran on it, and so is a container that takes GPUs by the NVIDIA toolkit's variables ({@link ToolkitEnv});
+     * anything else is allowed.
      */
     public Answer uncovered(byte[] body) {
         return answer(body, Review.UNCOVERED);
@@ -96,14 +110,18 @@ public final class AdmissionHandler {
             if (uid.isBlank()) {
                 return malformed(uid, "AdmissionReview.request.uid is missing");
             }
-            if (!"Pod".equals(request.path("kind").path("kind").asText())) {
+            String objectKind = request.path("kind").path("kind").asText();
+            boolean ephemeral = EPHEMERAL_CONTAINERS.equals(request.path("subResource").asText(""));
+            if (!"Pod".equals(objectKind) && !(ephemeral && LEGACY_EPHEMERAL_KIND.equals(objectKind))) {
                 return allowed(uid);
             }
             return switch (request.path("operation").asText("CREATE")) {
                 case "CREATE" -> create(uid, request, kind);
                 // Mutation is for CREATE only: an UPDATE that reaches /mutate is let through unchanged. A pod in an
-                // uncovered namespace was refused a share at CREATE, so its UPDATEs have none to change.
-                case "UPDATE" -> kind == Review.VALIDATE ? update(uid, request) : allowed(uid);
+                // uncovered namespace was refused a share at CREATE, and a pod's environment and security context
+                // cannot change after it: of its UPDATEs only added ephemeral containers are judged.
+                case "UPDATE" -> kind == Review.VALIDATE || kind == Review.UNCOVERED && ephemeral
+                        ? update(uid, request, kind, ephemeral, LEGACY_EPHEMERAL_KIND.equals(objectKind)) : allowed(uid);
                 default -> allowed(uid);
             };
         } catch (Exception e) {
@@ -132,9 +150,15 @@ public final class AdmissionHandler {
         }
         String namespace = namespace(request, pod);
         if (kind == Review.UNCOVERED) {
-            return PodMutator.concerns(pod) ? denied(uid, new FieldError("metadata.namespace", namespace,
-                    "labelled " + DiluNames.WEBHOOK_LABEL + "=" + DiluNames.WEBHOOK_ENABLED + " by an administrator for a pod "
-                            + "with a Dilu GPU share (only there does admission check it)").message()) : allowed(uid);
+            if (PodMutator.concerns(pod)) {
+                return denied(uid, new FieldError("metadata.namespace", namespace, "labelled " + DiluNames.WEBHOOK_LABEL + "="
+                        + DiluNames.WEBHOOK_ENABLED + " by an administrator for a pod with a Dilu GPU share (only there does "
+                        + "admission check it)").message());
+            }
+            List<ContainerView> containers = ContainerView.all(pod.getSpec());
+            List<FieldError> errors = new ArrayList<>();
+            ToolkitEnv.check(containers, read(namespace, containers, errors), false, errors);
+            return judged(uid, errors);
         }
         Optional<String> profileName = PodMutator.profileName(pod);
         Optional<ProfileSettings> profile = profileName.flatMap(n -> cluster.profile(namespace, n));
@@ -147,27 +171,90 @@ public final class AdmissionHandler {
                     : new Answer(response(uid, true, JSON.writeValueAsString(m.patch()), null), Outcome.PATCHED);
         }
         PodValidator.Facts facts = cluster.facts(namespace);
-        List<FieldError> errors = new ArrayList<>(PodValidator.validate(pod, facts, policy));
+        List<FieldError> errors = new ArrayList<>();
+        ToolkitEnv.ConfigMaps configMaps = read(namespace, ContainerView.all(pod.getSpec()), errors);
+        errors.addAll(PodValidator.validate(pod, facts, policy, configMaps));
         profileName.ifPresent(n -> errors.addAll(PodValidator.profile(namespace, n, profile, facts.quotaRights())));
         return judged(uid, errors);
     }
 
-    private Answer update(String uid, JsonNode request) throws IOException {
+    /**
+     * @param ephemeral an UPDATE of pods/ephemeralcontainers
+     * @param legacy its object is the pod's metadata and ephemeral containers, not the pod ({@link #LEGACY_EPHEMERAL_KIND})
+     */
+    private Answer update(String uid, JsonNode request, Review kind, boolean ephemeral, boolean legacy) throws IOException {
         JsonNode object = request.get("object");
         JsonNode old = request.get("oldObject");
         if (object == null || !object.isObject() || old == null || !old.isObject()) {
             return malformed(uid, "AdmissionReview.request.object and oldObject must both be Pods on UPDATE");
         }
-        List<FieldError> errors = new ArrayList<>(PodUpdateValidator.validate(annotations(old), annotations(object),
-                request.path("userInfo").path("username").asText(""), policy.assignedGpusWriters()));
-        if (EPHEMERAL_CONTAINERS.equals(request.path("subResource").asText(""))) {
-            if (containerCount(object) > policy.maxContainers()) {
-                return tooManyContainers(uid, object);
+        List<FieldError> errors = new ArrayList<>();
+        if (kind == Review.VALIDATE) {
+            errors.addAll(PodUpdateValidator.validate(annotations(old), annotations(object),
+                    request.path("userInfo").path("username").asText(""), policy.assignedGpusWriters()));
+        }
+        if (ephemeral) {
+            JsonNode after = legacy ? asPod(object) : object;
+            if (containerCount(after) > policy.maxContainers()) {
+                return tooManyContainers(uid, after);
             }
-            errors.addAll(PodValidator.addedEphemeralContainers(JSON.treeToValue(old, Pod.class),
-                    JSON.treeToValue(object, Pod.class), policy));
+            Pod pod = JSON.treeToValue(after, Pod.class);
+            if (pod.getMetadata() == null) {
+                return malformed(uid, "AdmissionReview.request.object has no metadata");
+            }
+            String namespace = namespace(request, pod);
+            List<ContainerView> added = PodValidator.addedEphemeralContainers(JSON.treeToValue(legacy ? asPod(old) : old, Pod.class)
+                    .getSpec(), pod.getSpec());
+            ToolkitEnv.ConfigMaps configMaps = read(namespace, added, errors);
+            if (kind == Review.UNCOVERED) {
+                ToolkitEnv.check(added, configMaps, false, errors);
+            } else {
+                // The quota annotations mark a Dilu pod for good (fixed at creation): the legacy object has no containers.
+                boolean dilu = PodMutator.concerns(pod) || PodUpdateValidator.FIXED.stream().anyMatch(annotations(object)::containsKey);
+                errors.addAll(PodValidator.ephemeralContainers(added, dilu, cluster.facts(namespace), policy, configMaps));
+            }
         }
         return judged(uid, errors);
+    }
+
+    /** A legacy EphemeralContainers object as the pod it stands for: its metadata and its ephemeral containers. */
+    private static JsonNode asPod(JsonNode ephemeralContainers) {
+        ObjectNode pod = JSON.createObjectNode().put("apiVersion", "v1").put("kind", "Pod");
+        pod.set("metadata", ephemeralContainers.path("metadata").isObject() ? ephemeralContainers.get("metadata") : JSON.createObjectNode());
+        JsonNode list = ephemeralContainers.get("ephemeralContainers");
+        ObjectNode spec = pod.putObject("spec");
+        if (list != null && !list.isNull()) {
+            spec.set("ephemeralContainers", list);
+        }
+        return pod;
+    }
+
+    /**
+     * The keys of the ConfigMaps whose keys decide the toolkit check of {@code containers}, at most
+     * {@link ToolkitEnv#MAX_CONFIG_MAP_READS} of them (each is an API call, and the review must be answered within
+     * the webhook's timeout: more are refused, never skipped).
+     */
+    private ToolkitEnv.ConfigMaps read(String namespace, List<ContainerView> containers, List<FieldError> errors) {
+        Set<String> names = ToolkitEnv.configMapsToRead(containers);
+        if (names.isEmpty()) {
+            return ToolkitEnv.ConfigMaps.NONE;
+        }
+        if (names.size() > ToolkitEnv.MAX_CONFIG_MAP_READS) {
+            errors.add(new FieldError("spec.containers[*].envFrom[*].configMapRef", names.size() + " ConfigMaps", "at most "
+                    + ToolkitEnv.MAX_CONFIG_MAP_READS + " ConfigMaps whose keys the webhook must read (envFrom whose prefix could "
+                    + "make " + ToolkitEnv.VISIBLE_DEVICES + " or another NVIDIA toolkit variable; a prefix such as APP_ needs no read)"));
+            return ToolkitEnv.ConfigMaps.NONE;
+        }
+        Map<String, Set<String>> keys = new LinkedHashMap<>();
+        Map<String, String> unreadable = new LinkedHashMap<>();
+        for (String name : names) {
+            try {
+                cluster.configMapKeys(namespace, name).ifPresent(k -> keys.put(name, k));
+            } catch (RuntimeException e) {
+                unreadable.put(name, firstLine(e.getMessage()));
+            }
+        }
+        return new ToolkitEnv.ConfigMaps(keys, unreadable);
     }
 
     private static Answer judged(String uid, List<FieldError> errors) {

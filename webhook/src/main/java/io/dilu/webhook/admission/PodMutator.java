@@ -13,8 +13,10 @@ import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.PodSecurityContext;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceRequirements;
+import io.fabric8.kubernetes.api.model.SeccompProfile;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -28,7 +30,8 @@ import java.util.Set;
 
 /**
  * Turns a pod that asks for a GPU share into one that works: the hook preloaded (the device plugin mounts it),
- * the pod's identity in the environment for the hook, Dilu's scheduler, and the quota annotations filled in
+ * the pod's identity in the environment for the hook, Dilu's scheduler, the runtime's default seccomp profile
+ * where it names none, and the quota annotations filled in
  * (from the function's {@code GpuFunctionProfile} when the pod names one, else the defaults). A pure function of
  * the pod: it returns a mutated copy and the JSON Patch of exactly what it changed, and mutating that copy again
  * changes nothing. It never adds what {@link PodValidator} refuses: no value that needs the quota right where the
@@ -39,6 +42,7 @@ public final class PodMutator {
     /** Pod annotation naming the {@code GpuFunctionProfile} (same namespace) to take the quotas from. */
     public static final String PROFILE = "dilu.io/profile";
     static final List<String> SERVING_LABELS = List.of("serving.kserve.io/inferenceservice", "serving.knative.dev/service");
+    static final String RUNTIME_DEFAULT = "RuntimeDefault";
 
     private PodMutator() {}
 
@@ -91,6 +95,7 @@ public final class PodMutator {
             pod.getSpec().setRuntimeClassName(hook.runtimeClassName().get());
             patch.add(add("/spec/runtimeClassName", hook.runtimeClassName().get()));
         }
+        seccomp(pod, patch);
         List<EnvVar> env = new ArrayList<>(hook.env());
         profile.flatMap(ProfileSettings::batchSize)
                 .ifPresent(b -> env.add(new EnvVar(TrialReport.BATCH_SIZE_ENV, Integer.toString(b), null)));
@@ -98,6 +103,31 @@ public final class PodMutator {
             inject(containers.get(i), i, env, patch);
         }
         return new Mutation(pod, List.copyOf(patch));
+    }
+
+    /**
+     * The runtime's default seccomp profile for a pod that names none (neither the field nor the deprecated
+     * annotation, which the API server turns into the field after mutation): it refuses new user namespaces to a
+     * process without CAP_SYS_ADMIN, and with them a mount over the hook. Containers that name their own keep it
+     * (the validator refuses Unconfined).
+     */
+    private static void seccomp(Pod pod, List<PatchOperation> patch) {
+        PodSecurityContext context = pod.getSpec().getSecurityContext();
+        Map<String, String> annotations = pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations();
+        if (context != null && context.getSeccompProfile() != null || annotations.containsKey(Confinement.POD_SECCOMP_ANNOTATION)) {
+            return;
+        }
+        SeccompProfile profile = new SeccompProfile();
+        profile.setType(RUNTIME_DEFAULT);
+        if (context == null) {
+            context = new PodSecurityContext();
+            context.setSeccompProfile(profile);
+            pod.getSpec().setSecurityContext(context);
+            patch.add(add("/spec/securityContext", Map.of("seccompProfile", Map.of("type", RUNTIME_DEFAULT))));
+        } else {
+            context.setSeccompProfile(profile);
+            patch.add(add("/spec/securityContext/seccompProfile", Map.of("type", RUNTIME_DEFAULT)));
+        }
     }
 
     /** Fills the quota annotations the pod leaves out, each only where the quota rights allow it. */

@@ -10,9 +10,9 @@ import java.util.Set;
 import java.util.TreeSet;
 
 /**
- * What an UPDATE of a pod may change of Dilu's annotations. The quota annotations are fixed when the pod is
- * created (admission judged them then, and the node agent re-reads them), and {@code dilu.io/assigned-gpus} is
- * the scheduler extender's and the node agent's to write. A pure function of the two sets of annotations and
+ * What an UPDATE of a pod may change of its annotations. The quota annotations are fixed when the pod is
+ * created (admission judged them then, and the node agent re-reads them), so are the seccomp annotations, and
+ * {@code dilu.io/assigned-gpus} is the scheduler extender's and the node agent's to write. A pure function of the two sets of annotations and
  * the requesting user.
  */
 public final class PodUpdateValidator {
@@ -36,6 +36,19 @@ public final class PodUpdateValidator {
                         "unchanged: " + key + " is fixed when the pod is created (create a new pod to change it)"));
             }
         }
+        // The kubelet reads the deprecated seccomp annotations whenever it starts a container (before the pod's
+        // field, for a container's own), so a pod given RuntimeDefault must not be made unconfined afterwards.
+        Set<String> seccomp = new TreeSet<>();
+        for (Map<String, String> a : List.of(before, after)) {
+            a.keySet().stream().filter(PodUpdateValidator::seccompAnnotation).forEach(seccomp::add);
+        }
+        for (String key : seccomp) {
+            if (!Objects.equals(before.get(key), after.get(key))) {
+                errors.add(new FieldError("metadata.annotations[" + PodValidator.clip(key) + "]", change(before.get(key), after.get(key)),
+                        "unchanged: seccomp annotations are fixed when the pod is created (the kubelet reads them each time it "
+                                + "starts a container)"));
+            }
+        }
         String assigned = DiluNames.ASSIGNED_GPUS;
         if (!Objects.equals(before.get(assigned), after.get(assigned)) && !writers.contains(username)) {
             errors.add(new FieldError("metadata.annotations[" + assigned + "]", change(before.get(assigned), after.get(assigned)),
@@ -43,6 +56,10 @@ public final class PodUpdateValidator {
                             + "), not by " + PodValidator.clip(username.isEmpty() ? "an unnamed user" : username)));
         }
         return errors;
+    }
+
+    private static boolean seccompAnnotation(String key) {
+        return key.equals(Confinement.POD_SECCOMP_ANNOTATION) || key.startsWith(Confinement.CONTAINER_SECCOMP_ANNOTATION);
     }
 
     private static String change(String before, String after) {

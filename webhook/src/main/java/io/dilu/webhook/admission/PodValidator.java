@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import io.dilu.kube.profile.ProfileSettings;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -27,10 +26,11 @@ import java.util.stream.Collectors;
 
 /**
  * Every reason a pod's GPU share is impossible or unsafe, each naming the field and what would be accepted.
- * Tenants are adversaries here: whatever would let a pod escape the hook (its own preload or DILU_ settings,
- * SYS_ADMIN, a hand-picked node or scheduler), reach the node agent's files, or take more than its quota rights
- * is refused. A pure function of the pod and the few cluster facts it needs; it never computes more than a pass
- * over the pod.
+ * Tenants are adversaries here: whatever would let a pod escape the hook (its own preload or DILU_ settings, a
+ * hand-picked node or scheduler), reach the GPU container from a neighbour ({@link Confinement}), take GPUs by
+ * the NVIDIA toolkit's variables ({@link ToolkitEnv}), reach the node agent's files, or take more than its quota
+ * rights is refused. A pure function of the pod, the few cluster facts it needs and the ConfigMap keys the
+ * handler read for it; it never computes more than a pass over the pod.
  */
 public final class PodValidator {
 
@@ -47,21 +47,27 @@ public final class PodValidator {
 
     /** Longest value quoted back in a refusal: a tenant's megabyte of text is not worth echoing. */
     private static final int SHOWN = 80;
-    private static final Set<String> FORBIDDEN_CAPABILITIES = Set.of("SYS_ADMIN", "ALL");
 
-    /** Everything wrong with a pod being created. */
-    public static List<FieldError> validate(Pod pod, Facts facts, AdmissionPolicy policy) {
+    /**
+     * Everything wrong with a pod being created.
+     *
+     * @param configMaps the keys of the ConfigMaps its envFrom names, where they decide ({@link ToolkitEnv#configMapsToRead})
+     */
+    public static List<FieldError> validate(Pod pod, Facts facts, AdmissionPolicy policy, ToolkitEnv.ConfigMaps configMaps) {
         List<FieldError> errors = new ArrayList<>();
         PodSpec spec = pod.getSpec();
-        // The node agent's files are out of reach of every pod, Dilu's or not.
+        // The node agent's files and the node's GPUs are out of reach of every pod, Dilu's or not.
         hostPaths(spec, policy.protectedHostPaths(), errors);
-        if (!PodMutator.concerns(pod)) {
+        List<ContainerView> containers = ContainerView.all(spec);
+        boolean diluPod = PodMutator.concerns(pod);
+        ToolkitEnv.check(containers, configMaps, diluPod, errors);
+        if (!diluPod) {
             return errors;
         }
         int largestRequest = 0;
         int smallestRequest = Quota.MAX_SM + 1;
         boolean anyShare = false;
-        for (ContainerView c : ContainerView.all(spec)) {
+        for (ContainerView c : containers) {
             boolean gpu = false;
             if (c.kind() == ContainerView.Kind.CONTAINER) {
                 Map<String, Quantity> dilu = c.diluResources();
@@ -78,6 +84,7 @@ public final class PodValidator {
                                 + "neither placed nor limited by Dilu)")));
             }
             escapes(c, gpu, policy, errors);
+            Confinement.container(c, gpu, facts.privilegedAllowed(), errors);
         }
         String node = spec.getNodeName();
         if (node != null && !node.isEmpty()) {
@@ -90,14 +97,18 @@ public final class PodValidator {
                     + " for a pod with a Dilu GPU share (the mutating webhook sets it where the pod names none or default-scheduler)"));
         }
         if (anyShare) {
-            Map<String, String> annotations = pod.getMetadata() == null || pod.getMetadata().getAnnotations() == null
-                    ? Map.of() : pod.getMetadata().getAnnotations();
+            Map<String, String> annotations = annotations(pod);
             errors.addAll(PodQuotaAnnotations.validate(annotations, Math.max(1, largestRequest)));
             // Each container's limit defaults to twice its own request: the smallest request is the one to judge by.
             errors.addAll(QuotaRights.violations(annotations, smallestRequest > Quota.MAX_SM ? Quota.MIN_SM : smallestRequest,
                     facts.quotaRights()));
         }
+        Confinement.pod(spec, annotations(pod), containers, errors);
         return errors;
+    }
+
+    private static Map<String, String> annotations(Pod pod) {
+        return pod.getMetadata() == null || pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations();
     }
 
     /**
@@ -120,24 +131,30 @@ public final class PodValidator {
                         .collect(Collectors.joining("; "))));
     }
 
+    /** The ephemeral containers of {@code after} that {@code before} has not (by name): what an UPDATE of pods/ephemeralcontainers adds. */
+    static List<ContainerView> addedEphemeralContainers(PodSpec before, PodSpec after) {
+        Set<String> existing = new HashSet<>();
+        ContainerView.all(before).stream().filter(c -> c.kind() == ContainerView.Kind.EPHEMERAL).forEach(c -> existing.add(c.name()));
+        return ContainerView.all(after).stream().filter(c -> c.kind() == ContainerView.Kind.EPHEMERAL && !existing.contains(c.name()))
+                .toList();
+    }
+
     /**
      * Ephemeral containers added by an UPDATE of {@code pods/ephemeralcontainers} (the only way to add them): held
-     * to the rules of containers created with the pod.
+     * to the rules of containers created with the pod (a pod's own fields cannot change after its creation).
+     *
+     * @param dilu the pod has a Dilu share
      */
-    public static List<FieldError> addedEphemeralContainers(Pod before, Pod after, AdmissionPolicy policy) {
-        Set<String> existing = new HashSet<>();
-        ContainerView.all(before.getSpec()).stream().filter(c -> c.kind() == ContainerView.Kind.EPHEMERAL)
-                .forEach(c -> existing.add(c.name()));
-        boolean dilu = PodMutator.concerns(after);
+    static List<FieldError> ephemeralContainers(List<ContainerView> added, boolean dilu, Facts facts, AdmissionPolicy policy,
+            ToolkitEnv.ConfigMaps configMaps) {
         List<FieldError> errors = new ArrayList<>();
-        for (ContainerView c : ContainerView.all(after.getSpec())) {
-            if (c.kind() != ContainerView.Kind.EPHEMERAL || existing.contains(c.name())) {
-                continue;
-            }
+        ToolkitEnv.check(added, configMaps, dilu, errors);
+        for (ContainerView c : added) {
             c.diluResources().forEach((name, q) -> errors.add(new FieldError(c.at() + ".resources[" + name + "]", shown(q),
                     "absent: only spec.containers may ask for a Dilu GPU share")));
             if (dilu) {
                 escapes(c, false, policy, errors);
+                Confinement.container(c, false, facts.privilegedAllowed(), errors);
             }
         }
         return errors;
@@ -183,12 +200,6 @@ public final class PodValidator {
             errors.add(new FieldError(at + "[nvidia.com/gpu]", shown(whole),
                     "absent: a container takes either a Dilu share (" + DiluNames.GPU_SM + ") or whole GPUs, not both"));
         }
-        boolean privileged = c.securityContext() != null && Boolean.TRUE.equals(c.securityContext().getPrivileged());
-        if (privileged && !facts.privilegedAllowed()) {
-            errors.add(new FieldError(c.at() + ".securityContext.privileged", "true",
-                    "false for a container with a GPU share (a privileged container can bypass the hook); "
-                            + "label the namespace dilu.io/allow-privileged=true to allow it"));
-        }
         return request;
     }
 
@@ -228,16 +239,6 @@ public final class PodValidator {
                 }
             }
         }
-        List<String> added = c.securityContext() == null || c.securityContext().getCapabilities() == null
-                || c.securityContext().getCapabilities().getAdd() == null ? List.of() : c.securityContext().getCapabilities().getAdd();
-        for (int i = 0; i < added.size(); i++) {
-            String cap = added.get(i) == null ? "" : added.get(i).strip().toUpperCase(Locale.ROOT);
-            // Runtimes take SYS_ADMIN and CAP_SYS_ADMIN alike, in any case.
-            if (FORBIDDEN_CAPABILITIES.contains(cap.startsWith("CAP_") ? cap.substring(4) : cap)) {
-                errors.add(new FieldError(c.at() + ".securityContext.capabilities.add[" + i + "]", clip(added.get(i)),
-                        "neither SYS_ADMIN nor ALL in a pod with a Dilu GPU share (they let a container unmount or replace the hook)"));
-            }
-        }
     }
 
     /**
@@ -272,7 +273,7 @@ public final class PodValidator {
         return whole >= 0 ? Long.toString(whole) : clip(q.getAmount() + (q.getFormat() == null ? "" : q.getFormat()));
     }
 
-    private static String shown(EnvVar e) {
+    static String shown(EnvVar e) {
         EnvVarSource from = e.getValueFrom();
         if (from == null) {
             return clip(e.getValue() == null ? "" : e.getValue());
@@ -289,7 +290,7 @@ public final class PodValidator {
         return "valueFrom";
     }
 
-    private static String shown(EnvFromSource from) {
+    static String shown(EnvFromSource from) {
         String source = from.getConfigMapRef() != null ? "configMapRef " + from.getConfigMapRef().getName()
                 : from.getSecretRef() != null ? "secretRef " + from.getSecretRef().getName() : "a source";
         return clip(source) + " with prefix \"" + clip(from.getPrefix() == null ? "" : from.getPrefix()) + "\"";

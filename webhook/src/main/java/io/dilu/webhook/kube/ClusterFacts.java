@@ -7,22 +7,26 @@ import io.dilu.webhook.admission.AdmissionHandler;
 import io.dilu.webhook.admission.PodValidator;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSettings;
+import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Namespace;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
+import io.vertx.core.Context;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * What admission needs from the cluster: the largest GPU (from the nodes' inventories), whether a namespace
  * allows privileged GPU containers and has the quota right ({@link QuotaRights}), and profiles — all watched, so
- * admission makes no API call.
+ * admission makes no API call — and, read when a pod needs it, the keys of a ConfigMap its envFrom names.
  */
 @ApplicationScoped
 public class ClusterFacts implements AdmissionHandler.Cluster {
@@ -88,6 +92,31 @@ public class ClusterFacts implements AdmissionHandler.Cluster {
         Namespace ns = namespaces == null ? null : namespaces.getStore().getByKey(namespace);
         Map<String, String> labels = ns == null ? null : ns.getMetadata().getLabels();
         return labels == null ? Map.of() : labels;
+    }
+
+    /**
+     * Read when a pod's envFrom could make an NVIDIA toolkit variable (ToolkitEnv), never watched: the webhook may
+     * {@code get} ConfigMaps, one by name, and needs their keys only (values and binaryData keys too are counted,
+     * conservatively). A blocking call: refused on the event loop, where it would hold every other review (and the
+     * client's own answer) up.
+     */
+    @Override
+    public Optional<Set<String>> configMapKeys(String namespace, String name) {
+        if (Context.isOnEventLoopThread()) {
+            throw new IllegalStateException("a ConfigMap read was asked for on the event loop");
+        }
+        ConfigMap cm = client.configMaps().inNamespace(namespace).withName(name).get();
+        if (cm == null) {
+            return Optional.empty();
+        }
+        Set<String> keys = new TreeSet<>();
+        if (cm.getData() != null) {
+            keys.addAll(cm.getData().keySet());
+        }
+        if (cm.getBinaryData() != null) {
+            keys.addAll(cm.getBinaryData().keySet());
+        }
+        return Optional.of(keys);
     }
 
     /**

@@ -16,9 +16,11 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.zjsonpatch.JsonPatch;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
@@ -55,6 +57,16 @@ class AdmissionHandlerTest {
         @Override
         public boolean quotaRights(String namespace) {
             return namespace.equals(SLO_NS);
+        }
+
+        @Override
+        public Optional<Set<String>> configMapKeys(String namespace, String name) {
+            return switch (name) {
+                case "gpu-env" -> Optional.of(Set.of("MODEL", "NVIDIA_VISIBLE_DEVICES"));
+                case "settings" -> Optional.of(Set.of("MODEL", "BATCH"));
+                case "unreadable" -> throw new IllegalStateException("connection refused");
+                default -> Optional.empty();
+            };
         }
     }, Pods.POLICY);
 
@@ -159,6 +171,72 @@ class AdmissionHandlerTest {
     }
 
     @Test
+    void aPodThatTakesGpusByTheToolkitsVariablesIsRefusedInANamespaceTheWebhookDoesNotCoverToo() throws Exception {
+        Pod env = new PodBuilder().withNewMetadata().withName("miner").endMetadata().withNewSpec().addNewContainer().withName("c")
+                .withImage("cuda").addToEnv(new EnvVar("NVIDIA_VISIBLE_DEVICES", "all", null)).endContainer().endSpec().build();
+        assertThat(denial(HANDLER.uncovered(review(JSON.valueToTree(env), "team-a")))).startsWith(
+                "spec.containers[0](c).env[NVIDIA_VISIBLE_DEVICES]=all is not allowed: must be void, none or empty");
+        assertThat(denial(HANDLER.validate(review(JSON.valueToTree(env))))).startsWith(
+                "spec.containers[0](c).env[NVIDIA_VISIBLE_DEVICES]=all is not allowed");
+        // By envFrom: the ConfigMap's keys are read (each by name, when the prefix could make a toolkit variable).
+        Pod envFrom = new PodBuilder(env).editSpec().editFirstContainer().withEnv().addNewEnvFrom().withNewConfigMapRef()
+                .withName("gpu-env").endConfigMapRef().endEnvFrom().endContainer().endSpec().build();
+        assertThat(denial(HANDLER.uncovered(review(JSON.valueToTree(envFrom), "team-a"))))
+                .startsWith("spec.containers[0](c).envFrom[0]=configMapRef gpu-env with prefix \"\", making NVIDIA_VISIBLE_DEVICES");
+        Pod settings = new PodBuilder(env).editSpec().editFirstContainer().withEnv().addNewEnvFrom().withNewConfigMapRef()
+                .withName("settings").endConfigMapRef().endEnvFrom().endContainer().endSpec().build();
+        assertThat(response(HANDLER.uncovered(review(JSON.valueToTree(settings), "team-a"))).path("allowed").asBoolean()).isTrue();
+        Pod unreadable = new PodBuilder(env).editSpec().editFirstContainer().withEnv().addNewEnvFrom().withNewConfigMapRef()
+                .withName("unreadable").endConfigMapRef().endEnvFrom().endContainer().endSpec().build();
+        assertThat(denial(HANDLER.validate(review(JSON.valueToTree(unreadable))))).contains("(it could not: connection refused; retry)");
+        // More ConfigMaps than the webhook reads within its timeout: refused, never skipped.
+        PodBuilder many = new PodBuilder(env).editSpec().editFirstContainer().withEnv().endContainer().endSpec();
+        for (int i = 0; i <= ToolkitEnv.MAX_CONFIG_MAP_READS; i++) {
+            many.editSpec().editFirstContainer().addNewEnvFrom().withNewConfigMapRef().withName("cm-" + i).endConfigMapRef()
+                    .endEnvFrom().endContainer().endSpec();
+        }
+        assertThat(denial(HANDLER.uncovered(review(JSON.valueToTree(many.build()), "team-a"))))
+                .startsWith("spec.containers[*].envFrom[*].configMapRef=17 ConfigMaps is not allowed: must be at most 16 ConfigMaps");
+    }
+
+    @Test
+    void anEphemeralContainerIsJudgedInEveryNamespaceAndInTheLegacyForm() throws Exception {
+        Pod plain = new PodBuilder().withNewMetadata().withName("web").withNamespace("team-a").endMetadata().withNewSpec()
+                .addNewContainer().withName("c").withImage("nginx").endContainer().endSpec().build();
+        Pod debugged = new PodBuilder(plain).editSpec().addNewEphemeralContainer().withName("debug").withImage("cuda")
+                .addToEnv(new EnvVar("NVIDIA_VISIBLE_DEVICES", "all", null)).endEphemeralContainer().endSpec().build();
+        assertThat(denial(HANDLER.uncovered(update(plain, debugged, "alice", "ephemeralcontainers"))))
+                .startsWith("spec.ephemeralContainers[0](debug).env[NVIDIA_VISIBLE_DEVICES]=all is not allowed");
+        // API servers before 1.22 send the pod's metadata and ephemeral containers, as kind EphemeralContainers.
+        Pod created = Pods.mutated(Pods.gpuPod(30, 1024).build(), false);
+        Pod privileged = new PodBuilder(created).editSpec().addNewEphemeralContainer().withName("debug").withImage("busybox")
+                .withNewSecurityContext().withPrivileged(true).endSecurityContext().endEphemeralContainer().endSpec().build();
+        assertThat(denial(HANDLER.validate(legacyUpdate(created, privileged)))).startsWith(
+                "spec.ephemeralContainers[0](debug).securityContext.privileged=true is not allowed: must be false in a pod with a "
+                        + "Dilu GPU share");
+        assertThat(denial(HANDLER.uncovered(legacyUpdate(plain, debugged))))
+                .startsWith("spec.ephemeralContainers[0](debug).env[NVIDIA_VISIBLE_DEVICES]=all is not allowed");
+        Pod harmless = new PodBuilder(created).editSpec().addNewEphemeralContainer().withName("debug").withImage("busybox")
+                .endEphemeralContainer().endSpec().build();
+        assertThat(response(HANDLER.validate(legacyUpdate(created, harmless))).path("allowed").asBoolean()).isTrue();
+    }
+
+    /** An UPDATE of pods/ephemeralcontainers as Kubernetes 1.16 to 1.21 send it. */
+    static byte[] legacyUpdate(Pod before, Pod after) {
+        ObjectNode r = (ObjectNode) readTree(update(before, after, "alice", "ephemeralcontainers"));
+        ObjectNode req = (ObjectNode) r.get("request");
+        ((ObjectNode) req.get("kind")).put("kind", "EphemeralContainers");
+        for (String field : List.of("object", "oldObject")) {
+            JsonNode pod = req.get(field);
+            ObjectNode legacy = JSON.createObjectNode().put("apiVersion", "v1").put("kind", "EphemeralContainers");
+            legacy.set("metadata", pod.get("metadata"));
+            legacy.set("ephemeralContainers", pod.path("spec").path("ephemeralContainers"));
+            req.set(field, legacy);
+        }
+        return r.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
     void aBadPodIsDeniedWithEveryReason() throws Exception {
         JsonNode pod = JSON.valueToTree(Pods.gpuPod(0, 99_999).editSpec().withSchedulerName("dilu-scheduler").endSpec().build());
         assertThat(denial(HANDLER.validate(review(pod)))).contains("gpu-sm]=0").contains("gpu-memory]=99999");
@@ -221,9 +299,9 @@ class AdmissionHandlerTest {
         JsonNode r = response(HANDLER.mutate(review(pod)));
         JsonNode patched = JsonPatch.apply(patch(r), pod);
         assertThat(response(HANDLER.validate(review(patched))).path("allowed").asBoolean()).isTrue();
-        // Four operations per container (its env is appended to) and two for the pod (annotations, scheduler):
-        // nothing compares containers with each other.
-        assertThat(patch(r).size()).isEqualTo(4 * 256 + 2);
+        // Four operations per container (its env is appended to) and three for the pod (annotations, scheduler,
+        // seccomp profile): nothing compares containers with each other.
+        assertThat(patch(r).size()).isEqualTo(4 * 256 + 3);
     }
 
     static JsonNode manyContainers(int n) {

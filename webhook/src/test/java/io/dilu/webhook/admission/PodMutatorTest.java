@@ -187,6 +187,7 @@ class PodMutatorTest {
                 org.assertj.core.groups.Tuple.tuple("add", "/metadata/annotations/dilu.io~1sm-limit"),
                 org.assertj.core.groups.Tuple.tuple("add", "/metadata/annotations/dilu.io~1priority"),
                 org.assertj.core.groups.Tuple.tuple("replace", "/spec/schedulerName"),
+                org.assertj.core.groups.Tuple.tuple("add", "/spec/securityContext"),
                 org.assertj.core.groups.Tuple.tuple("add", "/spec/containers/0/env"));
         assertThat(PatchOperation.pointer("a/b", "c~d", 3, "-")).isEqualTo("/a~1b/c~0d/3/-");
     }
@@ -227,7 +228,9 @@ class PodMutatorTest {
                 "{\"dilu.io/sm-limit\":\"80\"}", "{\"dilu.io/profile\":\"bert\"}", "{\"dilu.io/profile\":\"llm\",\"dilu.io/priority\":\"slo\"}");
         Arbitrary<String> labels = Arbitraries.of("absent", "{\"serving.knative.dev/service\":\"fn\"}");
         Arbitrary<String> scheduler = Arbitraries.of("absent", "\"\"", "\"default-scheduler\"", "\"mine\"", "\"dilu-scheduler\"");
-        return Combinators.combine(container.list().ofMinSize(1).ofMaxSize(4), annotations, labels, scheduler).as((cs, a, l, s) -> {
+        Arbitrary<String> security = Arbitraries.of("absent", "null", "{}", "{\"runAsUser\":1000}",
+                "{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"fn.json\"}}");
+        return Combinators.combine(container.list().ofMinSize(1).ofMaxSize(4), annotations, labels, scheduler, security).as((cs, a, l, s, sc) -> {
             ObjectNode pod = JSON.createObjectNode().put("apiVersion", "v1").put("kind", "Pod");
             ObjectNode meta = pod.putObject("metadata").put("name", "p").put("namespace", "fns");
             put(meta, "annotations", a);
@@ -236,6 +239,7 @@ class PodMutatorTest {
             ArrayNode list = spec.putArray("containers");
             cs.forEach(list::add);
             put(spec, "schedulerName", s);
+            put(spec, "securityContext", sc);
             return pod;
         });
     }

@@ -46,6 +46,21 @@ class PodUpdateValidatorTest {
     }
 
     @Test
+    void theSeccompAnnotationsAreFixedAtCreation() {
+        // The kubelet reads a container's annotation before the pod's field each time it starts the container.
+        assertThat(errors(with("container.seccomp.security.alpha.kubernetes.io/server", "unconfined"), "alice")).containsExactly(
+                "metadata.annotations[container.seccomp.security.alpha.kubernetes.io/server]=unconfined (was absent) is not "
+                        + "allowed: must be unchanged: seccomp annotations are fixed when the pod is created (the kubelet reads "
+                        + "them each time it starts a container)");
+        Map<String, String> created = with("seccomp.security.alpha.kubernetes.io/pod", "runtime/default");
+        Map<String, String> changed = new HashMap<>(created);
+        changed.put("seccomp.security.alpha.kubernetes.io/pod", "unconfined");
+        assertThat(PodUpdateValidator.validate(created, changed, "alice", Pods.POLICY.assignedGpusWriters())).singleElement()
+                .asString().startsWith("metadata.annotations[seccomp.security.alpha.kubernetes.io/pod]=unconfined (was runtime/default)");
+        assertThat(PodUpdateValidator.validate(created, created, "alice", Pods.POLICY.assignedGpusWriters())).isEmpty();
+    }
+
+    @Test
     void onlyTheExtenderAndTheNodeAgentMayChangeTheAssignedGpus() {
         Map<String, String> assigned = with(DiluNames.ASSIGNED_GPUS, "GPU-1");
         assertThat(errors(assigned, Pods.NODE_AGENT)).isEmpty();

@@ -29,7 +29,7 @@ class PodValidatorTest {
     }
 
     static List<String> errors(Pod pod, PodValidator.Facts facts) {
-        return PodValidator.validate(Pods.mutated(pod, facts.quotaRights()), facts, Pods.POLICY).stream().map(FieldError::message).toList();
+        return PodValidator.validate(Pods.mutated(pod, facts.quotaRights()), facts, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE).stream().map(FieldError::message).toList();
     }
 
     static Pod gpu(UnaryOperator<PodBuilder> edit) {
@@ -47,8 +47,8 @@ class PodValidatorTest {
         for (boolean rights : new boolean[] {false, true}) {
             Pod once = Pods.mutated(serving, rights);
             PodValidator.Facts facts = rights ? WITH_RIGHTS : FACTS;
-            assertThat(PodValidator.validate(once, facts, Pods.POLICY)).isEmpty();
-            assertThat(PodValidator.validate(Pods.mutated(once, rights), facts, Pods.POLICY)).isEmpty();
+            assertThat(PodValidator.validate(once, facts, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE)).isEmpty();
+            assertThat(PodValidator.validate(Pods.mutated(once, rights), facts, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE)).isEmpty();
         }
     }
 
@@ -91,7 +91,7 @@ class PodValidatorTest {
         assertThat(errors(privileged)).singleElement().asString().contains("securityContext.privileged=true")
                 .contains("dilu.io/allow-privileged=true");
         assertThat(PodValidator.validate(Pods.mutated(privileged, false), new PodValidator.Facts(OptionalLong.of(40_960), true, false),
-                Pods.POLICY)).isEmpty();
+                Pods.POLICY, ToolkitEnv.ConfigMaps.NONE)).isEmpty();
     }
 
     @Test
@@ -106,7 +106,8 @@ class PodValidatorTest {
                 .addNewInitContainer().withName("init").withImage("x").withNewResources()
                 .withRequests(Map.of(DiluNames.GPU_MEMORY, new Quantity("1024"))).endResources().endInitContainer()
                 .addNewContainer().withName("c").withImage("x").endContainer().endSpec().build();
-        assertThat(errors(onlyInit)).singleElement().asString()
+        // (Not mutated, it also lacks the seccomp profile every container of a Dilu pod needs.)
+        assertThat(errors(onlyInit)).hasSize(2).first().asString()
                 .startsWith("spec.initContainers[0](init).resources[dilu.io/gpu-memory]=1024 is not allowed");
         Pod ephemeral = gpu(b -> b.editSpec().addNewEphemeralContainer().withName("debug").withImage("x").withNewResources()
                 .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("100"))).endResources().endEphemeralContainer().endSpec());
@@ -169,7 +170,9 @@ class PodValidatorTest {
         Pod sysAdmin = gpu(b -> b.editSpec().addNewContainer().withName("app").withImage("x").withNewSecurityContext()
                 .withNewCapabilities().withAdd("NET_ADMIN", "SYS_ADMIN").endCapabilities().endSecurityContext().endContainer().endSpec());
         assertThat(errors(sysAdmin)).containsExactly("spec.containers[1](app).securityContext.capabilities.add[1]=SYS_ADMIN is not "
-                + "allowed: must be neither SYS_ADMIN nor ALL in a pod with a Dilu GPU share (they let a container unmount or replace the hook)");
+                + "allowed: must be none of ALL, SYS_ADMIN, SYS_PTRACE, SYS_MODULE, SYS_RAWIO, SYS_BOOT, DAC_READ_SEARCH, BPF, "
+                + "PERFMON, IPC_OWNER, MAC_ADMIN, MAC_OVERRIDE, CHECKPOINT_RESTORE in a pod with a Dilu GPU share (SYS_ADMIN: "
+                + "mount, umount, setns and unshare: it can unmount or cover the hook and the grant page)");
         Pod spelled = gpu(b -> b.editSpec().editFirstContainer().withNewSecurityContext().withNewCapabilities()
                 .withAdd("cap_sys_admin", "all").endCapabilities().endSecurityContext().endContainer().endSpec());
         assertThat(errors(spelled)).hasSize(2).allSatisfy(e -> assertThat(e).contains("securityContext.capabilities.add["));
@@ -269,9 +272,14 @@ class PodValidatorTest {
         Pod after = new PodBuilder(before).editSpec().addNewEphemeralContainer().withName("debug").withImage("busybox")
                 .addToEnv(new EnvVar("LD_PRELOAD", "/tmp/unhook.so", null)).withNewSecurityContext().withNewCapabilities()
                 .withAdd("SYS_ADMIN").endCapabilities().endSecurityContext().endEphemeralContainer().endSpec().build();
-        assertThat(PodValidator.addedEphemeralContainers(before, after, Pods.POLICY)).extracting(FieldError::message)
+        assertThat(ephemeral(before, after)).extracting(FieldError::message)
                 .hasSize(2).anySatisfy(m -> assertThat(m).startsWith("spec.ephemeralContainers[0](debug).env[LD_PRELOAD]=/tmp/unhook.so"))
                 .anySatisfy(m -> assertThat(m).startsWith("spec.ephemeralContainers[0](debug).securityContext.capabilities.add[0]=SYS_ADMIN"));
-        assertThat(PodValidator.addedEphemeralContainers(after, after, Pods.POLICY)).as("only what is added").isEmpty();
+        assertThat(ephemeral(after, after)).as("only what is added").isEmpty();
+    }
+
+    static List<FieldError> ephemeral(Pod before, Pod after) {
+        return PodValidator.ephemeralContainers(PodValidator.addedEphemeralContainers(before.getSpec(), after.getSpec()),
+                PodMutator.concerns(after), FACTS, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE);
     }
 }
