@@ -295,16 +295,18 @@ public final class Main implements Runnable {
         }
 
         @Command(name = "placement", mixinStandardHelpOptions = true,
-                description = "Time Dilu's placement of the paper's mix; compare GPUs with Exclusive and static-limit.")
-        static final class Placement implements Runnable {
+                description = {"Time Dilu's placement of the paper's mix; compare GPUs with Exclusive and static-limit.",
+                        "Times the search as it was before the paper's workload affinity (72b749d) in the same run and "
+                                + "exits 1 when today's is more than " + PlacementBench.RATIO_BAR + "× slower."})
+        static final class Placement implements Callable<Integer> {
             @Option(names = "--instances", defaultValue = "3200") int instances;
             @Option(names = "--seed", defaultValue = "20250330") long seed;
             @Option(names = "--warmup", defaultValue = "30") int warmup;
             @Option(names = "--runs", defaultValue = "31") int runs;
 
             @Override
-            public void run() {
-                PlacementBench.run(System.out, instances, seed, warmup, runs);
+            public Integer call() {
+                return PlacementBench.run(System.out, instances, seed, warmup, runs);
             }
         }
 

@@ -226,7 +226,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         long bestCost = Long.MAX_VALUE;
         double bestScore = Double.POSITIVE_INFINITY;
         int bestNode = -1;
-        List<Integer> nodes = candidateNodes(state, true, allowed);
+        int[] nodes = candidateNodes(state, true, allowed);
         for (int n : nodes) {
             if (!state.hostFits(n, req)) {
                 continue;
@@ -288,35 +288,45 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         List<Slot> best = null;
         int bestNode = -1;
         double bestScore = Double.POSITIVE_INFINITY;
+        int[] gpus = new int[state.mostGpusPerNode()];
         for (int n : candidateNodes(state, includeIdle, allowed)) {
             if (!state.hostFits(n, req)) {
                 continue;
             }
-            List<Integer> gpus = new ArrayList<>();
+            // The node's candidate GPUs by free memory, most first (a stable insertion sort: a node has few GPUs).
+            int count = 0;
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
                 if ((includeIdle || state.isActive(g)) && req.runsOn(state.gpu(g))
                         && state.freeMemory(g) >= params.minStageMemoryMib()) {
-                    gpus.add(g);
+                    int j = count++;
+                    while (j > 0 && state.freeMemory(gpus[j - 1]) < state.freeMemory(g)) {
+                        gpus[j] = gpus[j - 1];
+                        j--;
+                    }
+                    gpus[j] = g;
                 }
             }
-            gpus.sort((a, b) -> Long.compare(state.freeMemory(b), state.freeMemory(a)));
-            List<Slot> stages = new ArrayList<>();
+            List<Slot> stages = null;
             long remaining = req.memoryMib();
             double scores = 0;
-            for (int g : gpus) {
-                if (remaining == 0 || stages.size() == params.maxPipelineStages()) {
+            for (int i = 0; i < count; i++) {
+                int g = gpus[i];
+                if (remaining == 0 || (stages != null && stages.size() == params.maxPipelineStages())) {
                     break;
                 }
                 long memory = Math.min(state.freeMemory(g), remaining);
                 int request = proportional(req.requestMilli(), memory, req.memoryMib());
                 int limit = Math.max(request, proportional(req.limitMilli(), memory, req.memoryMib()));
                 if (fits(state, g, request, limit, memory)) {
+                    if (stages == null) {
+                        stages = new ArrayList<>(params.maxPipelineStages());
+                    }
                     stages.add(new Slot(state.gpu(g).uuid(), request, limit, memory));
                     scores += score(state, g, request, memory);
                     remaining -= memory;
                 }
             }
-            if (remaining > 0 || stages.size() < 2) {
+            if (remaining > 0 || stages == null || stages.size() < 2) {
                 continue;
             }
             stages = exactShares(state, req, stages);
@@ -361,18 +371,20 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return (int) Math.max(1, Math.ceilDiv(share * part, whole));
     }
 
-    private static List<Integer> candidateNodes(ClusterState state, boolean includeEmpty, boolean[] allowed) {
+    private static int[] candidateNodes(ClusterState state, boolean includeEmpty, boolean[] allowed) {
         ClusterState.OrdinalSet used = state.usedNodes();
-        List<Integer> nodes = new ArrayList<>(used.size() + 4);
+        List<Integer> empty = includeEmpty ? state.emptyNodeRepresentatives(allowed) : List.of();
+        int[] nodes = new int[used.size() + empty.size()];
+        int count = 0;
         for (int i = 0; i < used.size(); i++) {
             if (allowed == null || allowed[used.get(i)]) {
-                nodes.add(used.get(i));
+                nodes[count++] = used.get(i);
             }
         }
-        if (includeEmpty) {
-            nodes.addAll(state.emptyNodeRepresentatives(allowed));
+        for (int n : empty) {
+            nodes[count++] = n;
         }
-        return nodes;
+        return count == nodes.length ? nodes : java.util.Arrays.copyOf(nodes, count);
     }
 
     // ---- Algorithm 1 lines 22-26 ----
