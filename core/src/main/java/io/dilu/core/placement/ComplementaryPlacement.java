@@ -31,9 +31,9 @@ import java.util.List;
  * each chosen in the same order of preference: affinity, active, stacked, new.
  *
  * <p>Where requests ask for the node's CPU and memory (the openb trace), a node must have them free, whatever
- * GPU it offers. A CPU-only request, on which the paper is silent, follows the same two rules on the node:
- * consolidation (a node already in use before an empty one) and best fit, by Algorithm 1's score with the node's
- * CPU in place of SM and its memory in place of GPU memory ({@link HostFit}).
+ * GPU it offers. A CPU-only request, on which the paper is silent, goes where it takes the least from GPU pods:
+ * the node with the least GPU share free, then the best fit by Algorithm 1's score with the node's CPU in place of
+ * SM and its memory in place of GPU memory ({@link HostFit}).
  */
 public final class ComplementaryPlacement implements PlacementPolicy {
 

@@ -26,10 +26,13 @@ import java.util.TreeSet;
  * node where it fits; a task of whole GPUs takes, on each node, the GPUs that fit it most tightly; a CPU-only
  * task changes only the node's CPU. Ties go to the lower node, then the lower GPU ordinal.
  *
- * <p>Differences from the authors' simulator: the score is the exact change in expected fragmentation, not its
- * sigmoid rounded to an integer 0..100 with ties broken at random. GPU memory must still fit, as for every policy,
- * but does not enter the score, nor does the node's memory (it must fit, as the scheduler's NodeResourcesFit
- * filter checks).
+ * <p>The score is the exact change in expected fragmentation ({@link Scoring#EXACT}), or what the authors'
+ * simulator makes of it ({@link Scoring#SIMULATOR}): {@code ⌊100 × sigmoid((before − after) / 1000)⌋}, an integer
+ * 0..100, the highest winning, the first GPU of a node among equals and the first node among equals (their
+ * scheduler takes the lexicographically smallest node name on a tie, {@code selectHost} in their fork of
+ * Kubernetes 1.20.5, and names the nodes by a random permutation, {@code syncClusterResourceList}: the first node of
+ * a shuffled list). GPU memory must still fit, as for every policy, but does not enter the score, nor does the
+ * node's memory (it must fit, as the scheduler's NodeResourcesFit filter checks).
  */
 public final class FragmentationGradientPlacement implements PlacementPolicy {
 
@@ -74,7 +77,17 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
         }
     }
 
+    /** How a placement's change in expected fragmentation becomes a score. */
+    public enum Scoring {
+        /** The change itself, smallest wins. */
+        EXACT,
+        /** ⌊100 × sigmoid(−change / 1000)⌋, highest wins, as the authors' {@code fgd_score.go} scores it. */
+        SIMULATOR
+    }
+
     private static final double EPSILON = 1e-9;
+
+    private final Scoring scoring;
 
     private final List<TaskClass> workload;
     private final long[] classCpu;
@@ -100,6 +113,11 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
     private boolean[][] access = new boolean[0][];
 
     public FragmentationGradientPlacement(List<TaskClass> workload) {
+        this(workload, Scoring.EXACT);
+    }
+
+    public FragmentationGradientPlacement(List<TaskClass> workload, Scoring scoring) {
+        this.scoring = scoring;
         if (workload.isEmpty()) {
             throw new IllegalArgumentException("the workload needs at least one task class");
         }
@@ -156,7 +174,15 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
 
     @Override
     public String name() {
-        return "fgd";
+        return scoring == Scoring.EXACT ? "fgd" : "fgd-simulator";
+    }
+
+    /** What a change in expected fragmentation is worth to the search, lower better. */
+    private double cost(double delta) {
+        if (scoring == Scoring.EXACT) {
+            return delta;
+        }
+        return -Math.floor(1.0 / (1.0 + Math.exp(delta / 1000)) * 100);
     }
 
     /** The task classes, popularities normalised to sum to 1. */
@@ -353,7 +379,7 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
             double before = cachedExpected[n];
             int[] model = gpuModel[n];
             if (req.cpuOnly()) {
-                double delta = expected(free, model, cpuAfter) - before;
+                double delta = cost(expected(free, model, cpuAfter) - before);
                 if (delta < bestDelta - EPSILON) {
                     bestDelta = delta;
                     bestNode = n;
@@ -367,7 +393,7 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
                     }
                     int[] after = free.clone();
                     after[i] -= req.requestMilli();
-                    double delta = expected(after, model, cpuAfter) - before;
+                    double delta = cost(expected(after, model, cpuAfter) - before);
                     if (delta < bestDelta - EPSILON) {
                         bestDelta = delta;
                         bestNode = n;
@@ -389,7 +415,7 @@ public final class FragmentationGradientPlacement implements PlacementPolicy {
                     after[i] -= req.requestMilli();
                     chosen[j] = first + i;
                 }
-                double delta = expected(after, model, cpuAfter) - before;
+                double delta = cost(expected(after, model, cpuAfter) - before);
                 if (delta < bestDelta - EPSILON) {
                     bestDelta = delta;
                     bestNode = n;

@@ -11,11 +11,23 @@ import java.util.List;
  * ({@code allocateGpuIdBasedOnBestFit} in {@code open_gpu_share.go}). A CPU-only request is scored the same way.
  * A node qualifies when it has the GPUs (share, memory, model) and the CPU and memory the request asks for.
  *
- * <p>Differences from the authors' simulator: the exact score, ties to the lower node, where theirs is an
- * integer 0..100 normalised over the nodes, ties broken at random. A node whose CPU is not modelled scores on its
- * GPUs alone.
+ * <p>The score is exact, ties to the lower node ({@link FragmentationGradientPlacement.Scoring#EXACT}), or what
+ * the authors' simulator makes of it ({@link FragmentationGradientPlacement.Scoring#SIMULATOR}): {@code ⌊100 × (1 −
+ * score)⌋}, then normalised over the nodes that qualify to 0..100 in integers ({@code NormalizeScore} in
+ * {@code plugin_utils.go}), highest wins, the first node among equals (see {@link FragmentationGradientPlacement}).
+ * A node whose CPU is not modelled scores on its GPUs alone.
  */
 public final class NodeBestFitPlacement implements PlacementPolicy {
+
+    private final FragmentationGradientPlacement.Scoring scoring;
+
+    public NodeBestFitPlacement() {
+        this(FragmentationGradientPlacement.Scoring.EXACT);
+    }
+
+    public NodeBestFitPlacement(FragmentationGradientPlacement.Scoring scoring) {
+        this.scoring = scoring;
+    }
 
     /** The largest node the authors normalise by: 128 cores and 8 GPUs ({@code MaxSpecCpu}, {@code MaxSpecGpu}). */
     static final double MAX_CPU_MILLI = 128_000;
@@ -23,22 +35,44 @@ public final class NodeBestFitPlacement implements PlacementPolicy {
 
     @Override
     public String name() {
-        return "bestfit-node";
+        return scoring == FragmentationGradientPlacement.Scoring.EXACT ? "bestfit-node" : "bestfit-node-simulator";
     }
 
     @Override
     public PlacementDecision decide(ClusterState state, InstanceRequest req) {
         int bestNode = -1;
         double bestScore = Double.POSITIVE_INFINITY;
+        long[] integer = scoring == FragmentationGradientPlacement.Scoring.EXACT ? null : new long[state.nodeCount()];
+        boolean[] qualifies = new boolean[state.nodeCount()];
+        long lowest = Long.MAX_VALUE;
+        long highest = Long.MIN_VALUE;
         for (int n = 0; n < state.nodeCount(); n++) {
             if (state.endGpu(n) - state.firstGpu(n) < req.gpus() || !state.hostFits(n, req)
                     || (req.gpus() > 0 && pick(state, n, req) == null)) {
                 continue;
             }
+            qualifies[n] = true;
             double score = score(state, n, req);
-            if (score < bestScore) {
+            if (integer != null) {
+                integer[n] = (long) ((1.0 - score) * 100);
+                lowest = Math.min(lowest, integer[n]);
+                highest = Math.max(highest, integer[n]);
+            } else if (score < bestScore) {
                 bestScore = score;
                 bestNode = n;
+            }
+        }
+        if (integer != null && highest >= lowest) {
+            long best = -1;
+            for (int n = 0; n < integer.length; n++) {
+                if (!qualifies[n]) {
+                    continue;
+                }
+                long normalised = highest == lowest ? 0 : (integer[n] - lowest) * 100 / (highest - lowest);
+                if (normalised > best) {
+                    best = normalised;
+                    bestNode = n;
+                }
             }
         }
         if (bestNode < 0) {

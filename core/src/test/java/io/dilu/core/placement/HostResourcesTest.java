@@ -56,24 +56,27 @@ class HostResourcesTest {
     }
 
     @Test
-    void diluPutsACpuOnlyPodOnANodeInUseThenByBestFit() {
+    void diluPutsACpuOnlyPodWhereItTakesTheLeastFromGpuPods() {
         ClusterState state = new ClusterState(List.of(node("a", 2, 32_000, 65_536), node("b", 2, 32_000, 65_536),
                 node("c", 2, 64_000, 65_536)));
         ComplementaryPlacement dilu = new ComplementaryPlacement();
         InstanceRequest first = InstanceRequest.cpuOnly("first", "x", 4_000, 4_096);
         PlacementDecision.Placed p = (PlacementDecision.Placed) dilu.decide(state, first);
-        assertThat(p.node()).as("empty nodes only: the best fit, a 32-core node").isEqualTo("a");
+        assertThat(p.node()).as("every GPU free everywhere: the best fit on CPU, a 32-core node").isEqualTo("a");
         assertThat(p.slots()).isEmpty();
         state.apply(first, p);
         InstanceRequest gpu = gpuPod("gpu", 500, 2_000, 1_024);
         state.apply(gpu, new PlacementDecision.Placed("b", List.of(new Slot("b-gpu0", 500, 500, 1_024))));
-        // a and b are in use, c empty; a has more booked (4,000 milli-CPU and 4,096 MiB against 2,000 and 1,024): a
+        // b has the least GPU share free (1,500 against a's and c's 2,000): a GPU pod could use less of what b has left
         assertThat(((PlacementDecision.Placed) dilu.decide(state, InstanceRequest.cpuOnly("next", "y", 1_000, 1_024))).node())
-                .isEqualTo("a");
-        // too large for a or b: the empty c
+                .isEqualTo("b");
+        // too large for a or b: c
         assertThat(((PlacementDecision.Placed) dilu.decide(state, InstanceRequest.cpuOnly("huge", "z", 40_000, 1_024))).node())
                 .isEqualTo("c");
         assertThat(dilu.decide(state, InstanceRequest.cpuOnly("none", "z", 65_000, 1))).isInstanceOf(PlacementDecision.Infeasible.class);
+        // a node without GPUs takes nothing from GPU pods at all
+        ClusterState withCpuNode = new ClusterState(List.of(node("a", 2, 32_000, 65_536), node("cpu", 0, 96_000, 65_536)));
+        assertThat(((PlacementDecision.Placed) dilu.decide(withCpuNode, first)).node()).isEqualTo("cpu");
     }
 
     @Test
@@ -111,5 +114,28 @@ class HostResourcesTest {
         state.apply(gpuPod("y", 300, 1_000, 1_024), q);
         PlacementDecision.Placed w = (PlacementDecision.Placed) bestFit.decide(state, gpuPod("w", 1000, 1_000, 1_024));
         assertThat(w.slots()).extracting(Slot::gpuUuid).containsExactly("b-gpu1");
+    }
+
+    @Test
+    void asTheirSimulatorScoresNearTiesGoToTheFirstNode() {
+        // FGD: on b, 10 milli into the 10 left on a GPU removes a fragment of 10 (−10); anywhere else changes nothing.
+        var classes = List.of(new TaskClass(500, 1, 1));
+        ClusterState state = new ClusterState(List.of(NodeInventory.uniform("a", 1, "T4", 16_384, 80),
+                NodeInventory.uniform("b", 2, "T4", 16_384, 80)));
+        state.apply("old", "old", new PlacementDecision.Placed("b", List.of(new Slot("b-gpu1", 990, 990, 1_024))));
+        InstanceRequest tiny = new InstanceRequest("t", "t", 1, 10, 10, 1_024, false);
+        assertThat(((PlacementDecision.Placed) new FragmentationGradientPlacement(classes).decide(state, tiny)).slots())
+                .extracting(Slot::gpuUuid).containsExactly("b-gpu1");
+        // ⌊100 × sigmoid(0.01)⌋ = ⌊100 × sigmoid(0)⌋ = 50: a tie, the first node wins
+        assertThat(((PlacementDecision.Placed) new FragmentationGradientPlacement(classes,
+                FragmentationGradientPlacement.Scoring.SIMULATOR).decide(state, tiny)).slots())
+                .extracting(Slot::gpuUuid).containsExactly("a-gpu0");
+
+        // Best fit: b is the tighter fit by 1,000 milli-CPU, 0.4 points of 100 — the same integer score as a
+        ClusterState nodes = new ClusterState(List.of(node("a", 2, 64_000, 65_536), node("b", 2, 63_000, 65_536)));
+        InstanceRequest half = gpuPod("h", 500, 1_000, 1_024);
+        assertThat(((PlacementDecision.Placed) new NodeBestFitPlacement().decide(nodes, half)).node()).isEqualTo("b");
+        assertThat(((PlacementDecision.Placed) new NodeBestFitPlacement(FragmentationGradientPlacement.Scoring.SIMULATOR)
+                .decide(nodes, half)).node()).isEqualTo("a");
     }
 }

@@ -61,7 +61,7 @@ class RoomPropertiesTest {
                 memory);
     }
 
-    @Property(tries = 300)
+    @Property(tries = 400)
     void noRequestIsRefusedWhileAGpuItMayUseHasRoomForIt(@ForAll long seed, @ForAll("policies") String name) {
         Random rnd = new Random(seed);
         List<NodeInventory> nodes = cluster(rnd);
@@ -126,7 +126,8 @@ class RoomPropertiesTest {
 
     @Provide
     Arbitrary<String> policies() {
-        return Arbitraries.of("dilu", "static-limit", "static-request", "exclusive", "bestfit", "bestfit-node", "fgd");
+        return Arbitraries.of("dilu", "static-limit", "static-request", "exclusive", "bestfit", "bestfit-node",
+                "bestfit-node-simulator", "fgd", "fgd-simulator");
     }
 
     private static PlacementPolicy policy(String name, List<InstanceRequest> arrivals) {
@@ -137,7 +138,10 @@ class RoomPropertiesTest {
             case "exclusive" -> new ExclusivePlacement();
             case "bestfit" -> new BestFitPlacement();
             case "bestfit-node" -> new NodeBestFitPlacement();
+            case "bestfit-node-simulator" -> new NodeBestFitPlacement(FragmentationGradientPlacement.Scoring.SIMULATOR);
             case "fgd" -> new FragmentationGradientPlacement(FragmentationGradientPlacement.workloadOf(arrivals, 0.95));
+            case "fgd-simulator" -> new FragmentationGradientPlacement(FragmentationGradientPlacement.workloadOf(arrivals, 0.95),
+                    FragmentationGradientPlacement.Scoring.SIMULATOR);
             default -> throw new IllegalArgumentException(name);
         };
     }
