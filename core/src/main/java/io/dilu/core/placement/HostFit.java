@@ -11,8 +11,8 @@ import java.util.List;
  * node. A dimension a node does not model ({@link NodeInventory#UNLIMITED}) counts as empty.
  *
  * <p>A first version took Algorithm 1's two rules alone (a node in use before an empty one, then the best fit on
- * CPU and memory): it filled the CPU of nodes whose GPUs were still free, and on the openb default list the GPU
- * share Dilu allocated fell 2.4 points below what it allocates now (docs/benchmarks.md, "openb against FGD").
+ * CPU and memory): it filled the CPU of nodes whose GPUs were still free, and the GPU share Dilu allocated on the
+ * openb lists was 2.1–2.7 points below what it allocates now (docs/benchmarks.md, "openb against FGD").
  */
 final class HostFit {
 
