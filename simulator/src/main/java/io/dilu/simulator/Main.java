@@ -194,6 +194,19 @@ public final class Main implements Runnable {
         @Option(names = "--gpu-memory-gb", defaultValue = "40", description = "Memory per GPU in GB (default ${DEFAULT-VALUE})")
         int gpuMemoryGb;
 
+        @Option(names = "--openb", paramLabel = "FILE", description = "Place a pod list in the openb format (header "
+                + "with name,num_gpu,gpu_milli and optionally cpu_milli,memory_mib,gpu_spec,creation_time) as Weng et al. "
+                + "load a cluster, with Dilu, FGD, Exclusive and best fit; reports the GPU share each allocates")
+        Path openb;
+
+        @Option(names = "--nodes", paramLabel = "FILE", description = "With --openb: the node list (header sn,gpu,model and "
+                + "optionally cpu_milli,memory_mib); default: the bundled openb_node_list_gpu_node.csv")
+        Path openbNodes;
+
+        @Option(names = "--gpu-only", description = "With --openb: model GPUs only (no node CPU or memory, CPU-only pods "
+                + "left out)")
+        boolean gpuOnly;
+
         @Option(names = "--omega", defaultValue = "1.0", description = "Most Σ SM request per GPU, Ω (default ${DEFAULT-VALUE})")
         double omega;
 
@@ -213,6 +226,13 @@ public final class Main implements Runnable {
                 params = PlacementParameters.DEFAULTS.withOmegaGamma(omega, gamma);
             } catch (IllegalArgumentException e) {
                 err.println("--omega/--gamma: " + e.getMessage());
+                return 2;
+            }
+            if (openb != null) {
+                return OpenbCommand.simulate(out, err, openb, openbNodes, gpuOnly, params);
+            }
+            if (openbNodes != null || gpuOnly) {
+                err.println("--nodes and --gpu-only go with --openb");
                 return 2;
             }
             ClusterShape shape = new ClusterShape(gpusPerNode, gpuMemoryGb * 1024L, gpuMemoryGb + "GB");
@@ -316,26 +336,57 @@ public final class Main implements Runnable {
         }
 
         @Command(name = "placement", mixinStandardHelpOptions = true,
-                description = "Time Dilu's placement of the paper's mix; compare GPUs with Exclusive and static-limit.")
-        static final class Placement implements Runnable {
+                description = {"Time Dilu's placement of the paper's mix; compare GPUs with Exclusive and static-limit.",
+                        "Times the search as it was before the paper's workload affinity (72b749d) in the same run and "
+                                + "exits 1 when today's is more than " + PlacementBench.RATIO_BAR + "× slower."})
+        static final class Placement implements Callable<Integer> {
             @Option(names = "--instances", defaultValue = "3200") int instances;
             @Option(names = "--seed", defaultValue = "20250330") long seed;
             @Option(names = "--warmup", defaultValue = "30") int warmup;
             @Option(names = "--runs", defaultValue = "31") int runs;
 
             @Override
-            public void run() {
-                PlacementBench.run(System.out, instances, seed, warmup, runs);
+            public Integer call() {
+                return PlacementBench.run(System.out, instances, seed, warmup, runs);
             }
         }
 
-        @Command(name = "openb", mixinStandardHelpOptions = true,
-                description = "Place the Alibaba openb GPU trace with Dilu, Exclusive and best fit; GPUs and fragmentation.")
+        @Command(name = "openb", mixinStandardHelpOptions = true, description = {
+                "Place Alibaba openb pod lists (the bundled ones, or --trace): GPUs each policy needs (Dilu, Exclusive, "
+                        + "best fit), then Weng et al.'s metric with node CPU and memory and the CPU-only pods modelled "
+                        + "(Dilu, FGD, best fit); one BENCH openb and one BENCH openb-fgd line per list."})
         static final class Openb implements Callable<Integer> {
+            @Option(names = "--trace", paramLabel = "FILE", description = "A pod list in the openb format (header with "
+                    + "name,num_gpu,gpu_milli and optionally cpu_milli,memory_mib,gpu_spec,creation_time; repeatable); "
+                    + "default: the six bundled lists")
+            List<Path> traces = new java.util.ArrayList<>();
+
+            @Option(names = "--nodes", paramLabel = "FILE", description = "The node list (header sn,gpu,model and "
+                    + "optionally cpu_milli,memory_mib); default: the bundled openb_node_list_gpu_node.csv")
+            Path nodes;
+
+            @Option(names = "--gpu-only", description = "Model GPUs only: no node CPU or memory, CPU-only pods left out")
+            boolean gpuOnly;
+
+            @Option(names = "--seeds", defaultValue = "1", paramLabel = "N",
+                    description = "Average over N shuffles of each list, seeds 42.. (the authors use 10; default ${DEFAULT-VALUE})")
+            int seeds;
+
+            @CommandLine.Spec
+            CommandLine.Model.CommandSpec spec;
+
             @Override
             public Integer call() throws IOException {
-                OpenbBench.run(System.out);
-                return 0;
+                try {
+                    OpenbBench.run(System.out, new OpenbBench.Options(traces, nodes, gpuOnly, seeds));
+                    return 0;
+                } catch (OpenbTrace.InvalidTraceException | IllegalArgumentException e) {
+                    spec.commandLine().getErr().println(e.getMessage());
+                    return 2;
+                } catch (java.nio.file.NoSuchFileException e) {
+                    spec.commandLine().getErr().println(e.getMessage() + ": no such file");
+                    return 2;
+                }
             }
         }
 

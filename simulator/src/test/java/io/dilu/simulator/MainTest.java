@@ -50,6 +50,36 @@ class MainTest {
     }
 
     @Test
+    void simulatesAUsersOwnOpenbListAndRefusesABadRowByItsLine() throws Exception {
+        Path nodes = dir.resolve("nodes.csv");
+        Files.writeString(nodes, "sn,cpu_milli,memory_mib,gpu,model\nn0,16000,65536,2,T4\nn1,8000,32768,1,P100\n");
+        Path pods = dir.resolve("pods.csv");
+        Files.writeString(pods, """
+                name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec
+                a,2000,4096,1,500,T4
+                b,4000,8192,0,0,
+                c,2000,4096,1,1000,
+                """);
+        TestingCli.Run r = run("simulate", "--openb", pods.toString(), "--nodes", nodes.toString());
+        assertThat(r.exit()).as(r.err()).isZero();
+        assertThat(r.out()).contains("(3 pods, 1 CPU-only)", "node CPU and memory modelled");
+        assertThat(r.out()).containsPattern("\\ndilu\\s+\\d+\\.\\d\\d%");
+        assertThat(r.out()).containsPattern("\\nfgd-simulator\\s+").containsPattern("\\nbestfit-node-simulator\\s+");
+        assertThat(run("simulate", "--openb", pods.toString(), "--nodes", nodes.toString(), "--gpu-only").out())
+                .contains("(2 pods, 0 CPU-only)", "GPUs only");
+
+        Files.writeString(pods, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,1,500\nb,1,1,3,500\n");
+        TestingCli.Run bad = run("simulate", "--openb", pods.toString());
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.err()).contains(pods + ":3: num_gpu=3 with gpu_milli=500");
+        TestingCli.Run badBench = run("bench", "openb", "--trace", pods.toString());
+        assertThat(badBench.exit()).isEqualTo(2);
+        assertThat(badBench.err()).contains(pods + ":3: num_gpu=3 with gpu_milli=500");
+        assertThat(run("bench", "openb", "--trace", dir.resolve("none.csv").toString()).err()).contains("no such file");
+        assertThat(run("simulate", "--nodes", nodes.toString()).err()).contains("--nodes and --gpu-only go with --openb");
+    }
+
+    @Test
     void coscalingRunsTheChosenPoliciesOnATraceFileAndWritesTheTimeSeries() throws Exception {
         Path trace = dir.resolve("f.csv");
         StringBuilder rows = new StringBuilder("second,rps\n");

@@ -7,7 +7,8 @@ import java.util.List;
  * The plain best-fit baseline on SM request: the feasible GPU that is left with the least free SM after
  * placing the instance, among all GPUs — no workload affinity, no limits (γ), no memory in the score (memory
  * must still fit). A multi-GPU instance takes, on one node, the GPUs that leave that node the least free SM.
- * Ties go to the lower GPU ordinal.
+ * Ties go to the lower GPU ordinal. The node must have the CPU and memory the request asks for; a CPU-only
+ * request goes where {@link HostFit} puts it.
  */
 public final class BestFitPlacement implements PlacementPolicy {
 
@@ -18,6 +19,9 @@ public final class BestFitPlacement implements PlacementPolicy {
 
     @Override
     public PlacementDecision decide(ClusterState state, InstanceRequest req) {
+        if (req.cpuOnly()) {
+            return HostFit.decide(state, req, null, PlacementParameters.DEFAULTS.alpha(), PlacementParameters.DEFAULTS.beta());
+        }
         if (req.gpus() == 1) {
             int best = -1;
             int bestLeft = Integer.MAX_VALUE;
@@ -35,7 +39,7 @@ public final class BestFitPlacement implements PlacementPolicy {
         long bestLeft = Long.MAX_VALUE;
         int bestNode = -1;
         for (int n = 0; n < state.nodeCount(); n++) {
-            if (state.endGpu(n) - state.firstGpu(n) < req.gpus()) {
+            if (state.endGpu(n) - state.firstGpu(n) < req.gpus() || !state.hostFits(n, req)) {
                 continue;
             }
             List<Integer> fitting = new ArrayList<>();
@@ -63,7 +67,7 @@ public final class BestFitPlacement implements PlacementPolicy {
     private static int left(ClusterState state, int g, InstanceRequest req) {
         int left = 1000 - state.requestSum(g) - req.requestMilli();
         return left >= 0 && state.memoryUsed(g) + req.memoryMib() <= state.gpu(g).memoryMib() && req.runsOn(state.gpu(g))
-                ? left : -1;
+                && state.hostFits(state.nodeOf(g), req) ? left : -1;
     }
 
     private static Slot slot(ClusterState state, int g, InstanceRequest req) {
@@ -72,6 +76,6 @@ public final class BestFitPlacement implements PlacementPolicy {
 
     private static PlacementDecision.Infeasible infeasible(InstanceRequest req) {
         return new PlacementDecision.Infeasible("no node has " + req.gpus() + " GPU(s) with " + req.memoryMib()
-                + " MiB free and room for SM request " + ComplementaryPlacement.percent(req.requestMilli()));
+                + " MiB free" + HostFit.asked(req) + " and room for SM request " + ComplementaryPlacement.percent(req.requestMilli()));
     }
 }

@@ -3,21 +3,23 @@ package io.dilu.core.placement;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
-import java.util.Set;
 import java.util.TreeSet;
 
 /**
  * The GPUs of a cluster and what is booked on each: Σ SM request, Σ SM limit, Σ memory and the functions
- * hosted. Placement policies read it; {@link #apply} and {@link #release} change it.
+ * hosted; and, per node, the CPU and memory booked by requests that ask for them. Placement policies read it;
+ * {@link #apply} and {@link #release} change it.
  *
  * <p>Indexed by dense ordinals with the active GPUs, used nodes and empty nodes kept as sets, so that a
  * decision costs time in the number of <em>active</em> GPUs, not of all GPUs: a 1,000-node simulation
- * places thousands of instances in milliseconds. Not thread-safe; adapters serialise access.
+ * places thousands of instances in milliseconds. Workload affinity is indexed too: which GPUs each function
+ * occupies and which functions share a GPU with it, as int sets kept up to date on every booking, so that
+ * finding a function's affinity GPUs walks those sets instead of asking a hash map per candidate GPU.
+ * Not thread-safe; adapters serialise access.
  */
 public final class ClusterState {
 
@@ -33,18 +35,35 @@ public final class ClusterState {
     private final long[] memoryUsed;
     private final int[] instancesOnGpu;
     private final int[] activeGpusOfNode;
+    /** Instances booked on each node, CPU-only ones included: a node is empty when this is 0. */
+    private final int[] instancesOnNode;
+    private final long[] cpuCapacity;
+    private final long[] hostMemoryCapacity;
+    private final long[] cpuUsed;
+    private final long[] hostMemoryUsed;
 
     private final OrdinalSet activeGpus;
+    /** Nodes with anything booked, GPU or CPU. */
     private final OrdinalSet usedNodes;
     /** Used nodes that still have an idle GPU: where a new GPU is opened first. */
     private final OrdinalSet partialNodes;
-    /** Empty nodes grouped by the shape of their GPUs, so one candidate per shape is enough. */
+    /**
+     * Empty nodes grouped by everything a request can select a node on — per GPU its model, memory and SM count,
+     * and the node's CPU and memory — so that one empty node per group stands for all of its group.
+     */
     private final Map<String, NavigableSet<Integer>> emptyNodesByShape = new LinkedHashMap<>();
     private final String[] shapeOfNode;
-    /** function → GPU ordinal → instances of that function on the GPU. */
-    private final Map<String, Map<Integer, Integer>> functionGpus = new HashMap<>();
-    /** GPU ordinal → function → instances of that function on the GPU (the same counts, read the other way). */
-    private final Map<String, Integer>[] gpuFunctions;
+
+    /** Function name → dense id, for the affinity index. Ids are never reused. */
+    private final Map<String, Integer> functionIds = new HashMap<>();
+    /** Function id → GPU ordinal → instances of that function on the GPU. */
+    private final List<IntCounts> functionGpus = new ArrayList<>();
+    /** Function id → partner function id → GPUs the two both occupy. */
+    private final List<IntCounts> functionPartners = new ArrayList<>();
+    /** GPU ordinal → function id → instances of that function on the GPU (the same counts, read the other way). */
+    private final IntCounts[] gpuFunctions;
+    private final AffinityMarks marks;
+
     private final Map<String, Booking> bookings = new HashMap<>();
     /** Booked instances by shape: the request mix the cluster serves. */
     private final Map<RequestClass, Integer> requestMix = new HashMap<>();
@@ -52,7 +71,8 @@ public final class ClusterState {
     private final long largestGpuMemory;
     private final int mostGpusPerNode;
 
-    private record Booking(String function, int[] gpuOrdinals, int[] requests, int[] limits, long[] memory) {}
+    private record Booking(int function, int node, int[] gpuOrdinals, int[] requests, int[] limits, long[] memory,
+            long cpuMilli, long hostMemoryMib) {}
 
     public ClusterState(List<NodeInventory> inventory) {
         this.nodes = List.copyOf(inventory);
@@ -61,6 +81,8 @@ public final class ClusterState {
         nodeOfGpu = new int[total];
         firstGpuOfNode = new int[nodes.size() + 1];
         shapeOfNode = new String[nodes.size()];
+        cpuCapacity = new long[nodes.size()];
+        hostMemoryCapacity = new long[nodes.size()];
         int g = 0;
         long largest = 0;
         int most = 0;
@@ -70,6 +92,8 @@ public final class ClusterState {
                 throw new IllegalArgumentException("node " + node.name() + " is listed twice");
             }
             firstGpuOfNode[n] = g;
+            cpuCapacity[n] = node.cpuMilli();
+            hostMemoryCapacity[n] = node.memoryMib();
             StringBuilder shape = new StringBuilder();
             for (GpuDevice gpu : node.gpus()) {
                 if (gpuOrdinal.put(gpu.uuid(), g) != null) {
@@ -78,14 +102,13 @@ public final class ClusterState {
                 gpus[g] = gpu;
                 nodeOfGpu[g] = n;
                 largest = Math.max(largest, gpu.memoryMib());
-                shape.append(gpu.memoryMib()).append('/').append(gpu.smCount()).append(',');
+                shape.append(gpu.model()).append('/').append(gpu.memoryMib()).append('/').append(gpu.smCount()).append(',');
                 g++;
             }
+            shape.append("cpu=").append(node.cpuMilli()).append(",mem=").append(node.memoryMib());
             most = Math.max(most, node.gpus().size());
             shapeOfNode[n] = shape.toString();
-            if (!node.gpus().isEmpty()) {
-                emptyNodesByShape.computeIfAbsent(shapeOfNode[n], k -> new TreeSet<>()).add(n);
-            }
+            emptyNodesByShape.computeIfAbsent(shapeOfNode[n], k -> new TreeSet<>()).add(n);
         }
         firstGpuOfNode[nodes.size()] = g;
         largestGpuMemory = largest;
@@ -94,22 +117,37 @@ public final class ClusterState {
         limitSum = new int[total];
         memoryUsed = new long[total];
         instancesOnGpu = new int[total];
-        @SuppressWarnings("unchecked")
-        Map<String, Integer>[] byGpu = new Map[total];
-        gpuFunctions = byGpu;
+        gpuFunctions = new IntCounts[total];
         activeGpusOfNode = new int[nodes.size()];
+        instancesOnNode = new int[nodes.size()];
+        cpuUsed = new long[nodes.size()];
+        hostMemoryUsed = new long[nodes.size()];
         activeGpus = new OrdinalSet(total);
         usedNodes = new OrdinalSet(nodes.size());
         partialNodes = new OrdinalSet(nodes.size());
+        marks = new AffinityMarks(total);
     }
 
     // ---- changes ----
 
     /**
-     * Books a placement decided by a policy. Refuses (and changes nothing) when the instance is already
-     * booked, a GPU is unknown, or a GPU's memory would be exceeded: memory is the one hard limit.
+     * Books a placement decided by a policy, asking nothing of the node's CPU and memory. Refuses (and changes
+     * nothing) when the instance is already booked, a GPU is unknown, or a GPU's memory would be exceeded.
      */
     public void apply(String instanceId, String function, PlacementDecision.Placed placed) {
+        book(instanceId, function, placed, 0, 0);
+    }
+
+    /**
+     * Books a placement of {@code request} decided by a policy: its GPU slots, and its CPU and memory on the
+     * node. Refuses (and changes nothing) when the instance is already booked, a GPU or the node is unknown, or a
+     * GPU's memory or the node's CPU or memory would be exceeded: those are the hard limits.
+     */
+    public void apply(InstanceRequest request, PlacementDecision.Placed placed) {
+        book(request.id(), request.function(), placed, request.cpuMilli(), request.hostMemoryMib());
+    }
+
+    private void book(String instanceId, String function, PlacementDecision.Placed placed, long cpu, long hostMemory) {
         if (bookings.containsKey(instanceId)) {
             throw new IllegalStateException("instance " + instanceId + " is already placed");
         }
@@ -133,12 +171,33 @@ public final class ClusterState {
             limits[i] = slot.limitMilli();
             memory[i] = slot.memoryMib();
         }
-        for (int i = 0; i < size; i++) {
-            add(ordinals[i], function, requests[i], limits[i], memory[i], +1);
+        // The slots name the node; a booking without slots (CPU-only) names it in the decision.
+        int node;
+        if (size > 0) {
+            node = nodeOfGpu[ordinals[0]];
+        } else {
+            Integer n = nodeOrdinal.get(placed.node());
+            if (n == null) {
+                throw new IllegalArgumentException("unknown node " + placed.node());
+            }
+            node = n;
         }
-        bookings.put(instanceId, new Booking(function, ordinals, requests, limits, memory));
-        requestMix.merge(RequestClass.of(requests), 1, Integer::sum);
-        requestMixVersion++;
+        if (cpu > cpuFree(node) || hostMemory > hostMemoryFree(node)) {
+            throw new IllegalStateException("node " + nodeName(node) + " has " + cpuFree(node) + " milli-CPU and "
+                    + hostMemoryFree(node) + " MiB free, " + cpu + " milli-CPU and " + hostMemory + " MiB asked");
+        }
+        int f = functionId(function);
+        for (int i = 0; i < size; i++) {
+            add(ordinals[i], f, requests[i], limits[i], memory[i], +1);
+        }
+        cpuUsed[node] += cpu;
+        hostMemoryUsed[node] += hostMemory;
+        countOnNode(node, +1);
+        bookings.put(instanceId, new Booking(f, node, ordinals, requests, limits, memory, cpu, hostMemory));
+        if (size > 0) {
+            requestMix.merge(RequestClass.of(requests), 1, Integer::sum);
+            requestMixVersion++;
+        }
     }
 
     /** Frees what an instance booked; returns false when it was not placed. */
@@ -151,53 +210,83 @@ public final class ClusterState {
             add(booking.gpuOrdinals()[i], booking.function(), -booking.requests()[i], -booking.limits()[i],
                     -booking.memory()[i], -1);
         }
-        if (requestMix.merge(RequestClass.of(booking.requests()), -1, Integer::sum) <= 0) {
-            requestMix.remove(RequestClass.of(booking.requests()));
+        cpuUsed[booking.node()] -= booking.cpuMilli();
+        hostMemoryUsed[booking.node()] -= booking.hostMemoryMib();
+        countOnNode(booking.node(), -1);
+        if (booking.gpuOrdinals().length > 0) {
+            if (requestMix.merge(RequestClass.of(booking.requests()), -1, Integer::sum) <= 0) {
+                requestMix.remove(RequestClass.of(booking.requests()));
+            }
+            requestMixVersion++;
         }
-        requestMixVersion++;
         return true;
     }
 
-    private void add(int g, String function, int request, int limit, long memory, int count) {
+    private int functionId(String function) {
+        Integer id = functionIds.get(function);
+        if (id == null) {
+            id = functionIds.size();
+            functionIds.put(function, id);
+            functionGpus.add(new IntCounts(4));
+            functionPartners.add(new IntCounts(4));
+        }
+        return id;
+    }
+
+    private void add(int g, int f, int request, int limit, long memory, int count) {
         boolean wasActive = instancesOnGpu[g] > 0;
         requestSum[g] += request;
         limitSum[g] += limit;
         memoryUsed[g] += memory;
         instancesOnGpu[g] += count;
-        Map<Integer, Integer> hosted = functionGpus.computeIfAbsent(function, f -> new HashMap<>());
-        int left = hosted.merge(g, count, Integer::sum);
-        if (left <= 0) {
-            hosted.remove(g);
-            if (hosted.isEmpty()) {
-                functionGpus.remove(function);
+        IntCounts residents = gpuFunctions[g] == null ? (gpuFunctions[g] = new IntCounts(2)) : gpuFunctions[g];
+        boolean arrives = count > 0 && !residents.contains(f);
+        residents.add(f, count);
+        boolean leaves = count < 0 && !residents.contains(f);
+        functionGpus.get(f).add(g, count);
+        if (arrives || leaves) {
+            // f now shares (or no longer shares) this GPU with every other function on it.
+            int delta = arrives ? 1 : -1;
+            for (int i = 0; i < residents.size(); i++) {
+                int other = residents.key(i);
+                if (other != f) {
+                    functionPartners.get(f).add(other, delta);
+                    functionPartners.get(other).add(f, delta);
+                }
             }
-        }
-        Map<String, Integer> residents = gpuFunctions[g] == null ? (gpuFunctions[g] = new HashMap<>(4)) : gpuFunctions[g];
-        if (residents.merge(function, count, Integer::sum) <= 0) {
-            residents.remove(function);
         }
         boolean isActive = instancesOnGpu[g] > 0;
         if (wasActive != isActive) {
             int n = nodeOfGpu[g];
             if (isActive) {
                 activeGpus.add(g);
-                if (activeGpusOfNode[n]++ == 0) {
-                    usedNodes.add(n);
-                    emptyNodesByShape.get(shapeOfNode[n]).remove(n);
-                }
+                activeGpusOfNode[n]++;
             } else {
                 activeGpus.remove(g);
-                if (--activeGpusOfNode[n] == 0) {
-                    usedNodes.remove(n);
-                    emptyNodesByShape.get(shapeOfNode[n]).add(n);
-                }
+                activeGpusOfNode[n]--;
             }
-            int size = firstGpuOfNode[n + 1] - firstGpuOfNode[n];
-            if (activeGpusOfNode[n] > 0 && activeGpusOfNode[n] < size) {
-                partialNodes.add(n);
-            } else {
-                partialNodes.remove(n);
-            }
+            updatePartial(n);
+        }
+    }
+
+    private void countOnNode(int n, int count) {
+        instancesOnNode[n] += count;
+        if (count > 0 && instancesOnNode[n] == 1) {
+            usedNodes.add(n);
+            emptyNodesByShape.get(shapeOfNode[n]).remove(n);
+        } else if (count < 0 && instancesOnNode[n] == 0) {
+            usedNodes.remove(n);
+            emptyNodesByShape.get(shapeOfNode[n]).add(n);
+        }
+        updatePartial(n);
+    }
+
+    private void updatePartial(int n) {
+        int size = firstGpuOfNode[n + 1] - firstGpuOfNode[n];
+        if (instancesOnNode[n] > 0 && activeGpusOfNode[n] < size) {
+            partialNodes.add(n);
+        } else {
+            partialNodes.remove(n);
         }
     }
 
@@ -256,6 +345,41 @@ public final class ClusterState {
         return instancesOnGpu[g] > 0;
     }
 
+    /** CPU of node {@code n} not booked yet, thousandths of a core ({@link NodeInventory#UNLIMITED}-ish when not modelled). */
+    long cpuFree(int n) {
+        return cpuCapacity[n] - cpuUsed[n];
+    }
+
+    long hostMemoryFree(int n) {
+        return hostMemoryCapacity[n] - hostMemoryUsed[n];
+    }
+
+    long cpuCapacity(int n) {
+        return cpuCapacity[n];
+    }
+
+    long hostMemoryCapacity(int n) {
+        return hostMemoryCapacity[n];
+    }
+
+    long cpuUsed(int n) {
+        return cpuUsed[n];
+    }
+
+    long hostMemoryUsed(int n) {
+        return hostMemoryUsed[n];
+    }
+
+    /** Whether node {@code n} has the CPU and memory {@code req} asks for free. */
+    boolean hostFits(int n, InstanceRequest req) {
+        return req.cpuMilli() <= cpuFree(n) && req.hostMemoryMib() <= hostMemoryFree(n);
+    }
+
+    /** Whether anything is booked on node {@code n}. */
+    boolean isUsed(int n) {
+        return instancesOnNode[n] > 0;
+    }
+
     OrdinalSet activeGpus() {
         return activeGpus;
     }
@@ -268,7 +392,10 @@ public final class ClusterState {
         return partialNodes;
     }
 
-    /** The lowest-numbered empty node of each GPU shape, among the allowed nodes (all when null). */
+    /**
+     * The lowest-numbered empty node of each group of interchangeable empty nodes (same GPU models, memory and SM
+     * counts, same CPU and memory), among the allowed nodes (all when null).
+     */
     List<Integer> emptyNodeRepresentatives(boolean[] allowed) {
         List<Integer> result = new ArrayList<>(emptyNodesByShape.size());
         for (NavigableSet<Integer> set : emptyNodesByShape.values()) {
@@ -294,42 +421,83 @@ public final class ClusterState {
         return mask;
     }
 
-    /** GPU ordinal → instances of {@code function} on it; empty when the function runs nowhere. */
-    Map<Integer, Integer> gpusHosting(String function) {
-        return functionGpus.getOrDefault(function, Map.of());
-    }
-
     /**
-     * {@code function}'s partners: the other functions sharing a GPU with one of its instances (a training job
-     * its earlier instance sits beside). The other GPUs of a partner are where the paper's workload affinity
-     * sends the function's next instance (§3.3, Principle 1), so that every worker of that job has the same
-     * neighbour.
+     * Marks, for one decision about {@code function}, the GPUs its own instances occupy and its affinity GPUs
+     * (G_WA): the GPUs of its partners — the other functions sharing a GPU with one of its instances, a training
+     * job its earlier instance sits beside — that it does not occupy itself. The paper's workload affinity
+     * (§3.3, Principle 1) sends the function's next instance there, so that every worker of that job has the same
+     * neighbour. Valid until the next call; costs time in the partners' GPUs, not in all active GPUs.
      */
-    Set<String> partners(String function) {
-        Map<Integer, Integer> own = gpusHosting(function);
-        if (own.isEmpty()) {
-            return Set.of();
+    AffinityMarks affinity(String function) {
+        Integer f = functionIds.get(function);
+        marks.next();
+        if (f == null) {
+            return marks;
         }
-        Set<String> partners = new HashSet<>();
-        for (int g : own.keySet()) {
-            partners.addAll(gpuFunctions[g].keySet());
+        IntCounts own = functionGpus.get(f);
+        for (int i = 0; i < own.size(); i++) {
+            marks.markOwn(own.key(i));
         }
-        partners.remove(function);
-        return partners;
-    }
-
-    /** Whether GPU {@code g} hosts an instance of any of {@code functions}. */
-    boolean hostsAny(int g, Set<String> functions) {
-        Map<String, Integer> residents = gpuFunctions[g];
-        if (residents == null || functions.isEmpty()) {
-            return false;
-        }
-        for (String f : residents.keySet()) {
-            if (functions.contains(f)) {
-                return true;
+        IntCounts partners = functionPartners.get(f);
+        for (int i = 0; i < partners.size(); i++) {
+            IntCounts theirs = functionGpus.get(partners.key(i));
+            for (int j = 0; j < theirs.size(); j++) {
+                marks.markBeside(theirs.key(j));
             }
         }
-        return false;
+        return marks;
+    }
+
+    /** One decision's view of a function's affinity: stamps per GPU, so a check is an array read. */
+    static final class AffinityMarks {
+        private final int[] own;
+        private final int[] beside;
+        private int[] besideList = new int[16];
+        private int besideCount;
+        private int epoch;
+
+        AffinityMarks(int gpus) {
+            own = new int[gpus];
+            beside = new int[gpus];
+        }
+
+        private void next() {
+            epoch++;
+            besideCount = 0;
+        }
+
+        private void markOwn(int g) {
+            own[g] = epoch;
+        }
+
+        private void markBeside(int g) {
+            if (own[g] != epoch && beside[g] != epoch) {
+                beside[g] = epoch;
+                if (besideCount == besideList.length) {
+                    besideList = java.util.Arrays.copyOf(besideList, besideCount * 2);
+                }
+                besideList[besideCount++] = g;
+            }
+        }
+
+        /** Whether the function has an instance on GPU {@code g}. */
+        boolean own(int g) {
+            return own[g] == epoch;
+        }
+
+        /** Whether GPU {@code g} hosts one of the function's partners and not the function itself. */
+        boolean beside(int g) {
+            return beside[g] == epoch;
+        }
+
+        /** The affinity GPUs, each once, in no particular order. */
+        int besideCount() {
+            return besideCount;
+        }
+
+        int besideGpu(int i) {
+            return besideList[i];
+        }
     }
 
     /**

@@ -3,8 +3,6 @@ package io.dilu.core.placement;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * Dilu's resourcing-complementary placement (the paper's Algorithm 1).
@@ -31,6 +29,11 @@ import java.util.Set;
  *
  * <p>An instance that needs several GPUs (training workers, tensor parallelism) gets them on one node,
  * each chosen in the same order of preference: affinity, active, stacked, new.
+ *
+ * <p>Where requests ask for the node's CPU and memory (the openb trace), a node must have them free, whatever
+ * GPU it offers. A CPU-only request, on which the paper is silent, goes where it takes the least from GPU pods:
+ * the node with the least GPU share free, then the best fit by Algorithm 1's score with the node's CPU in place of
+ * SM and its memory in place of GPU memory ({@link HostFit}).
  */
 public final class ComplementaryPlacement implements PlacementPolicy {
 
@@ -74,6 +77,9 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     }
 
     private PlacementDecision decide(ClusterState state, InstanceRequest req, boolean[] allowed) {
+        if (req.cpuOnly()) {
+            return HostFit.decide(state, req, allowed, params.alpha(), params.beta());
+        }
         if (req.requestMilli() > params.omegaMilli()) {
             return new PlacementDecision.Infeasible("SM request " + percent(req.requestMilli())
                     + " exceeds what one GPU may promise (Ω = " + percent(params.omegaMilli()) + ")");
@@ -99,7 +105,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         }
         String models = req.gpuModels().isEmpty() ? "" : " of model " + String.join("|", new java.util.TreeSet<>(req.gpuModels()));
         return new PlacementDecision.Infeasible("no node has " + (req.gpus() > 1 ? req.gpus() + " GPUs" : "a GPU") + models
-                + " with " + req.memoryMib() + " MiB free and room for SM request " + percent(req.requestMilli())
+                + " with " + req.memoryMib() + " MiB free" + HostFit.asked(req) + " and room for SM request " + percent(req.requestMilli())
                 + " / limit " + percent(req.limitMilli()) + " under Ω = " + percent(params.omegaMilli())
                 + ", γ = " + percent(params.gammaMilli())
                 + (req.splittable() && req.gpus() == 1 ? ", nor enough fragments of one node's GPUs for pipeline stages (at most "
@@ -109,13 +115,10 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     private PlacementDecision.Placed onOneGpu(ClusterState state, InstanceRequest req, boolean largerThanAnyGpu,
             boolean[] allowed) {
         if (!largerThanAnyGpu) {
-            Map<Integer, Integer> own = state.gpusHosting(req.function());
-            int g = bestBesidePartners(state, req, own, allowed);
+            ClusterState.AffinityMarks marks = state.affinity(req.function());
+            int g = bestBesidePartners(state, req, marks, allowed);
             if (g < 0) {
-                g = bestActive(state, req, own, allowed);
-            }
-            if (g < 0) {
-                g = bestAmong(state, own.keySet(), req, allowed);
+                g = bestActiveThenStacked(state, req, marks, allowed);
             }
             if (g < 0 && req.splittable()) {
                 PlacementDecision.Placed split = split(state, req, false, allowed);
@@ -152,7 +155,8 @@ public final class ComplementaryPlacement implements PlacementPolicy {
 
         void consider(int g) {
             if ((allowed == null || allowed[state.nodeOf(g)]) && req.runsOn(state.gpu(g))
-                    && fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+                    && fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())
+                    && state.hostFits(state.nodeOf(g), req)) {
                 double s = score(state, g, req.requestMilli(), req.memoryMib());
                 if (params.fragmentation() > 0) {
                     s += params.fragmentation() * outlook.delta(state, g, req.requestMilli());
@@ -165,35 +169,30 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         }
     }
 
-    private int bestAmong(ClusterState state, Collection<Integer> candidates, InstanceRequest req, boolean[] allowed) {
-        Best best = new Best(state, req, allowed);
-        candidates.forEach(best::consider);
-        return best.gpu;
-    }
-
     /** The best GPU of the function's partners that does not host the function itself (G_WA). */
-    private int bestBesidePartners(ClusterState state, InstanceRequest req, Map<Integer, Integer> own, boolean[] allowed) {
+    private int bestBesidePartners(ClusterState state, InstanceRequest req, ClusterState.AffinityMarks marks,
+            boolean[] allowed) {
         Best best = new Best(state, req, allowed);
-        for (String partner : state.partners(req.function())) {
-            for (int g : state.gpusHosting(partner).keySet()) {
-                if (!own.containsKey(g)) {
-                    best.consider(g);
-                }
-            }
+        for (int i = 0; i < marks.besideCount(); i++) {
+            best.consider(marks.besideGpu(i));
         }
         return best.gpu;
     }
 
-    /** The best active GPU that hosts none of {@code own}'s instances. */
-    private int bestActive(ClusterState state, InstanceRequest req, Map<Integer, Integer> own, boolean[] allowed) {
-        Best best = new Best(state, req, allowed);
-        ClusterState.OrdinalSet active = state.activeGpus();
-        for (int i = 0; i < active.size(); i++) {
-            if (!own.containsKey(active.get(i))) {
-                best.consider(active.get(i));
-            }
+    /**
+     * The best active GPU that hosts no instance of the function; else the best that does (replicas stacked). One
+     * pass over the active GPUs fills both tiers: which tier a GPU is in is an array read.
+     */
+    private int bestActiveThenStacked(ClusterState state, InstanceRequest req, ClusterState.AffinityMarks marks,
+            boolean[] allowed) {
+        Best active = new Best(state, req, allowed);
+        Best stacked = new Best(state, req, allowed);
+        ClusterState.OrdinalSet gpus = state.activeGpus();
+        for (int i = 0; i < gpus.size(); i++) {
+            int g = gpus.get(i);
+            (marks.own(g) ? stacked : active).consider(g);
         }
-        return best.gpu;
+        return active.gpu >= 0 ? active.gpu : stacked.gpu;
     }
 
     private int bestNewGpu(ClusterState state, InstanceRequest req, boolean[] allowed) {
@@ -221,15 +220,17 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     // ---- several GPUs of one node ----
 
     private PlacementDecision.Placed onOneNode(ClusterState state, InstanceRequest req, boolean[] allowed) {
-        Set<String> partners = state.partners(req.function());
-        Map<Integer, Integer> own = state.gpusHosting(req.function());
+        ClusterState.AffinityMarks marks = state.affinity(req.function());
         int[] chosen = new int[req.gpus()];
         int[] bestChoice = null;
         long bestCost = Long.MAX_VALUE;
         double bestScore = Double.POSITIVE_INFINITY;
         int bestNode = -1;
-        List<Integer> nodes = candidateNodes(state, true, allowed);
+        int[] nodes = candidateNodes(state, true, allowed);
         for (int n : nodes) {
+            if (!state.hostFits(n, req)) {
+                continue;
+            }
             int found = 0;
             int idle = 0;
             int tiers = 0;
@@ -244,8 +245,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                             || !fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
                         continue;
                     }
-                    int tier = !state.isActive(g) ? IDLE : own.containsKey(g) ? STACKED
-                            : state.hostsAny(g, partners) ? AFFINITY : ACTIVE;
+                    int tier = !state.isActive(g) ? IDLE : marks.own(g) ? STACKED : marks.beside(g) ? AFFINITY : ACTIVE;
                     double s = score(state, g, req.requestMilli(), req.memoryMib());
                     if (tier < pickTier || (tier == pickTier && s < pickScore)) {
                         pick = g;
@@ -288,32 +288,45 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         List<Slot> best = null;
         int bestNode = -1;
         double bestScore = Double.POSITIVE_INFINITY;
+        int[] gpus = new int[state.mostGpusPerNode()];
         for (int n : candidateNodes(state, includeIdle, allowed)) {
-            List<Integer> gpus = new ArrayList<>();
+            if (!state.hostFits(n, req)) {
+                continue;
+            }
+            // The node's candidate GPUs by free memory, most first (a stable insertion sort: a node has few GPUs).
+            int count = 0;
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
                 if ((includeIdle || state.isActive(g)) && req.runsOn(state.gpu(g))
                         && state.freeMemory(g) >= params.minStageMemoryMib()) {
-                    gpus.add(g);
+                    int j = count++;
+                    while (j > 0 && state.freeMemory(gpus[j - 1]) < state.freeMemory(g)) {
+                        gpus[j] = gpus[j - 1];
+                        j--;
+                    }
+                    gpus[j] = g;
                 }
             }
-            gpus.sort((a, b) -> Long.compare(state.freeMemory(b), state.freeMemory(a)));
-            List<Slot> stages = new ArrayList<>();
+            List<Slot> stages = null;
             long remaining = req.memoryMib();
             double scores = 0;
-            for (int g : gpus) {
-                if (remaining == 0 || stages.size() == params.maxPipelineStages()) {
+            for (int i = 0; i < count; i++) {
+                int g = gpus[i];
+                if (remaining == 0 || (stages != null && stages.size() == params.maxPipelineStages())) {
                     break;
                 }
                 long memory = Math.min(state.freeMemory(g), remaining);
                 int request = proportional(req.requestMilli(), memory, req.memoryMib());
                 int limit = Math.max(request, proportional(req.limitMilli(), memory, req.memoryMib()));
                 if (fits(state, g, request, limit, memory)) {
+                    if (stages == null) {
+                        stages = new ArrayList<>(params.maxPipelineStages());
+                    }
                     stages.add(new Slot(state.gpu(g).uuid(), request, limit, memory));
                     scores += score(state, g, request, memory);
                     remaining -= memory;
                 }
             }
-            if (remaining > 0 || stages.size() < 2) {
+            if (remaining > 0 || stages == null || stages.size() < 2) {
                 continue;
             }
             stages = exactShares(state, req, stages);
@@ -358,18 +371,20 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return (int) Math.max(1, Math.ceilDiv(share * part, whole));
     }
 
-    private static List<Integer> candidateNodes(ClusterState state, boolean includeEmpty, boolean[] allowed) {
+    private static int[] candidateNodes(ClusterState state, boolean includeEmpty, boolean[] allowed) {
         ClusterState.OrdinalSet used = state.usedNodes();
-        List<Integer> nodes = new ArrayList<>(used.size() + 4);
+        List<Integer> empty = includeEmpty ? state.emptyNodeRepresentatives(allowed) : List.of();
+        int[] nodes = new int[used.size() + empty.size()];
+        int count = 0;
         for (int i = 0; i < used.size(); i++) {
             if (allowed == null || allowed[used.get(i)]) {
-                nodes.add(used.get(i));
+                nodes[count++] = used.get(i);
             }
         }
-        if (includeEmpty) {
-            nodes.addAll(state.emptyNodeRepresentatives(allowed));
+        for (int n : empty) {
+            nodes[count++] = n;
         }
-        return nodes;
+        return count == nodes.length ? nodes : java.util.Arrays.copyOf(nodes, count);
     }
 
     // ---- Algorithm 1 lines 22-26 ----

@@ -6,7 +6,8 @@ import java.util.List;
 /**
  * Baseline: every GPU an instance touches is its own (Kubernetes' {@code nvidia.com/gpu}); the GPU books only
  * the instance's own shares, so what it leaves unused shows up as fragmentation. Nodes are
- * filled before new ones are opened, as a bin-packing scheduler would.
+ * filled before new ones are opened, as a bin-packing scheduler would. A CPU-only request goes where
+ * {@link HostFit} puts it.
  */
 public final class ExclusivePlacement implements PlacementPolicy {
 
@@ -17,6 +18,9 @@ public final class ExclusivePlacement implements PlacementPolicy {
 
     @Override
     public PlacementDecision decide(ClusterState state, InstanceRequest req) {
+        if (req.cpuOnly()) {
+            return HostFit.decide(state, req, null, PlacementParameters.DEFAULTS.alpha(), PlacementParameters.DEFAULTS.beta());
+        }
         if (req.memoryMib() > state.largestGpuMemoryMib()) {
             return new PlacementDecision.Infeasible("needs " + req.memoryMib() + " MiB per GPU; the largest GPU has "
                     + state.largestGpuMemoryMib() + " MiB");
@@ -30,6 +34,9 @@ public final class ExclusivePlacement implements PlacementPolicy {
         }
         nodes.addAll(state.emptyNodeRepresentatives(null));
         for (int n : nodes) {
+            if (!state.hostFits(n, req)) {
+                continue;
+            }
             int idleFitting = 0;
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
                 if (!state.isActive(g) && state.gpu(g).memoryMib() >= req.memoryMib() && req.runsOn(state.gpu(g))) {
@@ -45,7 +52,7 @@ public final class ExclusivePlacement implements PlacementPolicy {
         }
         if (bestNode < 0) {
             return new PlacementDecision.Infeasible("no node has " + req.gpus() + " idle GPU(s) with "
-                    + req.memoryMib() + " MiB");
+                    + req.memoryMib() + " MiB" + HostFit.asked(req));
         }
         List<Slot> slots = new ArrayList<>(req.gpus());
         for (int g = state.firstGpu(bestNode); g < state.endGpu(bestNode) && slots.size() < req.gpus(); g++) {

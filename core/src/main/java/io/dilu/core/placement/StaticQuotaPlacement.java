@@ -38,8 +38,11 @@ public final class StaticQuotaPlacement implements PlacementPolicy {
 
     @Override
     public PlacementDecision decide(ClusterState state, InstanceRequest request) {
+        if (request.cpuOnly()) {
+            return packing.decide(state, request);
+        }
         int share = atRequest ? request.requestMilli() : request.limitMilli();
         return packing.decide(state, new InstanceRequest(request.id(), request.function(), request.gpus(), share, share,
-                request.memoryMib(), false, request.gpuModels()));
+                request.memoryMib(), false, request.gpuModels(), request.cpuMilli(), request.hostMemoryMib()));
     }
 }
