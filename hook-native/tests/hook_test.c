@@ -1002,15 +1002,19 @@ static void test_loader_namespaces(void) {
            "LD_AUDIT: exit %d, %s %s", code, out, err);
 }
 
-/* The driver's functions defined ahead of the hook: libcuda itself, or a tenant's shim, in LD_PRELOAD. */
+/* The driver's functions defined ahead of the hook, in LD_PRELOAD: libcuda itself, a tenant's shim, the same with a
+ * hidden version only, libcuda brought ahead as a filter library's filtee. */
 static void test_loader_ahead(void) {
     control_block(1ull << 40, 1ull << 40, 1);
     char out[4096], err[4096], setting[2048];
     char *init[] = {PROBE, "init", NULL};
     const struct {
         const char *libs, *object, *name;
-    } ahead[] = {{CUDA_EMU, "libcuda.so.1", "cuInit"}, {TENANT_SHIM, "libtenant_shim.so", "cuLaunchKernel"}};
-    for (int i = 0; i < 2; i++) {
+    } ahead[] = {{CUDA_EMU, "libcuda.so.1", "cuInit"},
+                 {TENANT_SHIM, "libtenant_shim.so", "cuLaunchKernel"},
+                 {TENANT_VSHIM, "libtenant_vshim.so", "cuLaunchKernel"},
+                 {TENANT_FILTER, "libcuda.so.1", "cuInit"}};
+    for (int i = 0; i < 4; i++) {
         preload_setting(ahead[i].libs, setting, sizeof(setting));
         int code = run_env(setting, init, out, sizeof(out), err, sizeof(err));
         EXPECT(code == 127 && out[0] == '\0' && strstr(err, ahead[i].object) != NULL &&

@@ -79,7 +79,7 @@ HOOK_NO_SANITIZE static int symbol_matches(const elf_object *o, uint32_t i, cons
         (bind != STB_GLOBAL && bind != STB_WEAK && bind != STB_GNU_UNIQUE) || !hook_same(o->strtab + sym->st_name, name)) {
         return 0;
     }
-    if (o->versym == NULL) {
+    if (o->versym == NULL || version == ELF_ANY_VERSION) {
         return 2;
     }
     ElfW(Half) ndx = o->versym[i] & 0x7fff;

@@ -33,6 +33,9 @@ typedef struct elf_object {
 int elf_read_dynamic(ElfW(Addr) base, const ElfW(Dyn) *dyn, elf_object *o);
 /* The same for an object dl_iterate_phdr reports. */
 int elf_read(const struct dl_phdr_info *info, elf_object *o);
+/* A `version` for elf_lookup: a definition of any version, hidden (non-default) ones too, as a reference that names
+ * such a version would bind to. */
+#define ELF_ANY_VERSION ((const char *)-1)
 /* The symbol `name` (of `version`, or the default one) the object defines, through its hash table; NULL if none. */
 const ElfW(Sym) *elf_lookup(const elf_object *o, const char *name, const char *version);
 

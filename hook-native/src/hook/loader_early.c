@@ -104,7 +104,7 @@ HOOK_NO_SANITIZE static void check_loaded_ahead(void) {
         }
         const char *name;
         for (size_t i = 0; (name = hook_wrapped_name(i)) != NULL; i++) {
-            if (elf_lookup(&o, name, NULL) != NULL) {
+            if (elf_lookup(&o, name, ELF_ANY_VERSION) != NULL) {
                 stop(l->l_name != NULL && l->l_name[0] != '\0' ? l->l_name : "an object",
                      ", loaded ahead of the hook (by LD_PRELOAD, say), defines the driver's ", name);
             }

@@ -110,6 +110,10 @@ public final class NodeAttacks {
                 nativeDir.resolve("emu/libcuda.so.1"), "cuInit"));
         all.put("ld-preload-shim-ahead", () -> aheadOfTheHook("ld-preload-shim-ahead", tenantLib("tenant_shim"),
                 "cuLaunchKernel"));
+        all.put("ld-preload-hidden-version-shim-ahead", () -> aheadOfTheHook("ld-preload-hidden-version-shim-ahead",
+                tenantLib("tenant_vshim"), "cuLaunchKernel"));
+        all.put("ld-preload-filter-ahead", () -> aheadOfTheHook("ld-preload-filter-ahead", tenantLib("tenant_filter"),
+                "cuInit"));
         return all;
     }
 
