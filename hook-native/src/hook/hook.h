@@ -72,8 +72,8 @@ typedef struct hook_control {
     const dilu_grant_page *grant; /* read-only; valid unless refuse */
     dilu_report_page *report;     /* valid unless refuse */
     dilu_report_process *self;    /* the slot of process `pid`, for memory; use through hook_process() */
-    int32_t pid;                  /* the process that holds `self`; 0 after a fork, until the child takes its own */
     int refuse;                   /* no usable block: CUDA is refused (CUDA_ERROR_NOT_PERMITTED) */
+    int32_t pid;                  /* the process that holds `self`; 0 after a fork, until the child takes its own */
 } hook_control;
 
 hook_control *hook_control_get(void);
