@@ -195,8 +195,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     argv++; /* past --contained: argv[1] and argv[2] are the libraries again */
-    void *driver = load(argv[1], RTLD_NOW | RTLD_GLOBAL);
+    /* The hook first: it stops a process where an object loaded before it defines the driver's functions
+     * (docs/hook.md, "The dynamic loader"). It opens the driver itself only at its first call, by then loaded. */
     void *hook = load(argv[2], RTLD_NOW | RTLD_LOCAL);
+    void *driver = load(argv[1], RTLD_NOW | RTLD_GLOBAL);
     raw_launch = (launch_fn)sym(driver, "cuLaunchKernel");
     hooked_launch = (launch_fn)sym(hook, "cuLaunchKernel");
     CUresult (*init)(unsigned) = (CUresult(*)(unsigned))sym(hook, "cuInit");

@@ -235,6 +235,24 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "next") == 0) {
         return next_mode();
     }
+    if (argc >= 4 && strcmp(argv[1], "scope") == 0) {
+        return probe_scope(argv[2], argv[3]);
+    }
+    if (argc >= 2 && strcmp(argv[1], "lookup") == 0) {
+        return probe_lookup();
+    }
+    if (argc >= 3 && strcmp(argv[1], "dlmopen") == 0) {
+        return probe_dlmopen(argv[2]);
+    }
+    if (argc >= 2 && strcmp(argv[1], "elf") == 0) {
+        return probe_elf();
+    }
+    if (argc >= 3 && strcmp(argv[1], "launch") == 0) {
+        return probe_launch(argv[2]);
+    }
+    if (argc >= 4 && strcmp(argv[1], "fork") == 0) {
+        return probe_fork(argv[2], argv[3]);
+    }
     if (argc >= 2 && strcmp(argv[1], "init") == 0) {
         CUresult rc = cuInit(0);
         printf("init=%d\n", (int)rc);
@@ -242,6 +260,7 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr, "usage: hook-probe bypass|wait|alloc MIB HOLD_MS|rate SECONDS BLOCK_US|graph|graph_paths|"
                     "graph_update|graph_capture|graph_race|graph_memory|arrays|vmm|hold array|vmm|alloc MIB HOLD_MS|"
-                    "next|init|devices\n");
+                    "next|init|devices|scope deepbind|symbolic|copy PATH|lookup|dlmopen TENANT_LIB|elf|"
+                    "launch BLOCKS|fork fork|clone HOLD_MS\n");
     return 2;
 }

@@ -35,5 +35,11 @@ int probe_graph_memory(void);
 int probe_arrays(void);
 int probe_vmm(void);
 int probe_hold(const char *what, const char *mib, const char *hold_ms);
+int probe_scope(const char *route, const char *path);
+int probe_lookup(void);
+int probe_dlmopen(const char *tenant_lib);
+int probe_elf(void);
+int probe_launch(const char *blocks);
+int probe_fork(const char *how, const char *hold_ms);
 
 #endif

@@ -5,11 +5,19 @@
  * on this machine without a kubelet. Root gets a plain mount namespace; anyone else a user namespace too.
  * Test and benchmark tool: it is not shipped in images.
  *
- *   dilu-contain [--control DIR | --control-copy DIR | --control-writable DIR] [--preload LIB] -- COMMAND ...
+ *   dilu-contain [--control DIR | --control-copy DIR | --control-writable DIR] [--preload LIB]
+ *                [--seccomp runtime-default] [--tenant-userns grant|preload] -- COMMAND ...
  *
  * --control mounts DIR/grant read-only and DIR/report read-write, as Allocate does; --control-copy puts copies
  * of the pages there without mounting them (a tenant's image shipping its own block); --control-writable
- * mounts the grant page read-write (a block that is not protected).
+ * mounts the grant page read-write (a block that is not protected). --seccomp runtime-default gives the command
+ * the namespace rules of the runtime's default seccomp profile, as the webhook gives GPU pods (seccomp.c).
+ * --tenant-userns then plays a tenant that makes a user and mount namespace of its own inside the container and
+ * mounts a forged grant page or an empty /etc/ld.so.preload there (tenant.c).
+ *
+ * As root the command runs in the initial user namespace, as a GPU pod's container does. Anyone else gets a user
+ * namespace too, in which the hook refuses CUDA (docs/hook.md, "User namespaces"): CUDA under the hook needs
+ * root here.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,38 +30,39 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "contain.h"
 #include "dilu_control.h"
 
-static void die(const char *what) {
+void contain_die(const char *what) {
     fprintf(stderr, "dilu-contain: %s: %s\n", what, strerror(errno));
     exit(125);
 }
 
-static void write_file(const char *path, const char *text) {
+void contain_write_file(const char *path, const char *text) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        die(path);
+        contain_die(path);
     }
     size_t n = strlen(text);
     if (write(fd, text, n) != (ssize_t)n || close(fd) != 0) {
-        die(path);
+        contain_die(path);
     }
 }
 
-static void mkdirs(const char *path) {
+void contain_mkdirs(const char *path) {
     char buf[512];
     snprintf(buf, sizeof(buf), "%s", path);
     for (char *p = buf + 1; *p != '\0'; p++) {
         if (*p == '/') {
             *p = '\0';
             if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-                die(buf);
+                contain_die(buf);
             }
             *p = '/';
         }
     }
     if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-        die(buf);
+        contain_die(buf);
     }
 }
 
@@ -62,21 +71,21 @@ static void enter_namespace(void) {
     gid_t gid = getgid();
     if (geteuid() == 0) {
         if (unshare(CLONE_NEWNS) != 0) {
-            die("unshare(CLONE_NEWNS)");
+            contain_die("unshare(CLONE_NEWNS)");
         }
     } else {
         if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-            die("unshare(CLONE_NEWUSER | CLONE_NEWNS)");
+            contain_die("unshare(CLONE_NEWUSER | CLONE_NEWNS)");
         }
         char map[64];
-        write_file("/proc/self/setgroups", "deny");
+        contain_write_file("/proc/self/setgroups", "deny");
         snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-        write_file("/proc/self/uid_map", map);
+        contain_write_file("/proc/self/uid_map", map);
         snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
-        write_file("/proc/self/gid_map", map);
+        contain_write_file("/proc/self/gid_map", map);
     }
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-        die("making / private");
+        contain_die("making / private");
     }
 }
 
@@ -94,35 +103,35 @@ static void make_control_dir(void) {
         *slash = '\0';
     }
     if (mount("dilu-contain", path, "tmpfs", 0, "mode=0755") != 0) {
-        die("mounting a tmpfs for the control path");
+        contain_die("mounting a tmpfs for the control path");
     }
-    mkdirs(DILU_CONTROL_PATH);
+    contain_mkdirs(DILU_CONTROL_PATH);
 }
 
 static void bind_file(const char *from, const char *to, int read_only) {
-    write_file(to, "");
+    contain_write_file(to, "");
     if (mount(from, to, NULL, MS_BIND, NULL) != 0) {
-        die(from);
+        contain_die(from);
     }
     if (read_only && mount(NULL, to, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) != 0) {
-        die("remounting the grant page read-only");
+        contain_die("remounting the grant page read-only");
     }
 }
 
 static void copy_file(const char *from, const char *to) {
     int in = open(from, O_RDONLY | O_CLOEXEC), out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (in < 0 || out < 0) {
-        die(from);
+        contain_die(from);
     }
     char buf[65536];
     ssize_t n;
     while ((n = read(in, buf, sizeof(buf))) > 0) {
         if (write(out, buf, (size_t)n) != n) {
-            die(to);
+            contain_die(to);
         }
     }
     if (n < 0 || close(in) != 0 || close(out) != 0) {
-        die(from);
+        contain_die(from);
     }
 }
 
@@ -146,19 +155,26 @@ static void preload(const char *lib) {
     char upper[600], work[600], line[1024];
     snprintf(upper, sizeof(upper), "%s/.etc-upper", DILU_CONTROL_PATH);
     snprintf(work, sizeof(work), "%s/.etc-work", DILU_CONTROL_PATH);
-    mkdirs(upper);
-    mkdirs(work);
+    contain_mkdirs(upper);
+    contain_mkdirs(work);
     char options[1400];
     snprintf(options, sizeof(options), "lowerdir=/etc,upperdir=%s,workdir=%s", upper, work);
     if (mount("overlay", "/etc", "overlay", 0, options) != 0) {
-        die("mounting an overlay on /etc for ld.so.preload");
+        contain_die("mounting an overlay on /etc for ld.so.preload");
     }
     snprintf(line, sizeof(line), "%s\n", lib);
-    write_file("/etc/ld.so.preload", line);
+    contain_write_file("/etc/ld.so.preload", line);
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: dilu-contain [--control DIR | --control-copy DIR | --control-writable DIR] [--preload LIB] "
+                    "[--seccomp runtime-default] [--tenant-userns grant|preload] -- COMMAND [ARGS...]\n");
+    exit(2);
 }
 
 int main(int argc, char **argv) {
-    const char *control_mode = NULL, *control_dir = NULL, *lib = NULL;
+    const char *control_mode = NULL, *control_dir = NULL, *lib = NULL, *tenant = NULL;
+    int seccomp = 0;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (i + 1 < argc && (strcmp(argv[i], "--control") == 0 || strcmp(argv[i], "--control-copy") == 0 ||
@@ -167,10 +183,13 @@ int main(int argc, char **argv) {
             control_dir = argv[++i];
         } else if (i + 1 < argc && strcmp(argv[i], "--preload") == 0) {
             lib = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--seccomp") == 0 && strcmp(argv[i + 1], "runtime-default") == 0) {
+            seccomp = 1;
+            i++;
+        } else if (i + 1 < argc && strcmp(argv[i], "--tenant-userns") == 0) {
+            tenant = argv[++i];
         } else {
-            fprintf(stderr, "usage: dilu-contain [--control DIR | --control-copy DIR | --control-writable DIR] "
-                            "[--preload LIB] -- COMMAND [ARGS...]\n");
-            return 2;
+            usage();
         }
     }
     if (i + 1 >= argc) {
@@ -185,6 +204,13 @@ int main(int argc, char **argv) {
     if (lib != NULL) {
         preload(lib);
     }
+    /* The container is made; what follows is what runs inside it. */
+    if (seccomp) {
+        contain_seccomp_runtime_default();
+    }
+    if (tenant != NULL) {
+        contain_tenant_userns(tenant);
+    }
     execvp(argv[i + 1], argv + i + 1);
-    die(argv[i + 1]);
+    contain_die(argv[i + 1]);
 }

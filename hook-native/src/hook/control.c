@@ -3,17 +3,17 @@
  * path compiled into the hook (DILU_CONTROL_PATH), where the device plugin mounts them.
  *
  * The hook is only ever loaded where a GPU share was allocated (the node's /etc/ld.so.preload and the
- * webhook's LD_PRELOAD exist only in GPU containers), so it fails closed: a missing, truncated or foreign
- * block, a grant page that is not a read-only mount of its own (a tenant could otherwise ship one in its
- * image), or more CUDA processes than the report page has slots → one error, and CUDA is refused
- * (CUDA_ERROR_NOT_PERMITTED) in that process.
+ * webhook's LD_PRELOAD exist only in GPU containers), so it fails closed: a process in a user namespace made
+ * inside the container (namespace.c: its mounts are the tenant's), objects loaded where the hook does not
+ * interpose (loader.c), a missing, truncated or foreign block, a grant page that is not a read-only mount of its
+ * own (a tenant could otherwise ship one in its image), or more CUDA processes than the report page has slots →
+ * one error, and CUDA is refused (CUDA_ERROR_NOT_PERMITTED) in that process.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,30 +80,6 @@ static void *map_page(const char *dir, const char *file, int writable, size_t si
         return NULL;
     }
     return m;
-}
-
-/* Takes a process slot, first reclaiming the memory of processes that died without freeing it. */
-static dilu_report_process *take_slot(dilu_report_page *r) {
-    pid_t me = getpid();
-    dilu_report_process *mine = NULL;
-    for (int i = 0; i < DILU_MAX_PROCESSES; i++) {
-        _Atomic int32_t *pid = (_Atomic int32_t *)&r->process[i].pid;
-        int32_t p = atomic_load(pid);
-        if (p > 0 && p != me && kill(p, 0) != 0 && errno == ESRCH && atomic_compare_exchange_strong(pid, &p, -1)) {
-            for (int d = 0; d < DILU_MAX_DEVICES; d++) {
-                uint64_t held = atomic_exchange((_Atomic uint64_t *)&r->process[i].memory_bytes[d], 0);
-                atomic_fetch_sub((_Atomic uint64_t *)&r->device[d].memory_used_bytes, held);
-            }
-            atomic_store(pid, 0);
-        }
-    }
-    for (int i = 0; i < DILU_MAX_PROCESSES && mine == NULL; i++) {
-        int32_t expected = 0;
-        if (atomic_compare_exchange_strong((_Atomic int32_t *)&r->process[i].pid, &expected, me)) {
-            mine = &r->process[i];
-        }
-    }
-    return mine;
 }
 
 /* Undoes the octal escapes of /proc/self/mountinfo (a space is \040) in place. */
@@ -177,7 +153,10 @@ static void attach(void) {
     const char *dir = DILU_CONTROL_PATH;
     char grant_path[512];
     snprintf(grant_path, sizeof(grant_path), "%s/%s", dir, DILU_GRANT_FILE);
-    if (read_only_mount(grant_path, why, sizeof(why))) {
+    /* First whether the mounts below are the node's at all (namespace.c), and whether the driver could be bound
+     * where the hook does not interpose (loader.c). */
+    if (hook_initial_user_namespace(why, sizeof(why)) && !hook_foreign_namespaces(why, sizeof(why)) &&
+        read_only_mount(grant_path, why, sizeof(why))) {
         control.grant = map_page(dir, DILU_GRANT_FILE, 0, sizeof(dilu_grant_page), DILU_KIND_GRANT, why, sizeof(why));
     }
     if (control.grant != NULL) {
@@ -185,13 +164,15 @@ static void attach(void) {
                                   sizeof(why));
     }
     if (control.report != NULL) {
-        control.self = take_slot(control.report);
+        control.self = hook_slot_take(control.report);
+        control.pid = (int32_t)getpid();
         if (control.self == NULL) {
             snprintf(why, sizeof(why), "all %d process slots of the container's report page are taken",
                      DILU_MAX_PROCESSES);
         }
     }
     if (control.grant != NULL && control.report != NULL && control.self != NULL) {
+        hook_process_watch_forks();
         hook_log(LOG_INFO, "attached to the control block in %s", dir);
         return;
     }

@@ -13,7 +13,8 @@
  * nothing). A new import with a version above 2.17 fails the glibc_floor test, which names it: pin it here
  * to the oldest version whose behaviour is the one wanted (for most, the architecture's first; never for
  * functions whose first version is a different ABI, such as pthread_cond_* before GLIBC_2.3.2), or avoid it.
- * dlsym and dlvsym must never be listed: the hook defines them.
+ * dlsym, dlvsym, dlopen and dlmopen must never be listed: the hook defines them, and a .symver would version
+ * the definition.
  */
 #ifndef DILU_GLIBC_FLOOR_H
 #define DILU_GLIBC_FLOOR_H
@@ -28,8 +29,8 @@
 
 #define DILU_GLIBC_PIN(name) __asm__(".symver " #name "," #name "@" DILU_GLIBC_FIRST)
 
-/* libdl before 2.34 */
-DILU_GLIBC_PIN(dlopen);
+/* libdl before 2.34 (dlopen and dlmopen are not imported: the hook defines them, loader.c, and calls glibc's
+ * through the addresses it reads from libc's symbol table, real.c) */
 DILU_GLIBC_PIN(dlclose);
 DILU_GLIBC_PIN(dlerror);
 /* libpthread before 2.34 */

@@ -3,6 +3,7 @@
 #define DILU_HOOK_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dilu_control.h"
@@ -49,6 +50,11 @@ void *hook_real_dlvsym(void *handle, const char *name, const char *version);
  * version). Allocation-free and uninstrumented, like everything dlsym reaches. */
 void *hook_next_symbol(const void *caller, const char *name, const char *version);
 void *hook_real(const char *name); /* NULL if the driver or the symbol is missing */
+typedef void *(*hook_dlopen_fn)(const char *, int);
+typedef void *(*hook_dlmopen_fn)(long, const char *, int);
+/* glibc's own dlopen and dlmopen (NULL where not found): loader.c's dlopen and dlmopen jump to them. */
+hook_dlopen_fn hook_glibc_dlopen(void);
+hook_dlmopen_fn hook_glibc_dlmopen(void);
 /* The real driver function, looked up once per call site and cached. */
 #define REAL(type, name)                                                    \
     ({                                                                      \
@@ -65,12 +71,42 @@ void *hook_real(const char *name); /* NULL if the driver or the symbol is missin
 typedef struct hook_control {
     const dilu_grant_page *grant; /* read-only; valid unless refuse */
     dilu_report_page *report;     /* valid unless refuse */
-    dilu_report_process *self;    /* this process's slot, for memory; valid unless refuse */
+    dilu_report_process *self;    /* the slot of process `pid`, for memory; use through hook_process() */
     int refuse;                   /* no usable block: CUDA is refused (CUDA_ERROR_NOT_PERMITTED) */
+    int32_t pid;                  /* the process that holds `self`; 0 after a fork, until the child takes its own */
 } hook_control;
 
 hook_control *hook_control_get(void);
 uint64_t hook_now_ns(void);
+
+/* namespace.c: 1 if this process is in the kernel's initial user namespace, where the container runtime put it;
+ * 0, with the reason, if not (a user namespace made inside the container, whose mounts the tenant chose). */
+int hook_initial_user_namespace(char *why, size_t why_len);
+
+/* loader.c */
+/* 1 if objects are loaded outside this process's base link-map namespace (an audit module, dlmopen), where no
+ * preloaded hook interposes: CUDA is refused. 0 otherwise. */
+int hook_foreign_namespaces(char *why, size_t why_len);
+/* What dlsym and dlvsym answer for one of the loader's own functions: 1 with *ours our function (dlopen, dlmopen,
+ * dlsym, dlvsym) or NULL (glibc's private loader entry points); 0 if `name` is none of them. */
+int hook_loader_symbol(const char *name, void **ours);
+/* The hook's own dlopen, dlmopen (loader.c), dlsym and dlvsym (interpose.c), by hidden names: these never resolve to
+ * another object's definition. */
+void *hook_own_dlopen(const char *file, int mode);
+void *hook_own_dlmopen(long lmid, const char *file, int mode);
+void *hook_own_dlsym(void *handle, const char *name);
+void *hook_own_dlvsym(void *handle, const char *name, const char *version);
+
+/* process.c: this process's slot in the report page, across fork */
+/* Takes a free slot for the calling process, first reclaiming the slots of dead processes (only what each of them
+ * booked). NULL if every slot is held by a live process. */
+dilu_report_process *hook_slot_take(dilu_report_page *r);
+/* The control block with `self` this process's own slot: after a fork (or a clone that bypassed fork's handlers)
+ * the child drops the books it inherited and takes a slot of its own, before it can book anything. Memory paths
+ * only (one getpid); never the launch path. */
+hook_control *hook_process(void);
+/* Installs the fork handlers (once, at attach). */
+void hook_process_watch_forks(void);
 
 /* device.c: which of the container's devices a call is charged to — the calling thread's current one. Returns
  * CUDA_SUCCESS with *device in 0..grant devices - 1; the driver's error when the thread has no context; and
@@ -115,6 +151,14 @@ CUresult hook_memory_book(uint64_t bytes, int *device);
 void hook_memory_unbook(int device, uint64_t bytes);
 void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int device); /* released by forget */
 uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device); /* the bytes (0 if unknown), its device */
+/* A child's copy of its parent's books (process.c): dropped, they are the parent's. Single-threaded callers only. */
+void hook_memory_drop_inherited(void);
+void hook_vmm_drop_inherited(void);
+/* Held around fork so that the child's copy of the books is consistent (process.c). */
+void hook_memory_lock_for_fork(void);
+void hook_memory_unlock_after_fork(void);
+void hook_vmm_lock_for_fork(void);
+void hook_vmm_unlock_after_fork(void);
 /* Runs an allocation of `kind` whose handle the call writes to *out: books the bytes on the current device, calls,
  * remembers it; or refuses (OUT_OF_MEMORY beyond the share) without asking the driver. Returns from the caller. */
 #define BOOKED(kind, bytes, out, call)                                                   \
@@ -140,5 +184,8 @@ uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device); /* 
  * driver's function either. */
 #define HOOK_NO_FLAVOUR ((void *)-1)
 void *hook_wrapper_for(const char *name, int version, cuuint64_t flags);
+/* The i-th exported name of a driver function the hook wraps (i from 0), NULL past the last: loader_early.c
+ * checks that no object loaded ahead of the hook defines one. Uninstrumented, calls nothing. */
+const char *hook_wrapped_name(size_t i);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * The ways a program can reach the driver without going through its dynamic symbols — dlsym, dlvsym and
  * cuGetProcAddress — answered with our wrappers, so that the CUDA runtime and frameworks that resolve
- * driver entry points themselves are throttled like everyone else.
+ * driver entry points themselves are throttled like everyone else. dlsym and dlvsym also answer for the
+ * loader's own functions (loader.c): glibc's dlsym, found through dlsym, would answer the driver's real ones.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -129,6 +130,29 @@ HOOK_NO_SANITIZE static void *wrapper_for_symbol(const char *name) {
     return NULL;
 }
 
+HOOK_NO_SANITIZE const char *hook_wrapped_name(size_t i) {
+    size_t k = 0;
+    for (size_t j = 0; j < ENTRIES; j++) {
+        if (k++ == i) {
+            return table[j].exported;
+        }
+        if (table[j].exported_ptsz != NULL && k++ == i) {
+            return table[j].exported_ptsz;
+        }
+    }
+    return k == i ? "cuGetProcAddress" : NULL;
+}
+
+/* What a lookup that found `found` answers: our wrapper of a driver function, our own loader function (or
+ * nothing for glibc's private ones: loader.c), else what was found. */
+HOOK_NO_SANITIZE static void *answer(const char *name, void *found) {
+    void *ours = found != NULL ? wrapper_for_symbol(name) : NULL;
+    if (ours == NULL && found != NULL && hook_loader_symbol(name, &ours)) {
+        return ours;
+    }
+    return ours != NULL ? ours : found;
+}
+
 /*
  * RTLD_NEXT means "after the caller's object", and glibc finds the caller from its return address, which
  * for a call forwarded from here is in the hook: a library loaded after the hook asking for the next
@@ -138,16 +162,22 @@ HOOK_NO_SANITIZE static void *wrapper_for_symbol(const char *name) {
 HOOK_EXPORT HOOK_NO_SANITIZE void *dlsym(void *handle, const char *name) {
     void *found = handle == RTLD_NEXT ? hook_next_symbol(__builtin_return_address(0), name, NULL)
                                       : hook_real_dlsym(handle, name);
-    void *ours = found != NULL ? wrapper_for_symbol(name) : NULL;
-    return ours != NULL ? ours : found;
+    return answer(name, found);
 }
 
 HOOK_EXPORT HOOK_NO_SANITIZE void *dlvsym(void *handle, const char *name, const char *version) {
     void *found = handle == RTLD_NEXT ? hook_next_symbol(__builtin_return_address(0), name, version)
                                       : hook_real_dlvsym(handle, name, version);
-    void *ours = found != NULL ? wrapper_for_symbol(name) : NULL;
-    return ours != NULL ? ours : found;
+    return answer(name, found);
 }
+
+/* Hidden names of the two, for loader.c (hook.h): the same code, which only the hook can name. */
+__asm__(".globl hook_own_dlsym\n"
+        ".hidden hook_own_dlsym\n"
+        ".set hook_own_dlsym, dlsym\n"
+        ".globl hook_own_dlvsym\n"
+        ".hidden hook_own_dlvsym\n"
+        ".set hook_own_dlvsym, dlvsym\n");
 
 typedef CUresult (*proc_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*proc_v1_fn)(const char *, void **, int, cuuint64_t);

@@ -15,10 +15,12 @@
  *
  * Each allocation is booked on the device of the calling thread's current context (device.c) and
  * remembered with it, so a free gives the bytes back to that device's share whichever thread frees them.
+ * Bookings go to the calling process's own slot of the report page, a forked child's to its own (process.c).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hook.h"
 
@@ -63,7 +65,7 @@ static int reserve(hook_control *c, int device, uint64_t bytes) {
 }
 
 static void unreserve(hook_control *c, int device, uint64_t bytes) {
-    if (!c->refuse && bytes != 0) {
+    if (!c->refuse && c->self != NULL && bytes != 0) {
         atomic_fetch_sub((_Atomic uint64_t *)&c->report->device[device].memory_used_bytes, bytes);
         atomic_fetch_sub((_Atomic uint64_t *)&c->self->memory_bytes[device], bytes);
     }
@@ -85,6 +87,7 @@ static void remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int devi
 }
 
 static uint64_t forget(hook_held_kind kind, uint64_t key, int *device) {
+    (void)hook_process(); /* a child that inherited its parent's books drops them first: they are not its own */
     pthread_mutex_lock(&lock);
     uint64_t bytes = 0;
     *device = 0;
@@ -103,9 +106,9 @@ static uint64_t forget(hook_held_kind kind, uint64_t key, int *device) {
 }
 
 CUresult hook_memory_book(uint64_t bytes, int *device) {
-    hook_control *c = hook_control_get();
-    if (c->refuse) {
-        return CUDA_ERROR_NOT_PERMITTED;
+    hook_control *c = hook_process();
+    if (c->refuse || c->self == NULL) {
+        return CUDA_ERROR_NOT_PERMITTED; /* no control block, or a forked child that found no free slot */
     }
     CUresult rc = hook_device(c, device);
     if (rc != CUDA_SUCCESS) {
@@ -115,7 +118,7 @@ CUresult hook_memory_book(uint64_t bytes, int *device) {
 }
 
 void hook_memory_unbook(int device, uint64_t bytes) {
-    unreserve(hook_control_get(), device, bytes);
+    unreserve(hook_process(), device, bytes);
 }
 
 void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int device) {
@@ -124,6 +127,41 @@ void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int
 
 uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device) {
     return forget(kind, key, device);
+}
+
+void hook_memory_drop_inherited(void) {
+    int rc = pthread_mutex_lock(&lock);
+    if (rc != 0) {
+        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
+        abort();
+    }
+    for (size_t i = 0; i < BUCKETS; i++) {
+        for (held *h = table[i], *next; h != NULL; h = next) {
+            next = h->next;
+            free(h);
+        }
+        table[i] = NULL;
+    }
+    if ((rc = pthread_mutex_unlock(&lock)) != 0) {
+        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
+        abort();
+    }
+}
+
+void hook_memory_lock_for_fork(void) {
+    int rc = pthread_mutex_lock(&lock);
+    if (rc != 0) {
+        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
+        abort();
+    }
+}
+
+void hook_memory_unlock_after_fork(void) {
+    int rc = pthread_mutex_unlock(&lock);
+    if (rc != 0) {
+        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
+        abort();
+    }
 }
 
 
@@ -147,7 +185,7 @@ static CUresult capture_refused(const char *call) {
         if (rc_ == CUDA_SUCCESS) {                                    \
             int d_;                                                   \
             uint64_t bytes_ = forget(HOOK_HELD_POINTER, (uint64_t)(key), &d_); \
-            unreserve(hook_control_get(), d_, bytes_);                \
+            unreserve(hook_process(), d_, bytes_);                    \
         }                                                             \
         return rc_;                                                   \
     } while (0)

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hook.h"
 
@@ -54,6 +55,45 @@ static void unbook_if_freed(handle_books *b) {
     free(b);
 }
 
+static void lock_or_die(void) {
+    int rc = pthread_mutex_lock(&vmm_lock);
+    if (rc != 0) {
+        hook_log(LOG_ERROR, "the VMM books' lock failed: %s", strerror(rc));
+        abort();
+    }
+}
+
+static void unlock_or_die(void) {
+    int rc = pthread_mutex_unlock(&vmm_lock);
+    if (rc != 0) {
+        hook_log(LOG_ERROR, "the VMM books' lock failed: %s", strerror(rc));
+        abort();
+    }
+}
+
+void hook_vmm_drop_inherited(void) {
+    lock_or_die();
+    for (handle_books *b = handles, *next; b != NULL; b = next) {
+        next = b->next;
+        free(b);
+    }
+    for (mapping *m = mappings, *next; m != NULL; m = next) {
+        next = m->next;
+        free(m);
+    }
+    handles = NULL;
+    mappings = NULL;
+    unlock_or_die();
+}
+
+void hook_vmm_lock_for_fork(void) {
+    lock_or_die();
+}
+
+void hook_vmm_unlock_after_fork(void) {
+    unlock_or_die();
+}
+
 typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
 typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
 typedef CUresult (*retain_fn)(CUmemGenericAllocationHandle *, void *);
@@ -92,6 +132,7 @@ HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
 
 HOOK_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
     release_fn real = REAL(release_fn, cuMemRelease);
+    (void)hook_process(); /* a forked child's inherited books go before it takes the lock (process.c) */
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
@@ -110,6 +151,7 @@ HOOK_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
  * released, so it must be released too before the bytes are unbooked. */
 HOOK_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr) {
     retain_fn real = REAL(retain_fn, cuMemRetainAllocationHandle);
+    (void)hook_process(); /* a forked child's inherited books go before it takes the lock (process.c) */
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
@@ -126,6 +168,7 @@ HOOK_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
 HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
                               unsigned long long flags) {
     map_fn real = REAL(map_fn, cuMemMap);
+    (void)hook_process(); /* a forked child's inherited books go before it takes the lock (process.c) */
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
@@ -154,6 +197,7 @@ HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
 /* The driver unmaps every mapping inside [ptr, ptr + size) (it refuses a range that cuts one). */
 HOOK_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     unmap_fn real = REAL(unmap_fn, cuMemUnmap);
+    (void)hook_process(); /* a forked child's inherited books go before it takes the lock (process.c) */
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }

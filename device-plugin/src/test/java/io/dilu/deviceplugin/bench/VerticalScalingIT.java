@@ -36,6 +36,7 @@ class VerticalScalingIT {
 
     @Test
     void aStretchedInferenceCycleShrinksTheTrainingNeighbourAtTheShippedDefaults() throws Exception {
+        TestingContainers.assumeRoot();
         TokenParameters params = ColocationBench.shippedParameters();
         assertThat(params.etaViolation()).as("the shipped threshold").isEqualTo(1.6);
         assertThat(params.maxTokens()).as("108 SMs × 5 ms / 100 µs").isEqualTo(5_400);

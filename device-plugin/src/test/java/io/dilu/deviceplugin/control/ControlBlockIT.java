@@ -36,6 +36,7 @@ class ControlBlockIT {
 
     @BeforeEach
     void emulatedGpuOfOurOwn() throws IOException {
+        TestingContainers.assumeRoot();
         emuState = Files.createDirectories(tmp.resolve("emu"));
     }
 

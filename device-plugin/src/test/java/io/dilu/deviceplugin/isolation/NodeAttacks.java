@@ -89,6 +89,31 @@ public final class NodeAttacks {
         all.put("garbage-report-page", this::garbageReportPage);
         all.put("fake-klcs", this::fakeKlcs);
         all.put("greedy-quotas-without-right", this::greedyQuotasWithoutRight);
+        // Issue 29, cause 3: a user and mount namespace made inside the container (dilu-contain --tenant-userns).
+        all.put("userns-forged-grant", this::usernsForgedGrant);
+        all.put("userns-forged-grant-runtime-default", () -> usernsUnderRuntimeDefault("userns-forged-grant-runtime-default",
+                "grant"));
+        all.put("userns-masked-ld-so-preload-runtime-default",
+                () -> usernsUnderRuntimeDefault("userns-masked-ld-so-preload-runtime-default", "preload"));
+        // Cause 4: a child's memory, booked in its parent's slot, reclaimed with the parent's.
+        all.put("fork-child-memory", () -> childMemory("fork-child-memory", "fork"));
+        all.put("clone-child-memory", () -> childMemory("clone-child-memory", "clone"));
+        // Cause 5: the dynamic loader's routes to libcuda (docs/hook.md, "The dynamic loader").
+        all.put("dlopen-deepbind", () -> loaderRoute("dlopen-deepbind", "deepbind", tenantLib("tenant_lib"), 100));
+        all.put("symbolic-library-deepbind", () -> loaderRoute("symbolic-library-deepbind", "symbolic",
+                tenantLib("tenant_symbolic"), 200));
+        all.put("second-libcuda-by-path", this::secondLibcuda);
+        all.put("glibc-dlsym-looked-up", this::glibcDlsymLookedUp);
+        all.put("dlmopen-own-namespace", this::dlmopenOwnNamespace);
+        all.put("ld-audit-module", this::ldAuditModule);
+        all.put("ld-preload-libcuda-ahead", () -> aheadOfTheHook("ld-preload-libcuda-ahead",
+                nativeDir.resolve("emu/libcuda.so.1"), "cuInit"));
+        all.put("ld-preload-shim-ahead", () -> aheadOfTheHook("ld-preload-shim-ahead", tenantLib("tenant_shim"),
+                "cuLaunchKernel"));
+        all.put("ld-preload-hidden-version-shim-ahead", () -> aheadOfTheHook("ld-preload-hidden-version-shim-ahead",
+                tenantLib("tenant_vshim"), "cuLaunchKernel"));
+        all.put("ld-preload-filter-ahead", () -> aheadOfTheHook("ld-preload-filter-ahead", tenantLib("tenant_filter"),
+                "cuInit"));
         return all;
     }
 
@@ -114,8 +139,16 @@ public final class NodeAttacks {
     private record Run(int exit, String out, String err, double seconds) {}
 
     private Run contained(ControlBlock block, String mode, Map<String, String> env, String... command) throws Exception {
+        return contained(block, mode, List.of(), env, command);
+    }
+
+    /** {@code command} in the container, with more of dilu-contain's options (--seccomp, --tenant-userns). */
+    private Run contained(ControlBlock block, String mode, List<String> options, Map<String, String> env,
+            String... command) throws Exception {
         List<String> full = new ArrayList<>(List.of(nativeDir.resolve("bin/dilu-contain").toString(), mode,
-                block.directory().toString(), "--preload", nativeDir.resolve("hook/libdilu-hook.so").toString(), "--"));
+                block.directory().toString(), "--preload", nativeDir.resolve("hook/libdilu-hook.so").toString()));
+        full.addAll(options);
+        full.add("--");
         if (!env.isEmpty()) {
             full.add("env");
             env.forEach((k, v) -> full.add(v.isEmpty() ? "-u" + k : k + "=" + v));
@@ -137,6 +170,16 @@ public final class NodeAttacks {
 
     private String probe() {
         return nativeDir.resolve("tests/hook_probe").toString();
+    }
+
+    /** A tenant's library built with the hook's tests (hook-native/tests/tenant_*.c). */
+    private Path tenantLib(String name) {
+        return nativeDir.resolve("tests/lib" + name + ".so");
+    }
+
+    private static long ranBlocks(String out) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("ran_blocks=(\\d+)").matcher(out);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 
     private static TokenManager agentFor(ControlBlock block, double request, double limit, boolean slo) {
@@ -299,6 +342,135 @@ public final class NodeAttacks {
                 && out.contains("end_used=0 ")
                 && b.memoryUsed(0) == 0;
         return new Outcome("graph-memory-nodes", contained, out.strip(), Double.NaN, Double.NaN);
+    }
+
+    // ---- issue 29: user namespaces, process lifecycle, the dynamic loader ----
+
+    /**
+     * The tenant makes a user and mount namespace of its own (unshare -Urm, where seccomp allows it) and binds a
+     * forged grant page, read-only, over the real one: unlimited tokens, 8,000 MiB on a 1,024 MiB share. The hook
+     * refuses CUDA outside the initial user namespace, whatever the page says.
+     */
+    private Outcome usernsForgedGrant() throws Exception {
+        ControlBlock b = block("userns");
+        b.grantTokens(0, 1_000);
+        List<String> tenant = List.of("--tenant-userns", "grant");
+        Run init = contained(b, "--control", tenant, Map.of(), probe(), "init");
+        Run alloc = contained(b, "--control", tenant, Map.of(), probe(), "alloc", "8000", "0");
+        boolean contained = init.out().contains("init=800") && init.err().contains("not in the initial user namespace")
+                && alloc.exit() != 0 && !alloc.out().contains("alloc=0") && b.memoryUsed(0) == 0
+                && b.blocksLaunched(0) == 0;
+        return new Outcome("userns-forged-grant", contained, init.out().strip() + " / " + lastLine(init.err()) + "; 8,000 "
+                + "MiB under the forged page: " + (alloc.out().isBlank() ? lastLine(alloc.err()) : alloc.out().strip()),
+                Double.NaN, Double.NaN);
+    }
+
+    /** The same under the RuntimeDefault seccomp profile the webhook gives GPU pods: the namespace is refused. */
+    private Outcome usernsUnderRuntimeDefault(String name, String what) throws Exception {
+        ControlBlock b = block(name);
+        b.grantTokens(0, 1_000);
+        Run r = contained(b, "--control", List.of("--seccomp", "runtime-default", "--tenant-userns", what), Map.of(),
+                probe(), "launch", "5000");
+        boolean contained = r.exit() == 125 && r.out().isBlank()
+                && r.err().contains("unshare(CLONE_NEWUSER | CLONE_NEWNS) was refused: Operation not permitted");
+        return new Outcome(name, contained, "exit " + r.exit() + ": " + r.err().strip(), Double.NaN, Double.NaN);
+    }
+
+    /**
+     * A process holding 200 MiB makes a child (fork, or the clone system call, which runs no fork handlers) that
+     * sets CUDA up anew and allocates 800 MiB, and exits. Its slot is reclaimed with its own 200 MiB only: the next
+     * process cannot take 1,000 MiB of the 1,024 MiB share while the child holds its 800.
+     */
+    private Outcome childMemory(String name, String how) throws Exception {
+        ControlBlock b = block(name);
+        b.grantTokens(0, 1L << 40);
+        Run forked = contained(b, "--control", Map.of(), probe(), "fork", how, "60000");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("parent=(-?\\d+) child=(-?\\d+) child_pid=(\\d+)")
+                .matcher(forked.out());
+        if (!m.find()) {
+            return new Outcome(name, false, "the probe did not report: " + forked.out() + forked.err(), Double.NaN,
+                    Double.NaN);
+        }
+        long child = Long.parseLong(m.group(3));
+        try {
+            long beforeReclaim = b.memoryUsed(0);
+            Run next = contained(b, "--control", Map.of(), probe(), "alloc", "1000", "0");
+            long afterReclaim = b.memoryUsed(0);
+            boolean contained = m.group(1).equals("0") && m.group(2).equals("0") && beforeReclaim == 1000L << 20
+                    && next.out().contains("alloc=2 free_mib=224") && afterReclaim == 800L << 20;
+            return new Outcome(name, contained, "parent 200 MiB, child 800 MiB, " + (beforeReclaim >> 20)
+                    + " MiB booked; the parent gone, 1,000 MiB more: " + next.out().strip() + "; " + (afterReclaim >> 20)
+                    + " MiB booked (the child's)", Double.NaN, Double.NaN);
+        } finally {
+            ProcessHandle.of(child).ifPresent(ProcessHandle::destroyForcibly);
+        }
+    }
+
+    /** One of the loader's scope rules (probe "scope"): every block the emulated GPU ran is charged. */
+    private Outcome loaderRoute(String name, String route, Path library, long blocks) throws Exception {
+        ControlBlock b = block(name);
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of(), probe(), "scope", route, library.toString());
+        long ran = ranBlocks(r.out()), charged = b.blocksLaunched(0);
+        boolean contained = r.exit() == 0 && r.out().contains(route + "=0 ") && ran == blocks && charged == ran;
+        return new Outcome(name, contained, "charged " + charged + " blocks for " + ran + " run: " + r.out().strip(),
+                Double.NaN, Double.NaN);
+    }
+
+    /** A second copy of libcuda loaded by its path, the driver's functions looked up in it. */
+    private Outcome secondLibcuda() throws Exception {
+        Path copy = Files.createDirectories(Files.createTempDirectory(work, "copy-")).resolve("libcuda.so.1");
+        Files.copy(nativeDir.resolve("emu/libcuda.so.1"), copy);
+        Outcome o = loaderRoute("second-libcuda-by-path", "copy", copy, 300);
+        return new Outcome(o.attack(), o.contained() && o.detail().contains("hook=1"), o.detail(), Double.NaN, Double.NaN);
+    }
+
+    /**
+     * glibc's own dlsym, looked up through dlsym from libc's handle, would answer libcuda's real functions: the hook
+     * answers with its own (and dlvsym, dlopen, dlmopen), glibc's private loader entry points with nothing.
+     */
+    private Outcome glibcDlsymLookedUp() throws Exception {
+        ControlBlock b = block("lookup");
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of(), probe(), "lookup");
+        long ran = ranBlocks(r.out()), charged = b.blocksLaunched(0);
+        boolean contained = r.exit() == 0 && r.out().contains("dlsym_is_hook=1 loaders_are_hook=1 private_found=0 launch=0")
+                && ran == 100 && charged == ran;
+        return new Outcome("glibc-dlsym-looked-up", contained, "charged " + charged + " of " + ran + ": " + r.out().strip(),
+                Double.NaN, Double.NaN);
+    }
+
+    /** A library opened into a link-map namespace of its own (no preload there), which would run 1,000 blocks. */
+    private Outcome dlmopenOwnNamespace() throws Exception {
+        ControlBlock b = block("dlmopen");
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of(), probe(), "dlmopen", tenantLib("tenant_lib").toString());
+        long ran = ranBlocks(r.out()), charged = b.blocksLaunched(0);
+        boolean contained = r.exit() == 0 && r.out().contains("newlm=refused via_dlsym=refused own_run=500") && ran == 50
+                && charged == ran;
+        return new Outcome("dlmopen-own-namespace", contained, r.out().strip(), Double.NaN, Double.NaN);
+    }
+
+    /** An audit module (LD_AUDIT), which may rebind any of the program's bindings past the hook. */
+    private Outcome ldAuditModule() throws Exception {
+        ControlBlock b = block("audit");
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of("LD_AUDIT", tenantLib("tenant_audit").toString()), probe(), "launch",
+                "5000");
+        boolean stopped = r.exit() == 127 && r.out().isBlank() && r.err().contains("an audit module");
+        boolean refused = r.exit() != 0 && r.err().contains("audit module") && r.err().contains("CUDA is refused");
+        return new Outcome("ld-audit-module", (stopped || refused) && b.blocksLaunched(0) == 0,
+                "exit " + r.exit() + ": " + lastLine(r.err()), Double.NaN, Double.NaN);
+    }
+
+    /** A library defining the driver's functions preloaded ahead of the hook (the environment's LD_PRELOAD). */
+    private Outcome aheadOfTheHook(String name, Path library, String function) throws Exception {
+        ControlBlock b = block(name);
+        b.grantTokens(0, 1_000);
+        Run r = contained(b, "--control", Map.of("LD_PRELOAD", library.toString()), probe(), "launch", "5000");
+        boolean contained = r.exit() == 127 && r.out().isBlank() && r.err().contains("defines the driver's " + function)
+                && b.blocksLaunched(0) == 0;
+        return new Outcome(name, contained, "exit " + r.exit() + ": " + r.err().strip(), Double.NaN, Double.NaN);
     }
 
     private static String lastLine(String out) {

@@ -1,9 +1,12 @@
 package io.dilu.deviceplugin.testing;
 
 import io.dilu.deviceplugin.control.ControlBlock;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.jupiter.api.Assumptions;
 
 /**
  * Commands that run a program the way the kubelet runs a GPU container with a share: through
@@ -13,6 +16,17 @@ import java.util.List;
 public final class TestingContainers {
 
     private TestingContainers() {}
+
+    /**
+     * Skips the calling test unless it runs as root: not as root, dilu-contain puts the program in a user namespace
+     * of its own, where the hook refuses CUDA (hook-native/docs/hook.md, "User namespaces").
+     */
+    public static void assumeRoot() throws IOException {
+        Object uid = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+        Assumptions.assumeTrue(Integer.valueOf(0).equals(uid),
+                "CUDA under the hook needs root here: as uid " + uid + ", dilu-contain runs the program in a user "
+                        + "namespace of its own, where the hook refuses CUDA");
+    }
 
     /** The native build: the hook, the emulated driver, the workloads and dilu-contain. */
     public static Path nativeDir() {
