@@ -2,7 +2,13 @@ package io.dilu.deviceplugin.agent;
 
 import io.dilu.kube.events.EventCounts;
 import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.backstop.ShareBackstop;
 import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.backstop.EmulatedProcesses;
+import io.dilu.deviceplugin.backstop.GpuProcesses;
+import io.dilu.deviceplugin.backstop.NvmlProcesses;
+import io.dilu.deviceplugin.backstop.ProcFs;
+import io.dilu.deviceplugin.backstop.ProcessKiller;
 import io.dilu.deviceplugin.gpu.EmulatedInventory;
 import io.dilu.deviceplugin.gpu.GpuInventory;
 import io.dilu.deviceplugin.gpu.InventoryPublisher;
@@ -48,6 +54,9 @@ public class NodeAgent {
     private List<GpuDevice> gpus = List.of();
     private final ScheduledExecutorService refresher = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-metrics").unstarted(r));
+    private Backstop backstop;
+    private final ScheduledExecutorService backstopThread = Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon().name("dilu-backstop").unstarted(r));
     private final ExecutorService eventWriter = Executors.newSingleThreadExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-events").unstarted(r));
 
@@ -75,8 +84,9 @@ public class NodeAgent {
                     config.releaseGrace(), metrics);
             identity.start();
         }
-        allocations = new Allocations(Allocations.Paths.of(config), gpus, tokens, InstantSource.system(),
-                identity != null ? identity : List::of);
+        allocations = new Allocations(Allocations.Paths.of(config),
+                GpuSmDevicePlugin.DeviceListStrategy.parse(config.deviceListStrategy()), gpus, tokens,
+                InstantSource.system(), identity != null ? identity : List::of);
         int recovered = allocations.recover();
         if (identity != null) {
             long every = config.reconcileInterval().toMillis();
@@ -91,6 +101,7 @@ public class NodeAgent {
         PodEventRecorder recorder = eventRecorder();
         events = new NodeEvents(gpus.size(), tokens, allocations, identity != null ? identity : List::of, recorder);
         refresher.scheduleAtFixedRate(this::everySecond, 0, 1, TimeUnit.SECONDS);
+        startBackstop(inventory, recorder);
         refresher.scheduleWithFixedDelay(recorder::flush, 5, 5, TimeUnit.SECONDS);
         long health = config.healthInterval().toMillis();
         refresher.scheduleWithFixedDelay(() -> gpus.forEach(g -> plugin.setHealthy(g.uuid(), inventory.healthy(g.uuid()))),
@@ -99,6 +110,43 @@ public class NodeAgent {
             publishUntilDone(new InventoryPublisher(kubernetes, config.nodeName()));
         }
         LOG.infof("node agent up: %d GPU(s), %d allocation(s) recovered", gpus.size(), recovered);
+    }
+
+    /**
+     * The backstop, on a thread of its own (reading /proc and the GPUs takes longer than the metrics' second may
+     * spare): what the GPUs say each process uses, against each container's share.
+     */
+    private void startBackstop(GpuInventory inventory, PodEventRecorder recorder) {
+        NodeAgentConfig.BackstopConfig b = config.backstop();
+        if (!b.enabled()) {
+            LOG.warn("the backstop is off (dilu.agent.backstop.enabled=false): use beyond a share that bypasses the hook "
+                    + "goes unnoticed");
+            return;
+        }
+        ProcFs proc = ProcFs.of(b.procRoot());
+        GpuProcesses source;
+        if (inventory instanceof NvmlInventory nvml) {
+            source = new NvmlProcesses(nvml);
+        } else {
+            double[] perSecond = new double[gpus.size()];
+            for (int g = 0; g < gpus.size(); g++) {
+                perSecond[g] = tokens.gpu(g).parameters().maxTokens() * (1e9 / config.period().toNanos());
+            }
+            source = new EmulatedProcesses(gpus, config.emulatorHostDir(), proc, perSecond);
+        }
+        ShareBackstop.Bounds bounds = new ShareBackstop.Bounds(b.memoryToleranceMib() << 20, b.smWindow(), b.smMargin(),
+                b.busyFloor(), b.unknownGrace());
+        backstop = new Backstop(source, gpus, proc, new ProcessKiller(proc), allocations,
+                identity != null ? identity : List::of, recorder, InstantSource.system(),
+                new Backstop.Settings(bounds, b.killMemoryExcess()), metrics);
+        long every = b.interval().toMillis();
+        backstopThread.scheduleWithFixedDelay(() -> {
+            try {
+                backstop.round();
+            } catch (RuntimeException e) {
+                LOG.errorf(e, "the backstop's round failed; the next one retries");
+            }
+        }, every, every, TimeUnit.MILLISECONDS);
     }
 
     /** Algorithm 2's knobs for each GPU: MaxTokens from the GPU's own SM count, the rest from the configuration. */
@@ -134,7 +182,8 @@ public class NodeAgent {
         return new PodEventRecorder(new PodEventRecorder.Source("dilu-node-agent", config.nodeName(), config.nodeName()),
                 new EventThrottle(config.eventWindow(), config.eventsPerWindow(), 1024), InstantSource.system(),
                 e -> kubernetes.v1().events().inNamespace(e.getMetadata().getNamespace()).resource(e).create(),
-                eventWriter, new EventCounts(metrics, List.of(NodeEvents.THROTTLE_EMERGENCY, NodeEvents.MEMORY_REFUSED)));
+                eventWriter, new EventCounts(metrics, List.of(NodeEvents.THROTTLE_EMERGENCY, NodeEvents.MEMORY_REFUSED,
+                        Backstop.SHARE_EXCEEDED, Backstop.GPU_WITHOUT_SHARE)));
     }
 
     /** Every second: metrics rows follow the shares, and what happened is told to the pods. */
@@ -150,6 +199,7 @@ public class NodeAgent {
 
     void stop(@Observes ShutdownEvent event) throws Exception {
         refresher.shutdownNow();
+        backstopThread.shutdownNow();
         // Events already let through are written before the agent goes (a couple of seconds at most).
         eventWriter.shutdown();
         eventWriter.awaitTermination(2, TimeUnit.SECONDS);
