@@ -25,9 +25,9 @@ import java.util.OptionalLong;
  * directory. So the backstop takes from the kernel what it can:
  *
  * <ul>
- *   <li><b>Which processes are on the GPU</b>: those whose {@code /proc/<pid>/maps} maps one of the directory's
- *       state files, matched by device and inode (the directory is listed without following links, and only
- *       regular files count);</li>
+ *   <li><b>Which processes are on the GPU</b>: those whose {@code /proc/<pid>/maps} maps a file of the GPU's
+ *       directory, matched by device and inode (the directory is listed without following links, only regular
+ *       files count, and every file seen is remembered, so renaming or unlinking the state file hides nothing);</li>
  *   <li><b>their memory</b>: the emulator mirrors each process's emulated GPU memory as the size of its own
  *       mappings of a memfd named {@code dilu-emu-memory-0} (hook-native's {@code shared.c}); only the kernel writes
  *       {@code maps}, and only the process itself changes its mappings, so a neighbour cannot make it look
@@ -45,7 +45,8 @@ import java.util.OptionalLong;
  */
 public final class EmulatedProcesses implements GpuProcesses {
 
-    static final String STATE_PREFIX = "dilu-emu-gpu-";
+    private static final int MAX_LISTED = 4096;
+    private static final int MAX_KNOWN = 65_536;
     static final String WITNESS = "/memfd:dilu-emu-memory-0";
     private static final int MAGIC = 0x454d5547;
     private static final int VERSION = 3;
@@ -62,6 +63,8 @@ public final class EmulatedProcesses implements GpuProcesses {
     private final ProcFs proc;
     private final double[] blocksPerSecond;
     private final Map<Key, Long> lastBlocks = new HashMap<>();
+    /** Every file seen in a GPU's directory, by device and inode, to that GPU's index. */
+    private final Map<FileId, Integer> known = new HashMap<>();
     private long lastReadNanos;
 
     /**
@@ -94,16 +97,16 @@ public final class EmulatedProcesses implements GpuProcesses {
         long now = System.nanoTime();
         double seconds = lastReadNanos == 0 ? Double.NaN : (now - lastReadNanos) / 1e9;
         lastReadNanos = now;
-        Map<FileId, Integer> files = new HashMap<>();
-        Map<FileId, List<Slot>> slots = new HashMap<>();
+        Map<FileId, Path> listed = new HashMap<>();
         for (int g = 0; g < gpus.size(); g++) {
-            stateFiles(g, files, slots);
+            stateFiles(g, listed);
         }
         List<Use> uses = new ArrayList<>();
         Map<Key, Long> blocksNow = new HashMap<>();
-        if (!files.isEmpty()) {
+        Map<FileId, List<Slot>> slots = new HashMap<>();
+        if (!known.isEmpty()) {
             for (long pid : proc.pids()) {
-                Mapping m = mapping(pid, files);
+                Mapping m = mapping(pid);
                 if (m.gpu < 0) {
                     continue;
                 }
@@ -113,7 +116,11 @@ public final class EmulatedProcesses implements GpuProcesses {
                 }
                 Key key = new Key(m.gpu, pid, start.getAsLong());
                 double share = Double.NaN;
-                OptionalLong blocks = blocksOf(slots.get(m.file), proc.namespacePid(pid), start.getAsLong());
+                // Slots only of files still in the directory: a file renamed or unlinked there is still the GPU its
+                // processes contend on (matched above by its inode), but there is no path left to read it by.
+                List<Slot> fileSlots = listed.containsKey(m.file)
+                        ? slots.computeIfAbsent(m.file, f -> readSlots(listed.get(f), f.inode())) : null;
+                OptionalLong blocks = blocksOf(fileSlots, proc.namespacePid(pid), start.getAsLong());
                 if (blocks.isPresent()) {
                     blocksNow.put(key, blocks.getAsLong());
                     Long before = lastBlocks.get(key);
@@ -136,7 +143,7 @@ public final class EmulatedProcesses implements GpuProcesses {
     }
 
     /** Which emulated GPU a process maps, and the size of its memory witness there. */
-    private Mapping mapping(long pid, Map<FileId, Integer> files) {
+    private Mapping mapping(long pid) {
         Mapping m = new Mapping();
         proc.maps(pid, line -> {
             // start-end perms offset major:minor inode [path]
@@ -152,7 +159,7 @@ public final class EmulatedProcesses implements GpuProcesses {
                 return;
             }
             FileId id = fileId(f[3], f[4]);
-            Integer gpu = id == null ? null : files.get(id);
+            Integer gpu = id == null ? null : known.get(id);
             if (gpu != null) {
                 m.gpu = gpu;
                 m.file = id;
@@ -183,27 +190,33 @@ public final class EmulatedProcesses implements GpuProcesses {
         }
     }
 
-    /** The state files of GPU {@code g}: regular files only, never through a link. */
-    private void stateFiles(int g, Map<FileId, Integer> files, Map<FileId, List<Slot>> slots) {
+    /**
+     * The files of GPU {@code g}'s directory: regular files only, never through a link, whatever their names (a
+     * tenant may rename the state file). Each is remembered for as long as the agent runs, so that processes keep
+     * being matched to the GPU after a tenant renamed or unlinked the file they map.
+     */
+    private void stateFiles(int g, Map<FileId, Path> listed) {
         Path dir = root.resolve("gpu" + g);
         if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir, STATE_PREFIX + "*")) {
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
             int seen = 0;
             for (Path p : entries) {
-                if (++seen > 64) {
-                    break; // a tenant filling the directory does not make the agent read without end
+                if (++seen > MAX_LISTED) {
+                    break; // a tenant filling the directory does not make the agent list without end
                 }
                 BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
                 if (!a.isRegularFile()) {
                     continue;
                 }
-                Object dev = Files.getAttribute(p, "unix:dev", LinkOption.NOFOLLOW_LINKS);
-                Object ino = Files.getAttribute(p, "unix:ino", LinkOption.NOFOLLOW_LINKS);
-                FileId id = new FileId(major((Long) dev), minor((Long) dev), (Long) ino);
-                files.put(id, g);
-                slots.put(id, readSlots(p, (Long) ino));
+                long dev = (Long) Files.getAttribute(p, "unix:dev", LinkOption.NOFOLLOW_LINKS);
+                long ino = (Long) Files.getAttribute(p, "unix:ino", LinkOption.NOFOLLOW_LINKS);
+                FileId id = new FileId(major(dev), minor(dev), ino);
+                listed.put(id, p);
+                if (known.size() < MAX_KNOWN || known.containsKey(id)) {
+                    known.put(id, g);
+                }
             }
         } catch (IOException | RuntimeException e) {
             // a directory changing under the listing: what was read so far stands
@@ -221,6 +234,9 @@ public final class EmulatedProcesses implements GpuProcesses {
 
     /** The slots of one state file, or none when it is not one this agent understands. */
     private static List<Slot> readSlots(Path file, long inode) {
+        if (file == null) {
+            return List.of();
+        }
         LibC c;
         try {
             c = LibC.INSTANCE;

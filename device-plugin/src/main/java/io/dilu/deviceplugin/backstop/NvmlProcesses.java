@@ -62,21 +62,24 @@ public final class NvmlProcesses implements GpuProcesses {
     }
 
     private final Calls nvml;
-    private final NvmlInventory inventory;
+    private final int gpus;
+    private final java.util.function.IntFunction<Pointer> handles;
     private final long[] lastSeen;
     private final boolean[] utilisationSupported;
     private int processCall = 3; // the newest _vN that has worked: 3, 2 or 1
     private boolean mps = true;
 
     public NvmlProcesses(NvmlInventory inventory) {
-        this(Native.load("nvidia-ml", Calls.class), inventory);
+        this(Native.load("nvidia-ml", Calls.class), inventory.gpus().size(), inventory::handle);
     }
 
-    NvmlProcesses(Calls nvml, NvmlInventory inventory) {
+    /** @param handles NVML's handle of each of the node's {@code gpus} GPUs, by index */
+    NvmlProcesses(Calls nvml, int gpus, java.util.function.IntFunction<Pointer> handles) {
         this.nvml = nvml;
-        this.inventory = inventory;
-        this.lastSeen = new long[inventory.gpus().size()];
-        this.utilisationSupported = new boolean[inventory.gpus().size()];
+        this.gpus = gpus;
+        this.handles = handles;
+        this.lastSeen = new long[gpus];
+        this.utilisationSupported = new boolean[gpus];
         java.util.Arrays.fill(utilisationSupported, true);
     }
 
@@ -88,8 +91,8 @@ public final class NvmlProcesses implements GpuProcesses {
     @Override
     public synchronized List<Use> read() throws ReadFailure {
         List<Use> uses = new ArrayList<>();
-        for (int g = 0; g < inventory.gpus().size(); g++) {
-            Pointer device = inventory.handle(g);
+        for (int g = 0; g < gpus; g++) {
+            Pointer device = handles.apply(g);
             Map<Long, Long> memory = new LinkedHashMap<>(processes(device, g));
             if (mps) {
                 try {

@@ -52,6 +52,7 @@ public final class TestingBackstop implements AutoCloseable {
     private final ProcFs proc;
     private final List<Process> started = new ArrayList<>();
     private int nextDevice;
+    private double longestRound;
 
     /** A container of a pod on this node, as the runtime names it. */
     public record Container(ContainerRef ref, Cgroups.ContainerId id) {}
@@ -121,9 +122,14 @@ public final class TestingBackstop implements AutoCloseable {
 
     /** Starts {@code command} on the emulated GPU, without the hook, in {@code container} (or in none). */
     public Process start(Optional<Container> container, List<String> command) throws IOException {
+        return startIn(gpuDir(), container, command);
+    }
+
+    /** As {@link #start}, with the emulator's state looked for in {@code emulatorDir} (DILU_EMU_DIR). */
+    public Process startIn(Path emulatorDir, Optional<Container> container, List<String> command) throws IOException {
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(work.resolve("out-" + started.size() + ".txt").toFile());
-        pb.environment().put("DILU_EMU_DIR", gpuDir().toString());
+        pb.environment().put("DILU_EMU_DIR", emulatorDir.toString());
         pb.environment().put("DILU_EMU_LOG", "off");
         pb.environment().remove("LD_PRELOAD");
         Process p = pb.start();
@@ -141,7 +147,22 @@ public final class TestingBackstop implements AutoCloseable {
     }
 
     public List<ShareBackstop.Fault> round() {
-        return backstop.round();
+        long t0 = System.nanoTime();
+        try {
+            return backstop.round();
+        } finally {
+            longestRound = Math.max(longestRound, (System.nanoTime() - t0) / 1e9);
+        }
+    }
+
+    /** The longest a round has taken, in seconds. */
+    public double longestRoundSeconds() {
+        return longestRound;
+    }
+
+    /** How many processes on the GPU the backstop follows. */
+    public int followed() {
+        return backstop.followed().size();
     }
 
     /** The Events written, as the API server would have received them. */
