@@ -13,6 +13,7 @@ import io.dilu.deviceplugin.gpu.EmulatedInventory;
 import io.dilu.deviceplugin.gpu.GpuInventory;
 import io.dilu.deviceplugin.gpu.InventoryPublisher;
 import io.dilu.deviceplugin.gpu.NvmlInventory;
+import io.dilu.deviceplugin.gpu.ToolkitConfig;
 import io.dilu.deviceplugin.kubelet.DevicePluginEndpoint;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
 import io.dilu.deviceplugin.kubelet.PodResourcesClient;
@@ -84,8 +85,9 @@ public class NodeAgent {
                     config.releaseGrace(), metrics);
             identity.start();
         }
-        allocations = new Allocations(Allocations.Paths.of(config),
-                GpuSmDevicePlugin.DeviceListStrategy.parse(config.deviceListStrategy()), gpus, tokens,
+        GpuSmDevicePlugin.DeviceListStrategy deviceList = GpuSmDevicePlugin.DeviceListStrategy.parse(config.deviceListStrategy());
+        checkToolkit(inventory, deviceList);
+        allocations = new Allocations(Allocations.Paths.of(config), deviceList, gpus, tokens,
                 InstantSource.system(), identity != null ? identity : List::of);
         int recovered = allocations.recover();
         if (identity != null) {
@@ -110,6 +112,37 @@ public class NodeAgent {
             publishUntilDone(new InventoryPublisher(kubernetes, config.nodeName()));
         }
         LOG.infof("node agent up: %d GPU(s), %d allocation(s) recovered", gpus.size(), recovered);
+    }
+
+    /**
+     * Says whether the NVIDIA container toolkit of this node lets an unprivileged container take the GPUs its
+     * NVIDIA_VISIBLE_DEVICES names (from an image's ENV too): a log line, and {@code dilu_toolkit_envvar_route_open}
+     * (1 open, 0 closed, -1 not known: emulated GPUs, or the file not readable).
+     */
+    private void checkToolkit(GpuInventory inventory, GpuSmDevicePlugin.DeviceListStrategy deviceList) {
+        double open = -1;
+        if (!(inventory instanceof EmulatedInventory)) {
+            java.util.Optional<ToolkitConfig> toolkit = ToolkitConfig.read(config.toolkitConfig());
+            if (toolkit.isEmpty()) {
+                LOG.warnf("cannot read %s: whether containers can take GPUs by NVIDIA_VISIBLE_DEVICES is not known "
+                        + "(docs/install.md, GPU nodes)", config.toolkitConfig());
+            } else if (toolkit.get().envvarRouteOpen()) {
+                LOG.errorf("the NVIDIA container toolkit of this node gives any unprivileged container the GPUs its "
+                        + "NVIDIA_VISIBLE_DEVICES names, an image's ENV included: set "
+                        + "accept-nvidia-visible-devices-envvar-when-unprivileged = false and "
+                        + "accept-nvidia-visible-devices-as-volume-mounts = true in %s (docs/install.md, GPU nodes)",
+                        config.toolkitConfig());
+            } else if (!toolkit.get().acceptVolumeMounts() && deviceList != GpuSmDevicePlugin.DeviceListStrategy.ENVVAR) {
+                LOG.errorf("the NVIDIA container toolkit of this node reads no device list from volume mounts "
+                        + "(accept-nvidia-visible-devices-as-volume-mounts) while Allocate names GPUs that way "
+                        + "(dilu.agent.device-list-strategy=%s): containers with a share will get no GPU", config.deviceListStrategy());
+            }
+            open = toolkit.map(t -> t.envvarRouteOpen() ? 1.0 : 0.0).orElse(-1.0);
+        }
+        double value = open;
+        io.micrometer.core.instrument.Gauge.builder("dilu_toolkit_envvar_route_open", () -> value)
+                .description("1 when the NVIDIA container toolkit gives unprivileged containers the GPUs their "
+                        + "NVIDIA_VISIBLE_DEVICES names, 0 when it does not, -1 when not known").register(metrics);
     }
 
     /**

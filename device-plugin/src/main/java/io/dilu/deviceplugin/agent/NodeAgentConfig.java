@@ -137,6 +137,13 @@ public interface NodeAgentConfig {
     @WithDefault("volume-mounts")
     String deviceListStrategy();
 
+    /**
+     * The NVIDIA container toolkit's configuration as the agent sees it (the chart mounts the host's directory
+     * read-only): read at start, to tell whether this node lets containers name their own GPUs.
+     */
+    @WithDefault("/etc/nvidia-container-runtime/config.toml")
+    Path toolkitConfig();
+
     /** The backstop: what the GPUs say each process uses, against each container's share (docs/node-agent.md). */
     BackstopConfig backstop();
 
