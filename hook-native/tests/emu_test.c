@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -366,6 +367,80 @@ static void test_memory_across_processes(child c) {
     EXPECT(cuMemFree_v2(p) == CUDA_ERROR_INVALID_VALUE, "a double free is refused");
 }
 
+/* Bytes of this process's mappings named "dilu-emu-memory-0", as the kernel lists them. */
+static uint64_t witnessed(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    uint64_t sum = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        unsigned long long from, to;
+        if (strstr(line, "/memfd:dilu-emu-memory-0 ") != NULL && sscanf(line, "%llx-%llx", &from, &to) == 2) {
+            sum += to - from;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return sum;
+}
+
+/* What the node agent's backstop reads: the memory witness in /proc/<pid>/maps, the slot's blocks and start. */
+static void test_backstop_records(const char *dir) {
+    uint64_t before = witnessed();
+    CUdeviceptr p, q;
+    CHECK(cuMemAlloc_v2(&p, 300ull << 20));
+    CHECK(cuMemAlloc_v2(&q, 5000));
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t want = ((300ull << 20) + 5000 + page - 1) / page * page;
+    EXPECT(witnessed() - before == want, "witness %llu bytes for %llu held", (unsigned long long)(witnessed() - before),
+           (unsigned long long)want);
+    pid_t c = fork();
+    if (c == 0) {
+        _exit(witnessed() == 0 ? 0 : 1); /* a child inherits no witness: it holds nothing */
+    }
+    int status = -1;
+    waitpid(c, &status, 0);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a forked child shows its parent's witness");
+    CHECK(cuMemFree_v2(p));
+    CHECK(cuMemFree_v2(q));
+    EXPECT(witnessed() == before, "the witness follows frees: %llu left", (unsigned long long)(witnessed() - before));
+
+    char path[512];
+    snprintf(path, sizeof(path), "%s/dilu-emu-gpu-%u", dir, (unsigned)getuid());
+    int fd = open(path, O_RDONLY);
+    unsigned char header[48];
+    EXPECT(fd >= 0 && pread(fd, header, sizeof(header), 0) == (ssize_t)sizeof(header), "cannot read %s", path);
+    uint32_t offset, size, max_procs;
+    memcpy(&offset, header + 32, 4);
+    memcpy(&size, header + 36, 4);
+    memcpy(&max_procs, header + 40, 4);
+    EXPECT(size == 176 && max_procs == 128, "slots of %u bytes, %u of them", size, max_procs);
+    dilu_emu_stats own;
+    CHECK(diluEmuProcessStats(0, &own));
+    int found = 0;
+    for (uint32_t i = 0; i < max_procs && fd >= 0; i++) {
+        unsigned char slot[176];
+        if (pread(fd, slot, sizeof(slot), (off_t)offset + (off_t)i * size) != (ssize_t)sizeof(slot)) {
+            break;
+        }
+        int32_t pid;
+        uint64_t start, blocks;
+        memcpy(&pid, slot, 4);
+        memcpy(&start, slot + 104, 8);
+        memcpy(&blocks, slot + 112, 8);
+        if (pid == getpid()) {
+            found = 1;
+            EXPECT(blocks == own.blocks && blocks > 0, "slot: %llu blocks, the process counted %llu",
+                   (unsigned long long)blocks, (unsigned long long)own.blocks);
+            EXPECT(start > 0, "slot without a start time");
+        }
+    }
+    EXPECT(found, "no slot of this process in %s", path);
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
 static void test_proc_address(void) {
     void *legacy = NULL, *per_thread = NULL, *missing = (void *)1;
     CUdriverProcAddressQueryResult status;
@@ -451,6 +526,7 @@ int main(int argc, char **argv) {
     test_mps_limit(mps);
     test_device_counts();
     test_memory_across_processes(memory);
+    test_backstop_records(dir);
     test_proc_address();
     release();
     test_corrupt_state_is_recreated(dir);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,6 +17,15 @@
 
 #include "dilu_emu.h"
 #include "emu_internal.h"
+
+/* The slots' layout as the node agent reads it (device-plugin: gpu/EmulatedGpuProcesses): fixed-width fields at
+ * fixed offsets; the header says where the slots start and how long each is. */
+_Static_assert(offsetof(emu_shared, procs_offset) == 32 && offsetof(emu_shared, max_devices) == 44,
+               "the header the node agent reads");
+_Static_assert(offsetof(emu_proc, pid) == 0 && offsetof(emu_proc, memory) == 40 &&
+                   offsetof(emu_proc, start_ticks) == 104 && offsetof(emu_proc, blocks) == 112 &&
+                   sizeof(emu_proc) == 176 && EMU_MAX_DEVICES == 8,
+               "the process slot the node agent reads");
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static emu_shared *state;
@@ -114,6 +124,10 @@ static int initialise(emu_shared *s) {
     s->devices = (uint32_t)devices;
     s->sharing = sharing_from_env();
     s->timeslice_ns = (uint64_t)slice_us * 1000;
+    s->procs_offset = (uint32_t)offsetof(emu_shared, procs);
+    s->proc_size = (uint32_t)sizeof(emu_proc);
+    s->max_procs = EMU_MAX_PROCS;
+    s->max_devices = EMU_MAX_DEVICES;
     for (long i = 0; i < devices; i++) {
         s->dev[i].sms = (uint32_t)sms;
         s->dev[i].slots = (uint32_t)(sms * per_sm);
@@ -132,7 +146,9 @@ static int initialise(emu_shared *s) {
 
 static int valid(const emu_shared *s) {
     if (s->magic != EMU_MAGIC || s->version != EMU_VERSION || s->size != sizeof(*s) || s->devices < 1 ||
-        s->devices > EMU_MAX_DEVICES || s->sharing > DILU_EMU_PROPORTIONAL) {
+        s->devices > EMU_MAX_DEVICES || s->sharing > DILU_EMU_PROPORTIONAL ||
+        s->procs_offset != offsetof(emu_shared, procs) || s->proc_size != sizeof(emu_proc) ||
+        s->max_procs != EMU_MAX_PROCS || s->max_devices != EMU_MAX_DEVICES) {
         return 0;
     }
     for (uint32_t d = 0; d < s->devices; d++) {
@@ -153,6 +169,7 @@ static void reap_dead(emu_shared *s) {
                     uint64_t held = atomic_exchange(&s->procs[i].memory[d], 0);
                     atomic_fetch_sub(&s->dev[d].memory_used, held);
                     atomic_store(&s->procs[i].demand[d], 0);
+                    atomic_store(&s->procs[i].blocks[d], 0);
                 }
                 atomic_store(&s->procs[i].pid, 0);
             }
@@ -177,6 +194,29 @@ static void read_mps_limit(void) {
         return;
     }
     mps_percentage = p;
+}
+
+/* This process's start time in clock ticks since boot (field 22 of /proc/self/stat), 0 if it cannot be read. */
+static uint64_t start_ticks(void) {
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses: fields follow its last ')' */
+    if (p == NULL) {
+        return 0;
+    }
+    for (int field = 2; field < 22 && p != NULL; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    return p == NULL ? 0 : strtoull(p + 1, NULL, 10);
 }
 
 static void open_state(void) {
@@ -226,6 +266,10 @@ static void open_state(void) {
         int32_t expected = 0;
         if (atomic_compare_exchange_strong(&s->procs[i].pid, &expected, me)) {
             self = &s->procs[i];
+            for (int d = 0; d < EMU_MAX_DEVICES; d++) {
+                atomic_store(&self->blocks[d], 0);
+            }
+            self->start_ticks = start_ticks();
         }
     }
     if (flock(fd, LOCK_UN) != 0 || close(fd) != 0) {
@@ -287,6 +331,61 @@ uint32_t emu_mps_slots(int device) {
     return (sms < 1 ? 1 : sms) * per_sm;
 }
 
+/*
+ * The memory witness: the kernel's own record of what this process holds. Every byte of emulated GPU memory the
+ * process holds on device d is also a byte of a mapping of a memfd named "dilu-emu-memory-<d>", which
+ * /proc/<pid>/maps shows to the node agent's backstop. Only the kernel writes that file and only this process
+ * changes its own mappings, so a neighbour on the same emulated GPU, which can write every shared slot, cannot make
+ * a process look bigger than it is there. The mapping is PROT_NONE and never touched: it costs address space, not
+ * memory. A child does not inherit it (MADV_DONTFORK): the child holds nothing.
+ */
+typedef struct witness {
+    pthread_mutex_t lock;
+    int fd;
+    void *addr;
+    size_t length;
+    uint64_t held;
+} witness;
+
+static witness witnesses[EMU_MAX_DEVICES] = {
+    [0 ... EMU_MAX_DEVICES - 1] = {PTHREAD_MUTEX_INITIALIZER, -1, NULL, 0, 0}};
+
+static void witness_change(int device, uint64_t bytes, int grow) {
+    witness *w = &witnesses[device];
+    pthread_mutex_lock(&w->lock);
+    w->held = grow ? w->held + bytes : w->held - bytes;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t want = (size_t)((w->held + page - 1) / page * page);
+    if (want != w->length && w->fd < 0) {
+        char name[32];
+        snprintf(name, sizeof(name), "dilu-emu-memory-%d", device);
+        w->fd = memfd_create(name, MFD_CLOEXEC);
+        if (w->fd < 0) {
+            emu_log("no memory witness for the node agent (memfd_create: %s)", strerror(errno));
+        }
+    }
+    if (want != w->length && w->fd >= 0) {
+        void *a = NULL;
+        if (want == 0) {
+            munmap(w->addr, w->length);
+        } else if (w->addr == NULL) {
+            a = mmap(NULL, want, PROT_NONE, MAP_SHARED | MAP_NORESERVE, w->fd, 0);
+        } else {
+            a = mremap(w->addr, w->length, want, MREMAP_MAYMOVE);
+        }
+        if (a == MAP_FAILED) {
+            emu_log("the memory witness could not follow %llu bytes: %s", (unsigned long long)w->held, strerror(errno));
+        } else {
+            if (a != NULL) {
+                madvise(a, want, MADV_DONTFORK);
+            }
+            w->addr = a;
+            w->length = want;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
 int emu_reserve_memory(int device, uint64_t bytes) {
     emu_shared *s = state;
     uint64_t used = atomic_load(&s->dev[device].memory_used);
@@ -296,12 +395,20 @@ int emu_reserve_memory(int device, uint64_t bytes) {
         }
     } while (!atomic_compare_exchange_weak(&s->dev[device].memory_used, &used, used + bytes));
     atomic_fetch_add(&self->memory[device], bytes);
+    witness_change(device, bytes, 1);
     return 1;
 }
 
 void emu_release_memory(int device, uint64_t bytes) {
     atomic_fetch_sub(&state->dev[device].memory_used, bytes);
     atomic_fetch_sub(&self->memory[device], bytes);
+    witness_change(device, bytes, 0);
+}
+
+void emu_count_own_blocks(int device, uint64_t blocks) {
+    if (self != NULL) {
+        atomic_fetch_add_explicit(&self->blocks[device], blocks, memory_order_relaxed);
+    }
 }
 
 __attribute__((destructor)) static void leave(void) {
@@ -310,6 +417,7 @@ __attribute__((destructor)) static void leave(void) {
             uint64_t held = atomic_exchange(&self->memory[d], 0);
             atomic_fetch_sub(&state->dev[d].memory_used, held);
             atomic_store(&self->demand[d], 0);
+            atomic_store(&self->blocks[d], 0);
         }
         atomic_store(&self->pid, 0);
     }

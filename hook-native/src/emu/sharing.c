@@ -31,6 +31,7 @@ void emu_count_kernel(int device, uint64_t blocks, uint64_t block_ns) {
     COUNT(device, kernels, 1);
     COUNT(device, blocks, blocks);
     COUNT(device, busy_slot_ns, blocks * block_ns);
+    emu_count_own_blocks(device, blocks);
 }
 
 uint64_t emu_fifo_submit(int device, uint64_t ready_ns, uint64_t blocks, uint64_t block_ns) {

@@ -164,7 +164,12 @@ static CUresult enqueue(CUstream stream, emu_op *op) {
 
 CUresult emu_enqueue_kernel(CUstream s, uint64_t blocks, uint64_t block_ns) {
     if (blocks == 0 || block_ns == 0) {
-        return CUDA_SUCCESS; /* takes no GPU time: completes at launch, nothing to order */
+        /* Takes no GPU time: completes at launch, nothing to order. Its blocks still ran, for the node agent. */
+        struct CUstream_st *r = emu_resolve_stream(s);
+        if (r != NULL) {
+            emu_count_own_blocks(r->device, blocks);
+        }
+        return CUDA_SUCCESS;
     }
     if (blocks > (UINT64_C(1) << 62) / block_ns) {
         return CUDA_ERROR_INVALID_VALUE; /* centuries of emulated GPU time: refused, not wrapped */

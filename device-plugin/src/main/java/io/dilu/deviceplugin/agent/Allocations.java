@@ -74,6 +74,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     public static final String EMULATOR_CONTAINER_DIR = "/var/run/dilu-emu";
 
     private final Paths config;
+    private final GpuSmDevicePlugin.DeviceListStrategy deviceList;
     private final List<GpuDevice> gpus;
     private final TokenManager tokens;
     private final InstantSource clock;
@@ -87,7 +88,14 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
      * @param pods the pods on this node, to guess which container an Allocate is for
      */
     public Allocations(Paths config, List<GpuDevice> gpus, TokenManager tokens, InstantSource clock, NodePods pods) {
+        this(config, GpuSmDevicePlugin.DeviceListStrategy.VOLUME_MOUNTS, gpus, tokens, clock, pods);
+    }
+
+    /** @param deviceList how Allocate names the container's GPUs to the NVIDIA container toolkit */
+    public Allocations(Paths config, GpuSmDevicePlugin.DeviceListStrategy deviceList, List<GpuDevice> gpus,
+            TokenManager tokens, InstantSource clock, NodePods pods) {
         this.config = config;
+        this.deviceList = deviceList;
         this.gpus = List.copyOf(gpus);
         this.tokens = tokens;
         this.clock = clock;
@@ -257,12 +265,12 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 gpus.stream().map(GpuDevice::uuid).collect(Collectors.joining(", ")), id,
                 a.owner().map(ContainerRef::toString).orElse("a container not known yet"));
         ContainerAllocateResponse.Builder response = ContainerAllocateResponse.newBuilder()
-                .putEnvs("NVIDIA_VISIBLE_DEVICES", gpus.stream().map(GpuDevice::uuid).collect(Collectors.joining(",")))
                 .putEnvs("DILU_SM_REQUEST", Integer.toString(smPercent))
                 .putEnvs("DILU_SM_LIMIT", Integer.toString(a.smLimit()))
                 .putEnvs("DILU_ALLOCATION", id)
                 .addAllMounts(GpuSmDevicePlugin.controlMounts(dir.toString(), config.containerControlDir(),
                         config.hookHostPath(), config.hookContainerPath(), config.preloadHostPath().toString()));
+        deviceList.apply(response, gpus.stream().map(GpuDevice::uuid).toList());
         // An emulated GPU's state holds one device: a split container sees the first of its GPUs there (its
         // control block still grants and accounts each of them).
         config.emulatorHostDir().ifPresent(root -> emulatedGpu(response, root, gpu));

@@ -2,11 +2,18 @@ package io.dilu.deviceplugin.agent;
 
 import io.dilu.kube.events.EventCounts;
 import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.backstop.ShareBackstop;
 import io.dilu.core.tokens.TokenParameters;
+import io.dilu.deviceplugin.backstop.EmulatedProcesses;
+import io.dilu.deviceplugin.backstop.GpuProcesses;
+import io.dilu.deviceplugin.backstop.NvmlProcesses;
+import io.dilu.deviceplugin.backstop.ProcFs;
+import io.dilu.deviceplugin.backstop.ProcessKiller;
 import io.dilu.deviceplugin.gpu.EmulatedInventory;
 import io.dilu.deviceplugin.gpu.GpuInventory;
 import io.dilu.deviceplugin.gpu.InventoryPublisher;
 import io.dilu.deviceplugin.gpu.NvmlInventory;
+import io.dilu.deviceplugin.gpu.ToolkitConfig;
 import io.dilu.deviceplugin.kubelet.DevicePluginEndpoint;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
 import io.dilu.deviceplugin.kubelet.PodResourcesClient;
@@ -48,6 +55,9 @@ public class NodeAgent {
     private List<GpuDevice> gpus = List.of();
     private final ScheduledExecutorService refresher = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-metrics").unstarted(r));
+    private Backstop backstop;
+    private final ScheduledExecutorService backstopThread = Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon().name("dilu-backstop").unstarted(r));
     private final ExecutorService eventWriter = Executors.newSingleThreadExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-events").unstarted(r));
 
@@ -75,8 +85,10 @@ public class NodeAgent {
                     config.releaseGrace(), metrics);
             identity.start();
         }
-        allocations = new Allocations(Allocations.Paths.of(config), gpus, tokens, InstantSource.system(),
-                identity != null ? identity : List::of);
+        GpuSmDevicePlugin.DeviceListStrategy deviceList = GpuSmDevicePlugin.DeviceListStrategy.parse(config.deviceListStrategy());
+        checkToolkit(inventory, deviceList);
+        allocations = new Allocations(Allocations.Paths.of(config), deviceList, gpus, tokens,
+                InstantSource.system(), identity != null ? identity : List::of);
         int recovered = allocations.recover();
         if (identity != null) {
             long every = config.reconcileInterval().toMillis();
@@ -91,6 +103,7 @@ public class NodeAgent {
         PodEventRecorder recorder = eventRecorder();
         events = new NodeEvents(gpus.size(), tokens, allocations, identity != null ? identity : List::of, recorder);
         refresher.scheduleAtFixedRate(this::everySecond, 0, 1, TimeUnit.SECONDS);
+        startBackstop(inventory, recorder);
         refresher.scheduleWithFixedDelay(recorder::flush, 5, 5, TimeUnit.SECONDS);
         long health = config.healthInterval().toMillis();
         refresher.scheduleWithFixedDelay(() -> gpus.forEach(g -> plugin.setHealthy(g.uuid(), inventory.healthy(g.uuid()))),
@@ -99,6 +112,74 @@ public class NodeAgent {
             publishUntilDone(new InventoryPublisher(kubernetes, config.nodeName()));
         }
         LOG.infof("node agent up: %d GPU(s), %d allocation(s) recovered", gpus.size(), recovered);
+    }
+
+    /**
+     * Says whether the NVIDIA container toolkit of this node lets an unprivileged container take the GPUs its
+     * NVIDIA_VISIBLE_DEVICES names (from an image's ENV too): a log line, and {@code dilu_toolkit_envvar_route_open}
+     * (1 open, 0 closed, -1 not known: emulated GPUs, or the file not readable).
+     */
+    private void checkToolkit(GpuInventory inventory, GpuSmDevicePlugin.DeviceListStrategy deviceList) {
+        double open = -1;
+        if (!(inventory instanceof EmulatedInventory)) {
+            java.util.Optional<ToolkitConfig> toolkit = ToolkitConfig.read(config.toolkitConfig());
+            if (toolkit.isEmpty()) {
+                LOG.warnf("cannot read %s: whether containers can take GPUs by NVIDIA_VISIBLE_DEVICES is not known "
+                        + "(docs/install.md, GPU nodes)", config.toolkitConfig());
+            } else if (toolkit.get().envvarRouteOpen()) {
+                LOG.errorf("the NVIDIA container toolkit of this node gives any unprivileged container the GPUs its "
+                        + "NVIDIA_VISIBLE_DEVICES names, an image's ENV included: set "
+                        + "accept-nvidia-visible-devices-envvar-when-unprivileged = false and "
+                        + "accept-nvidia-visible-devices-as-volume-mounts = true in %s (docs/install.md, GPU nodes)",
+                        config.toolkitConfig());
+            } else if (!toolkit.get().acceptVolumeMounts() && deviceList != GpuSmDevicePlugin.DeviceListStrategy.ENVVAR) {
+                LOG.errorf("the NVIDIA container toolkit of this node reads no device list from volume mounts "
+                        + "(accept-nvidia-visible-devices-as-volume-mounts) while Allocate names GPUs that way "
+                        + "(dilu.agent.device-list-strategy=%s): containers with a share will get no GPU", config.deviceListStrategy());
+            }
+            open = toolkit.map(t -> t.envvarRouteOpen() ? 1.0 : 0.0).orElse(-1.0);
+        }
+        double value = open;
+        io.micrometer.core.instrument.Gauge.builder("dilu_toolkit_envvar_route_open", () -> value)
+                .description("1 when the NVIDIA container toolkit gives unprivileged containers the GPUs their "
+                        + "NVIDIA_VISIBLE_DEVICES names, 0 when it does not, -1 when not known").register(metrics);
+    }
+
+    /**
+     * The backstop, on a thread of its own (reading /proc and the GPUs takes longer than the metrics' second may
+     * spare): what the GPUs say each process uses, against each container's share.
+     */
+    private void startBackstop(GpuInventory inventory, PodEventRecorder recorder) {
+        NodeAgentConfig.BackstopConfig b = config.backstop();
+        if (!b.enabled()) {
+            LOG.warn("the backstop is off (dilu.agent.backstop.enabled=false): use beyond a share that bypasses the hook "
+                    + "goes unnoticed");
+            return;
+        }
+        ProcFs proc = ProcFs.of(b.procRoot());
+        GpuProcesses source;
+        if (inventory instanceof NvmlInventory nvml) {
+            source = new NvmlProcesses(nvml);
+        } else {
+            double[] perSecond = new double[gpus.size()];
+            for (int g = 0; g < gpus.size(); g++) {
+                perSecond[g] = tokens.gpu(g).parameters().maxTokens() * (1e9 / config.period().toNanos());
+            }
+            source = new EmulatedProcesses(gpus, config.emulatorHostDir(), proc, perSecond);
+        }
+        ShareBackstop.Bounds bounds = new ShareBackstop.Bounds(b.memoryToleranceMib() << 20, b.smWindow(), b.smMargin(),
+                b.busyFloor(), b.unknownGrace());
+        backstop = new Backstop(source, gpus, proc, new ProcessKiller(proc), allocations,
+                identity != null ? identity : List::of, recorder, InstantSource.system(),
+                new Backstop.Settings(bounds, b.killMemoryExcess()), metrics);
+        long every = b.interval().toMillis();
+        backstopThread.scheduleWithFixedDelay(() -> {
+            try {
+                backstop.round();
+            } catch (RuntimeException e) {
+                LOG.errorf(e, "the backstop's round failed; the next one retries");
+            }
+        }, every, every, TimeUnit.MILLISECONDS);
     }
 
     /** Algorithm 2's knobs for each GPU: MaxTokens from the GPU's own SM count, the rest from the configuration. */
@@ -134,7 +215,8 @@ public class NodeAgent {
         return new PodEventRecorder(new PodEventRecorder.Source("dilu-node-agent", config.nodeName(), config.nodeName()),
                 new EventThrottle(config.eventWindow(), config.eventsPerWindow(), 1024), InstantSource.system(),
                 e -> kubernetes.v1().events().inNamespace(e.getMetadata().getNamespace()).resource(e).create(),
-                eventWriter, new EventCounts(metrics, List.of(NodeEvents.THROTTLE_EMERGENCY, NodeEvents.MEMORY_REFUSED)));
+                eventWriter, new EventCounts(metrics, List.of(NodeEvents.THROTTLE_EMERGENCY, NodeEvents.MEMORY_REFUSED,
+                        Backstop.SHARE_EXCEEDED, Backstop.GPU_WITHOUT_SHARE)));
     }
 
     /** Every second: metrics rows follow the shares, and what happened is told to the pods. */
@@ -150,6 +232,7 @@ public class NodeAgent {
 
     void stop(@Observes ShutdownEvent event) throws Exception {
         refresher.shutdownNow();
+        backstopThread.shutdownNow();
         // Events already let through are written before the agent goes (a couple of seconds at most).
         eventWriter.shutdown();
         eventWriter.awaitTermination(2, TimeUnit.SECONDS);

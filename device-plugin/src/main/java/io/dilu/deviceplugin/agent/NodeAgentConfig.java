@@ -126,4 +126,68 @@ public interface NodeAgentConfig {
     /** At most this many events per window from this node, whatever its pods do. */
     @WithDefault("30")
     int eventsPerWindow();
+
+    /**
+     * How Allocate hands a container its GPUs to the NVIDIA container toolkit: {@code volume-mounts} (the default:
+     * {@code /dev/null} mounted at {@code /var/run/nvidia-container-devices/<uuid>}, read by a toolkit with
+     * {@code accept-nvidia-visible-devices-as-volume-mounts = true}; a route no image or pod spec of a tenant can
+     * take), {@code envvar} ({@code NVIDIA_VISIBLE_DEVICES}, the toolkit's default route, which an image's ENV takes
+     * too) or {@code both} (for nodes not yet configured, docs/install.md).
+     */
+    @WithDefault("volume-mounts")
+    String deviceListStrategy();
+
+    /**
+     * The NVIDIA container toolkit's configuration as the agent sees it (the chart mounts the host's directory
+     * read-only): read at start, to tell whether this node lets containers name their own GPUs.
+     */
+    @WithDefault("/etc/nvidia-container-runtime/config.toml")
+    Path toolkitConfig();
+
+    /** The backstop: what the GPUs say each process uses, against each container's share (docs/node-agent.md). */
+    BackstopConfig backstop();
+
+    /** {@code dilu.agent.backstop.*} */
+    interface BackstopConfig {
+
+        /** Whether the agent reads the GPUs' processes and judges them at all. */
+        @WithDefault("true")
+        boolean enabled();
+
+        /** How often the GPUs' processes are read. */
+        @WithDefault("1s")
+        Duration interval();
+
+        /** Whether a process holding GPU memory beyond its container's share and the tolerance is ended (SIGKILL). */
+        @WithDefault("true")
+        boolean killMemoryExcess();
+
+        /**
+         * GPU memory a process may hold beyond what the hook books, in MiB: the driver's context, which the GPU
+         * reports as the process's (518 MiB measured on an H100 with driver 580), twice over for larger contexts,
+         * the device heap and libraries' module code.
+         */
+        @WithDefault("1024")
+        long memoryToleranceMib();
+
+        /** How much reading an SM judgement integrates: at least ten of NVML's samples even at its slowest (1 s). */
+        @WithDefault("10s")
+        Duration smWindow();
+
+        /** On an emulated GPU, how far above its SM limit a container may run, as a fraction of the limit. */
+        @WithDefault("0.25")
+        double smMargin();
+
+        /** With NVML, the share of the window a container must keep the GPU busy while its hook saw no launch. */
+        @WithDefault("0.10")
+        double busyFloor();
+
+        /** How long a process may be on a GPU without a share before it is reported. */
+        @WithDefault("10s")
+        Duration unknownGrace();
+
+        /** The host's /proc (the agent runs with hostPID). */
+        @WithDefault("/proc")
+        Path procRoot();
+    }
 }

@@ -14,13 +14,23 @@ import java.util.Optional;
  * @param gpuContainers the containers that request {@code dilu.io/gpu-sm}, in the pod's container order
  * @param sloRight its namespace has the right to SLO priority and quotas above the defaults
  *     ({@code dilu.io/allow-slo=true}, see {@code QuotaRights})
+ * @param containerIds the runtime's ID of each running or ended container, init and ephemeral ones included, to
+ *     its name (from the pod's status): how the backstop tells which container a process on a GPU is in
  */
 public record PodView(String namespace, String name, String uid, Instant created, boolean terminal,
-        Map<String, String> annotations, List<GpuContainer> gpuContainers, boolean sloRight) {
+        Map<String, String> annotations, List<GpuContainer> gpuContainers, boolean sloRight,
+        Map<String, String> containerIds) {
 
     public PodView {
         annotations = Map.copyOf(annotations);
         gpuContainers = List.copyOf(gpuContainers);
+        containerIds = Map.copyOf(containerIds);
+    }
+
+    /** A pod whose containers' runtime IDs are not known (not started yet, or not needed). */
+    public PodView(String namespace, String name, String uid, Instant created, boolean terminal,
+            Map<String, String> annotations, List<GpuContainer> gpuContainers, boolean sloRight) {
+        this(namespace, name, uid, created, terminal, annotations, gpuContainers, sloRight, Map.of());
     }
 
     /** A container's SM request in percent, and its GPU memory in MiB. */

@@ -147,6 +147,11 @@ public final class NvmlInventory implements GpuInventory {
         return gpus;
     }
 
+    /** NVML's handle of the {@code index}-th GPU of {@link #gpus()} (for the backstop's per-process reads). */
+    public Pointer handle(int index) {
+        return handles.get(index);
+    }
+
     @Override
     public boolean healthy(String uuid) {
         for (int i = 0; i < gpus.size(); i++) {

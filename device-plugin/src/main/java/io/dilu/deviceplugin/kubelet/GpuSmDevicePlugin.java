@@ -220,6 +220,56 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
     }
 
     /**
+     * How Allocate names a container's GPUs to the NVIDIA container toolkit ({@code dilu.agent.device-list-strategy}),
+     * as NVIDIA's own device plugin does ({@code --device-list-strategy}, internal/plugin/server.go).
+     *
+     * <p>The toolkit gives a container the GPUs it finds (nvidia-container-toolkit, internal/config/image/
+     * cuda_image.go, {@code VisibleDevices}): first those named by mounts of {@code /dev/null} under
+     * {@code /var/run/nvidia-container-devices/} when {@code accept-nvidia-visible-devices-as-volume-mounts} is true;
+     * otherwise those of {@code NVIDIA_VISIBLE_DEVICES}, for an unprivileged container (no CAP_SYS_ADMIN) only when
+     * {@code accept-nvidia-visible-devices-envvar-when-unprivileged} is true — its default. The variable can come from
+     * anyone's image or pod spec; a mount with {@code /dev/null} as its source only from a hostPath volume (which the
+     * webhook and Pod Security refuse to tenants) or from a device plugin's Allocate.
+     */
+    public enum DeviceListStrategy {
+        /** {@code NVIDIA_VISIBLE_DEVICES=<uuids>}: works with the toolkit's defaults, which let any image's ENV in. */
+        ENVVAR,
+        /**
+         * A {@code /dev/null} mount per GPU at {@code /var/run/nvidia-container-devices/<uuid>}, and
+         * {@code NVIDIA_VISIBLE_DEVICES} set to that directory, as NVIDIA's plugin sets it: a toolkit that reads the
+         * variable instead of the mounts finds no GPU of that name and refuses to start the container, so a node
+         * not configured as docs/install.md says fails loudly instead of running open.
+         */
+        VOLUME_MOUNTS,
+        /** Both: the mounts where the toolkit reads them, the variable where it does not (nodes being converted). */
+        BOTH;
+
+        public static final String MOUNT_ROOT = "/var/run/nvidia-container-devices";
+
+        /** From {@code envvar}, {@code volume-mounts} or {@code both}. */
+        public static DeviceListStrategy parse(String value) {
+            return switch (value.strip().toLowerCase(java.util.Locale.ROOT)) {
+                case "envvar" -> ENVVAR;
+                case "volume-mounts" -> VOLUME_MOUNTS;
+                case "both" -> BOTH;
+                default -> throw new IllegalArgumentException("dilu.agent.device-list-strategy must be envvar, "
+                        + "volume-mounts or both, got '" + value + "'");
+            };
+        }
+
+        /** Names {@code uuids} to the toolkit in {@code response}. */
+        public void apply(ContainerAllocateResponse.Builder response, List<String> uuids) {
+            response.putEnvs("NVIDIA_VISIBLE_DEVICES", this == VOLUME_MOUNTS ? MOUNT_ROOT : String.join(",", uuids));
+            if (this != ENVVAR) {
+                for (String uuid : uuids) {
+                    response.addMounts(Mount.newBuilder().setHostPath("/dev/null")
+                            .setContainerPath(MOUNT_ROOT + "/" + uuid).setReadOnly(true));
+                }
+            }
+        }
+    }
+
+    /**
      * What a container with a share gets mounted: its control block's two pages (the grant read-only: a tenant
      * must not raise its own share), the hook, and an /etc/ld.so.preload naming the hook, so that every
      * dynamically linked process of the container loads it whatever its environment says.

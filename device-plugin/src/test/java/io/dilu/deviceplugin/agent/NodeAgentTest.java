@@ -92,7 +92,12 @@ class NodeAgentTest {
                     .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(thirty)).build())
                     .getContainerResponses(0);
             String id = c.getEnvsOrThrow("DILU_ALLOCATION");
-            assertThat(c.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", "GPU-emu-local-1");
+            // The GPU reaches the NVIDIA toolkit as a /dev/null mount, the route no tenant image can take (the default).
+            assertThat(c.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", "/var/run/nvidia-container-devices");
+            assertThat(c.getMountsList()).anySatisfy(m -> {
+                assertThat(m.getContainerPath()).isEqualTo("/var/run/nvidia-container-devices/GPU-emu-local-1");
+                assertThat(m.getHostPath()).isEqualTo("/dev/null");
+            });
             Path dir = config.controlRoot().resolve("GPU-emu-local-1_30_" + id);
             assertThat(dir.resolve("grant")).exists();
             assertThat(c.getMounts(0).getHostPath()).isEqualTo(dir.resolve("grant").toString());

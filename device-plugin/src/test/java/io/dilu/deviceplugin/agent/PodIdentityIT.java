@@ -288,8 +288,12 @@ class PodIdentityIT {
             ids.addAll(ids(gpu0, 50, 12));
             var response = allocations.allocate(List.of(gpu1, gpu0), ids);
             String id = response.getEnvsOrThrow("DILU_ALLOCATION");
-            assertThat(response.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", gpu0.uuid() + "," + gpu1.uuid())
-                    .containsEntry("DILU_SM_REQUEST", "20");
+            assertThat(response.getEnvsMap()).containsEntry("DILU_SM_REQUEST", "20");
+            // Its GPUs in the node's order (the order CUDA numbers them in the container).
+            assertThat(response.getMountsList()).extracting(m -> m.getContainerPath())
+                    .filteredOn(p -> p.startsWith("/var/run/nvidia-container-devices/"))
+                    .containsExactly("/var/run/nvidia-container-devices/" + gpu0.uuid(),
+                            "/var/run/nvidia-container-devices/" + gpu1.uuid());
             assertThat(allocations.all().get(id).owner()).contains(new ContainerRef(NS, "llm", "c0"));
             // A share on two GPUs that no waiting split container asked for is refused, and nothing is allocated.
             List<String> spread = new java.util.ArrayList<>(ids(gpu0, 80, 10));

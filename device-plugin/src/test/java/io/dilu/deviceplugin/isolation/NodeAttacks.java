@@ -7,6 +7,8 @@ import io.dilu.core.tokens.TokenPlan;
 import io.dilu.deviceplugin.agent.Allocation;
 import io.dilu.deviceplugin.agent.Allocations;
 import io.dilu.deviceplugin.agent.PodView;
+import io.dilu.deviceplugin.agent.TestingBackstop;
+import io.dilu.core.backstop.ShareBackstop;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.control.FakeHook;
 import io.dilu.deviceplugin.testing.TestingContainers;
@@ -17,10 +19,12 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -114,6 +118,14 @@ public final class NodeAttacks {
                 tenantLib("tenant_vshim"), "cuLaunchKernel"));
         all.put("ld-preload-filter-ahead", () -> aheadOfTheHook("ld-preload-filter-ahead", tenantLib("tenant_filter"),
                 "cuInit"));
+        // Cause 7: the backstop, for what gets past the hook.
+        all.put("backstop-memory-without-hook", this::backstopMemoryWithoutHook);
+        all.put("backstop-launches-without-hook", this::backstopLaunchesWithoutHook);
+        all.put("backstop-gpu-without-container", this::backstopGpuWithoutContainer);
+        all.put("backstop-sidecar-on-gpu", this::backstopSidecarOnGpu);
+        all.put("backstop-pid-reuse", this::backstopPidReuse);
+        all.put("backstop-framed-neighbour", this::backstopFramedNeighbour);
+        all.put("backstop-state-file-swapped", this::backstopStateFileSwapped);
         return all;
     }
 
@@ -560,6 +572,225 @@ public final class NodeAttacks {
                     String.format(java.util.Locale.ROOT, "%d emergency periods declared on lies; the neighbour's average "
                             + "grant %.0f tokens per period against a guaranteed %.0f (half its request)",
                             emergencies, average, floor), Double.NaN, Double.NaN);
+        }
+    }
+
+    // ---- what goes around the hook: the node's backstop (docs/node-agent.md, "The backstop") ----
+
+    private static final long MIB = 1L << 20;
+    /** The agent's bounds but for a 2 s window and a 1 s grace, so that the bench waits seconds, not tens of them. */
+    private static final ShareBackstop.Bounds BOUNDS =
+            new ShareBackstop.Bounds(1024 * MIB, Duration.ofSeconds(2), 0.25, 0.10, Duration.ofSeconds(1));
+
+    private TestingBackstop node(String name) throws IOException {
+        return new TestingBackstop(Files.createTempDirectory(work, name + "-"), BOUNDS, true);
+    }
+
+    /** The probe, run straight on the emulated GPU: no dilu-contain, no preload, no hook. */
+    private List<String> unhooked(String... args) {
+        List<String> command = new ArrayList<>(List.of(probe()));
+        command.addAll(List.of(args));
+        return command;
+    }
+
+    /** Rounds every 200 ms until {@code done} holds of the faults so far, for at most {@code seconds}. */
+    private static List<ShareBackstop.Fault> rounds(TestingBackstop node, double seconds,
+            java.util.function.Predicate<List<ShareBackstop.Fault>> done) throws InterruptedException {
+        List<ShareBackstop.Fault> seen = new ArrayList<>();
+        long deadline = System.nanoTime() + (long) (seconds * 1e9);
+        while (System.nanoTime() < deadline && !done.test(seen)) {
+            seen.addAll(node.round());
+            Thread.sleep(200);
+        }
+        return seen;
+    }
+
+    private static long events(TestingBackstop node, String reason, String pod) {
+        return node.events().stream().filter(e -> reason.equals(e.getReason())
+                && pod.equals(e.getInvolvedObject().getName())).count();
+    }
+
+    /**
+     * A tenant process the hook never loaded into (as after hiding /etc/ld.so.preload in a user namespace) takes
+     * 4,000 MiB on a 1,024 MiB share, beside a process of the same container within it: the backstop ends the
+     * first, leaves the second, tells the pod.
+     */
+    private Outcome backstopMemoryWithoutHook() throws Exception {
+        try (TestingBackstop node = node("bs-memory")) {
+            TestingBackstop.Container c = node.pod("tenant", "greedy", 1, 25, 1024, "c0").getFirst();
+            Process within = node.start(Optional.of(c), unhooked("alloc", "300", "60000"));
+            Process attacker = node.start(Optional.of(c), unhooked("alloc", "4000", "60000"));
+            long t0 = System.nanoTime();
+            rounds(node, 30, f -> !attacker.isAlive());
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            boolean ended = attacker.waitFor(5, TimeUnit.SECONDS) && attacker.exitValue() == 128 + 9;
+            boolean contained = ended && within.isAlive() && events(node, "DiluShareExceeded", "greedy") == 1
+                    && node.counter("dilu_backstop_kills_total", "outcome", "killed") == 1;
+            return new Outcome("backstop-memory-without-hook", contained, String.format(Locale.ROOT,
+                    "4000 MiB on a 1024 MiB share without the hook: %s after %.1f s; the container's 300 MiB process %s",
+                    ended ? "ended (SIGKILL)" : "NOT ended", seconds, within.isAlive() ? "left running" : "ended too"),
+                    Double.NaN, Double.NaN);
+        }
+    }
+
+    /**
+     * Kernels of zero time launched as fast as a process can, without the hook, on a 10% share: reported (an Event
+     * and the metric) within the window, the process left running (SM evidence is reported, never acted on).
+     */
+    private Outcome backstopLaunchesWithoutHook() throws Exception {
+        try (TestingBackstop node = node("bs-launches")) {
+            TestingBackstop.Container c = node.pod("tenant", "launcher", 1, 10, 1024, "c0").getFirst();
+            Process attacker = node.start(Optional.of(c), unhooked("rate", "10", "0"));
+            List<ShareBackstop.Fault> faults = rounds(node, 15, f -> f.stream().anyMatch(ShareBackstop.SmExcess.class::isInstance));
+            Optional<ShareBackstop.SmExcess> sm = faults.stream().filter(ShareBackstop.SmExcess.class::isInstance)
+                    .map(ShareBackstop.SmExcess.class::cast).findFirst();
+            double capacity = PARAMS.maxTokens() * (1e9 / PARAMS.period().toNanos());
+            boolean contained = sm.isPresent() && events(node, "DiluShareExceeded", "launcher") == 1
+                    && node.counter("dilu_container_share_violations_total", "kind", "sm") == 1;
+            attacker.destroyForcibly();
+            return new Outcome("backstop-launches-without-hook", contained, sm.map(s -> String.format(Locale.ROOT,
+                    "reported: %.0f× the GPU's block capacity against a 10%% limit (at fault above %.1f%%)", s.share(),
+                    100 * s.bound())).orElse("NOT reported"), sm.map(s -> s.share() * capacity).orElse(Double.NaN),
+                    0.10 * capacity);
+        }
+    }
+
+    /** A process on the GPU in no container (another door to the GPU, or a host process): reported. */
+    private Outcome backstopGpuWithoutContainer() throws Exception {
+        try (TestingBackstop node = node("bs-stray")) {
+            node.pod("tenant", "owner", 1, 25, 1024, "c0");
+            Process stray = node.start(Optional.empty(), unhooked("alloc", "512", "60000"));
+            List<ShareBackstop.Fault> faults = rounds(node, 15, f -> f.stream()
+                    .anyMatch(x -> x instanceof ShareBackstop.UnknownProcess u && u.process().pid() == stray.pid()));
+            boolean contained = !faults.isEmpty()
+                    && node.counter("dilu_container_share_violations_total", "kind", "unknown-process") == 1;
+            return new Outcome("backstop-gpu-without-container", contained, contained
+                    ? "pid " + stray.pid() + " of no container reported after the grace, 512 MiB held" : "NOT reported",
+                    Double.NaN, Double.NaN);
+        }
+    }
+
+    /** A sidecar of a pod with a share reaches the GPU (e.g. by NVIDIA_VISIBLE_DEVICES=all): reported on the pod. */
+    private Outcome backstopSidecarOnGpu() throws Exception {
+        try (TestingBackstop node = node("bs-sidecar")) {
+            List<TestingBackstop.Container> pod = node.pod("tenant", "with-sidecar", 1, 25, 1024, "c0", "sidecar");
+            Process sidecar = node.start(Optional.of(pod.get(1)), unhooked("alloc", "256", "60000"));
+            List<ShareBackstop.Fault> faults = rounds(node, 15, f -> f.stream()
+                    .anyMatch(x -> x instanceof ShareBackstop.UnknownProcess u && u.owner().isPresent()));
+            boolean contained = !faults.isEmpty() && events(node, "DiluGpuWithoutShare", "with-sidecar") == 1;
+            sidecar.destroyForcibly();
+            return new Outcome("backstop-sidecar-on-gpu", contained, contained
+                    ? "the sidecar's process reported on its pod (DiluGpuWithoutShare)" : "NOT reported", Double.NaN, Double.NaN);
+        }
+    }
+
+    /**
+     * The process at fault ends and its pid goes to an innocent process before the kill: the kill must not reach it.
+     * Reuse is stood for by the kill's evidence — pid and start time, container — naming the innocent's pid with the
+     * start time the offender had, and with another container.
+     */
+    private Outcome backstopPidReuse() throws Exception {
+        try (TestingBackstop node = node("bs-reuse")) {
+            List<TestingBackstop.Container> pod = node.pod("tenant", "reuse", 0, 10, 1024, "offender", "innocent");
+            Process offender = node.start(Optional.of(pod.get(0)), List.of("sleep", "60"));
+            Process innocent = node.start(Optional.of(pod.get(1)), List.of("sleep", "60"));
+            long offenderStart = node.proc().startTicks(offender.pid()).orElseThrow();
+            long innocentStart = node.proc().startTicks(innocent.pid()).orElseThrow();
+            offender.destroyForcibly().waitFor();
+            var killer = node.killer();
+            var sameStartOtherTime = killer.kill(innocent.pid(), offenderStart == innocentStart ? innocentStart + 1
+                    : offenderStart, Optional.of(pod.get(1).id()));
+            var otherContainer = killer.kill(innocent.pid(), innocentStart, Optional.of(pod.get(0).id()));
+            var gone = killer.kill(offender.pid(), offenderStart, Optional.of(pod.get(0).id()));
+            boolean contained = innocent.isAlive() && sameStartOtherTime == io.dilu.deviceplugin.backstop.ProcessKiller.Outcome.GONE
+                    && otherContainer == io.dilu.deviceplugin.backstop.ProcessKiller.Outcome.GONE
+                    && gone == io.dilu.deviceplugin.backstop.ProcessKiller.Outcome.GONE;
+            return new Outcome("backstop-pid-reuse", contained, "pid reused by another process: " + sameStartOtherTime.label()
+                    + "; pid now in another container: " + otherContainer.label() + "; the offender, ended: " + gone.label()
+                    + "; innocent " + (innocent.isAlive() ? "alive" : "KILLED"), Double.NaN, Double.NaN);
+        }
+    }
+
+    /**
+     * A tenant writes its neighbour's slot in the emulated GPU's shared state — 30 GiB of memory — to have the
+     * backstop end the neighbour. The backstop reads memory from the kernel's maps of each process, not from the
+     * slots: the neighbour stays.
+     */
+    private Outcome backstopFramedNeighbour() throws Exception {
+        try (TestingBackstop node = node("bs-framed")) {
+            TestingBackstop.Container victim = node.pod("tenant", "victim", 1, 25, 1024, "c0").getFirst();
+            node.pod("tenant", "framer", 1, 25, 1024, "c0");
+            Process v = node.start(Optional.of(victim), unhooked("alloc", "100", "60000"));
+            rounds(node, 10, f -> node.followed() > 0);
+            boolean forged = forgeSlotMemory(node.gpuDir(), v.pid(), 30L << 30);
+            List<ShareBackstop.Fault> faults = rounds(node, 3, f -> false);
+            boolean framed = faults.stream().anyMatch(ShareBackstop.MemoryExcess.class::isInstance);
+            boolean contained = forged && v.isAlive() && !framed;
+            return new Outcome("backstop-framed-neighbour", contained, (forged ? "victim's slot set to 30 GiB" : "could NOT forge")
+                    + "; memory fault " + (framed ? "RAISED" : "not raised") + "; victim " + (v.isAlive() ? "alive" : "KILLED"),
+                    Double.NaN, Double.NaN);
+        }
+    }
+
+    /** Writes {@code bytes} as device 0's memory of the slot of {@code pid} in every state file of {@code dir}. */
+    private static boolean forgeSlotMemory(Path dir, long pid, long bytes) throws IOException {
+        boolean done = false;
+        try (var files = Files.list(dir)) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                try (var ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.READ,
+                        java.nio.file.StandardOpenOption.WRITE)) {
+                    java.nio.ByteBuffer h = java.nio.ByteBuffer.allocate(48).order(java.nio.ByteOrder.nativeOrder());
+                    ch.read(h, 0);
+                    int offset = h.getInt(32), size = h.getInt(36), procs = h.getInt(40);
+                    for (int i = 0; i < procs; i++) {
+                        java.nio.ByteBuffer slot = java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.nativeOrder());
+                        ch.read(slot, offset + (long) i * size);
+                        if (slot.getInt(0) == pid) {
+                            java.nio.ByteBuffer m = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.nativeOrder());
+                            m.putLong(0, bytes);
+                            ch.write(m, offset + (long) i * size + 40);
+                            done = true;
+                        }
+                    }
+                }
+            }
+        }
+        return done;
+    }
+
+    /**
+     * A tenant hides the GPU's state from the agent: moves the state file into a directory of its own, puts a link to
+     * another file and a FIFO where it was. The agent follows neither, does not block, and still finds a process past
+     * its share on the moved state by the file's inode, which it remembers, and ends it.
+     */
+    private Outcome backstopStateFileSwapped() throws Exception {
+        try (TestingBackstop node = node("bs-swapped")) {
+            TestingBackstop.Container c = node.pod("tenant", "hider", 1, 25, 1024, "c0").getFirst();
+            Process holder = node.start(Optional.of(c), unhooked("alloc", "64", "60000"));
+            rounds(node, 10, f -> node.followed() > 0);
+            Path state;
+            try (var files = Files.list(node.gpuDir())) {
+                state = files.filter(f -> f.getFileName().toString().startsWith("dilu-emu-gpu-")).findFirst().orElseThrow();
+            }
+            // Out of the directory the agent lists, into one of the tenant's own inside it (it can write there).
+            Path side = Files.createDirectories(node.gpuDir().resolve("side"));
+            Files.move(state, side.resolve(state.getFileName()));
+            // A link to a file outside the directory (standing for a host file: the agent must not read through it).
+            Path decoy = Files.writeString(work.resolve("decoy-" + System.nanoTime()), "not a GPU");
+            Files.createSymbolicLink(state, decoy);
+            Process mkfifo = new ProcessBuilder("mkfifo", node.gpuDir().resolve("dilu-emu-gpu-99999").toString()).start();
+            mkfifo.waitFor(10, TimeUnit.SECONDS);
+            // The process past its share attaches to the moved state.
+            Process attacker = node.startIn(side, Optional.of(c), unhooked("alloc", "4000", "60000"));
+            long t0 = System.nanoTime();
+            List<ShareBackstop.Fault> faults = rounds(node, 20, f -> !attacker.isAlive());
+            double longest = node.longestRoundSeconds();
+            boolean ended = attacker.waitFor(5, TimeUnit.SECONDS) && attacker.exitValue() == 128 + 9;
+            boolean contained = ended && holder.isAlive() && longest < 2 && Files.readString(decoy).equals("not a GPU");
+            return new Outcome("backstop-state-file-swapped", contained, String.format(Locale.ROOT,
+                    "state moved away, a link to another file and a FIFO in its place: the 4000 MiB process %s after %.1f s; "
+                            + "longest round %.2f s; %d fault(s)", ended ? "ended" : "NOT ended",
+                    (System.nanoTime() - t0) / 1e9, longest, faults.size()), Double.NaN, Double.NaN);
         }
     }
 

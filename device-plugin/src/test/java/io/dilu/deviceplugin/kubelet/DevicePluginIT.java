@@ -45,6 +45,9 @@ class DevicePluginIT {
     /** The GPU the scheduler assigned to the container being admitted, as the agent's pod matcher would say. */
     private final AtomicReference<String> assigned = new AtomicReference<>();
     private final AtomicReference<Map<String, Integer>> stages = new AtomicReference<>();
+    /** How Allocate names the GPUs to the NVIDIA toolkit: the agent's default unless a test says otherwise. */
+    private final AtomicReference<GpuSmDevicePlugin.DeviceListStrategy> deviceList =
+            new AtomicReference<>(GpuSmDevicePlugin.DeviceListStrategy.VOLUME_MOUNTS);
     private final List<GpuDevice> gpus = NodeInventory.uniform("node", 2, "Emulated A100", 40_960, 108).gpus();
 
     @BeforeEach
@@ -54,12 +57,12 @@ class DevicePluginIT {
         plugin = new GpuSmDevicePlugin(gpus, new GpuSmDevicePlugin.Allocator() {
             @Override
             public ContainerAllocateResponse allocate(List<GpuDevice> gpus, List<String> ids) {
-                return ContainerAllocateResponse.newBuilder()
-                        .putEnvs("NVIDIA_VISIBLE_DEVICES", String.join(",", gpus.stream().map(GpuDevice::uuid).toList()))
+                ContainerAllocateResponse.Builder response = ContainerAllocateResponse.newBuilder()
                         .putEnvs("DILU_SM_REQUEST", Integer.toString(ids.size()))
                         .addAllMounts(GpuSmDevicePlugin.controlMounts("/var/lib/dilu/containers/x", "/var/run/dilu/control",
-                                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", "/var/lib/dilu/ld.so.preload"))
-                        .build();
+                                "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so", "/var/lib/dilu/ld.so.preload"));
+                deviceList.get().apply(response, gpus.stream().map(GpuDevice::uuid).toList());
+                return response.build();
             }
 
             @Override
@@ -113,19 +116,21 @@ class DevicePluginIT {
         AllocateResponse response = stub.allocate(AllocateRequest.newBuilder()
                 .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(thirty)).build());
         ContainerAllocateResponse c = response.getContainerResponses(0);
-        assertThat(c.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", gpus.get(1).uuid())
-                .containsEntry("DILU_SM_REQUEST", "30");
+        assertThat(c.getEnvsMap()).containsEntry("DILU_SM_REQUEST", "30");
         assertThat(c.getMountsList()).extracting(Mount::getContainerPath, Mount::getReadOnly).containsExactly(
                 org.assertj.core.groups.Tuple.tuple("/var/run/dilu/control/grant", true),
                 org.assertj.core.groups.Tuple.tuple("/var/run/dilu/control/report", false),
                 org.assertj.core.groups.Tuple.tuple("/opt/dilu/lib/libdilu-hook.so", true),
-                org.assertj.core.groups.Tuple.tuple("/etc/ld.so.preload", true));
+                org.assertj.core.groups.Tuple.tuple("/etc/ld.so.preload", true),
+                org.assertj.core.groups.Tuple.tuple("/var/run/nvidia-container-devices/" + gpus.get(1).uuid(), true));
 
         // A container split into pipeline stages gets IDs of several GPUs, and all of those GPUs.
         List<String> split = List.of(GpuSmDevicePlugin.deviceId(gpus.get(0), 1), GpuSmDevicePlugin.deviceId(gpus.get(1), 1));
         assertThat(stub.allocate(AllocateRequest.newBuilder()
                 .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(split)).build())
-                .getContainerResponses(0).getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", gpus.get(0).uuid() + "," + gpus.get(1).uuid());
+                .getContainerResponses(0).getMountsList()).extracting(Mount::getContainerPath)
+                .contains("/var/run/nvidia-container-devices/" + gpus.get(0).uuid(),
+                        "/var/run/nvidia-container-devices/" + gpus.get(1).uuid());
         List<String> elsewhere = List.of(GpuSmDevicePlugin.deviceId(gpus.get(0), 2), "GPU-of-another-node::sm01");
         assertThatThrownBy(() -> stub.allocate(AllocateRequest.newBuilder()
                 .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(elsewhere)).build()))
@@ -168,6 +173,46 @@ class DevicePluginIT {
         assertThat(staged).hasSize(20);
         assertThat(staged.stream().filter(id -> id.startsWith(gpus.get(0).uuid() + "::"))).hasSize(12);
         assertThat(staged.stream().filter(id -> id.startsWith(gpus.get(1).uuid() + "::"))).hasSize(8);
+    }
+
+    /**
+     * The NVIDIA toolkit's two routes (docs/install.md, "GPU nodes"): {@code /dev/null} mounted under
+     * /var/run/nvidia-container-devices, which only a device plugin (or a hostPath volume) can put in a container, and
+     * NVIDIA_VISIBLE_DEVICES, which any image can set.
+     */
+    @Test
+    void allocateNamesTheGpusToTheToolkitAsTheStrategySays() throws Exception {
+        DevicePluginGrpc.DevicePluginBlockingStub stub = kubelet.connect(kubelet.registrations.poll(10, TimeUnit.SECONDS));
+        List<String> split = List.of(GpuSmDevicePlugin.deviceId(gpus.get(0), 5), GpuSmDevicePlugin.deviceId(gpus.get(1), 5));
+        java.util.function.Supplier<ContainerAllocateResponse> allocate = () -> stub.allocate(AllocateRequest.newBuilder()
+                .addContainerRequests(ContainerAllocateRequest.newBuilder().addAllDevicesIds(split)).build())
+                .getContainerResponses(0);
+        String both = gpus.get(0).uuid() + "," + gpus.get(1).uuid();
+        List<String> deviceMounts = gpus.stream().map(g -> "/var/run/nvidia-container-devices/" + g.uuid()).toList();
+
+        // volume-mounts (the default): a read-only /dev/null per GPU, and a variable that names no GPU, so that a
+        // toolkit still reading the variable refuses the container instead of guessing.
+        ContainerAllocateResponse mounts = allocate.get();
+        assertThat(mounts.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", "/var/run/nvidia-container-devices");
+        assertThat(mounts.getMountsList()).filteredOn(m -> m.getContainerPath().startsWith("/var/run/nvidia-container-devices/"))
+                .allSatisfy(m -> assertThat(m.getHostPath()).isEqualTo("/dev/null"))
+                .allSatisfy(m -> assertThat(m.getReadOnly()).isTrue())
+                .extracting(Mount::getContainerPath).containsExactlyElementsOf(deviceMounts);
+
+        deviceList.set(GpuSmDevicePlugin.DeviceListStrategy.ENVVAR);
+        ContainerAllocateResponse envvar = allocate.get();
+        assertThat(envvar.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", both);
+        assertThat(envvar.getMountsList()).extracting(Mount::getContainerPath).doesNotContainAnyElementsOf(deviceMounts);
+
+        deviceList.set(GpuSmDevicePlugin.DeviceListStrategy.BOTH);
+        ContainerAllocateResponse twice = allocate.get();
+        assertThat(twice.getEnvsMap()).containsEntry("NVIDIA_VISIBLE_DEVICES", both);
+        assertThat(twice.getMountsList()).extracting(Mount::getContainerPath).containsAll(deviceMounts);
+
+        assertThat(GpuSmDevicePlugin.DeviceListStrategy.parse(" Volume-Mounts "))
+                .isEqualTo(GpuSmDevicePlugin.DeviceListStrategy.VOLUME_MOUNTS);
+        assertThatThrownBy(() -> GpuSmDevicePlugin.DeviceListStrategy.parse("cdi-cri"))
+                .hasMessageContaining("dilu.agent.device-list-strategy must be envvar, volume-mounts or both");
     }
 
     @Test

@@ -123,6 +123,13 @@ class HelmChartTest {
         assertThat(envNames(agent)).contains("NVIDIA_VISIBLE_DEVICES").doesNotContain("DILU_AGENT_EMULATED_GPUS", "DILU_AGENT_PERIOD");
         assertThat(at(one(plain, "DaemonSet", "dilu-node-agent"), "spec", "template", "spec", "nodeSelector"))
                 .isEqualTo(Map.of("dilu.io/gpu-node", "true"));
+        // The backstop reads host pids and ends processes; NVML comes by the toolkit's volume-mount route too
+        // (docs/install.md, "GPU nodes").
+        assertThat(at(one(plain, "DaemonSet", "dilu-node-agent"), "spec", "template", "spec", "hostPID")).isEqualTo(true);
+        assertThat(at(agent, "securityContext", "capabilities", "add")).isEqualTo(List.of("KILL"));
+        assertThat(agent.get("volumeMounts").toString()).contains("mountPath=/var/run/nvidia-container-devices/all");
+        assertThat(env(agent)).containsEntry("DILU_AGENT_DEVICE_LIST_STRATEGY", "volume-mounts")
+                .containsEntry("DILU_AGENT_BACKSTOP_KILL_MEMORY_EXCESS", "true");
 
         Map<String, Object> all = new HashMap<>(Map.of("monitoring.serviceMonitors.enabled", "true",
                 "monitoring.grafanaDashboard.enabled", "true", "webhook.certManager.enabled", "true",
@@ -138,6 +145,8 @@ class HelmChartTest {
         assertThat(env(agent)).containsEntry("DILU_AGENT_EMULATED_GPUS", "4x A100-40GB, 108 SMs")
                 .containsEntry("DILU_AGENT_PERIOD", "10ms").containsEntry("DILU_AGENT_ETA_VIOLATION", "1.3")
                 .doesNotContainKey("NVIDIA_VISIBLE_DEVICES");
+        assertThat(at(agent, "securityContext", "capabilities", "add")).isEqualTo(List.of("KILL", "SYS_PTRACE"));
+        assertThat(agent.get("volumeMounts").toString()).doesNotContain("nvidia");
         assertThat(agent.get("image")).isEqualTo("registry.example.com/dilu/node-agent:0.2.0");
 
         List<Map<String, Object>> none = DiluChart.objects(render("1.25.0", Map.of("nodeAgent.enabled", "false",

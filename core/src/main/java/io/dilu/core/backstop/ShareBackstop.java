@@ -1,0 +1,281 @@
+package io.dilu.core.backstop;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The node's backstop as a pure decision: what the GPU itself says each process uses, against each container's
+ * grant. The hook enforces shares from inside the container; this catches what went around it — a process the hook
+ * never loaded into, memory the hook never saw allocated, a container that reached a GPU it holds no share of.
+ *
+ * <p>Three rules, each with its evidence in the {@link Fault}:
+ *
+ * <ul>
+ *   <li><b>Memory.</b> The GPU memory of a container's processes on a GPU, as the GPU reports it now, above its
+ *       share plus {@link Bounds#memoryTolerancePerProcess} for each of those processes (the driver's own context
+ *       memory, which the GPU reports as the process's and the hook never books) → {@link MemoryExcess}, naming
+ *       the processes to end: the largest first, until what remains is within the bound.</li>
+ *   <li><b>SM.</b> Over the last {@link Bounds#smWindow}, integrated over every sample: with an
+ *       {@link Measure#SM_SHARE SM share} (the emulated GPU's thread blocks, the unit of the grant), a container
+ *       above its SM limit × (1 + {@link Bounds#smMargin}) → {@link SmExcess}. With a {@link Measure#TIME_SHARE time
+ *       share} (NVML's per-process utilisation: the share of time the process's kernels ran, whatever number of SMs
+ *       they occupied — an upper bound of its SM share, never evidence that it used more SMs than its limit), a
+ *       container busy at least {@link Bounds#busyFloor} of the window while its hook saw it launch nothing →
+ *       {@link SmExcess}: kernels ran that did not pass through the hook.</li>
+ *   <li><b>Unknown process.</b> A process on a GPU that belongs to no container with a share of that GPU, seen for
+ *       {@link Bounds#unknownGrace} → {@link UnknownProcess}.</li>
+ * </ul>
+ *
+ * <p>No rule judges before it has {@link Bounds#smWindow} of readings (SM) or its grace (unknown processes), so an
+ * agent that just started, or a container that just appeared, is not judged on a sliver of evidence.
+ */
+public final class ShareBackstop {
+
+    private ShareBackstop() {}
+
+    /** What a per-process GPU figure means. */
+    public enum Measure {
+        /** Share of the GPU's thread-block capacity, the grant's own unit: comparable with an SM limit. */
+        SM_SHARE,
+        /** Share of time any kernel of the process ran (NVML's {@code smUtil}): an upper bound of its SM share. */
+        TIME_SHARE
+    }
+
+    /**
+     * The bounds.
+     *
+     * @param memoryTolerancePerProcess GPU memory a process may hold beyond what the hook books: the driver's
+     *     context (518 MiB measured on an H100, docs/gpu/h100-nvml-backstop-2026-11-26.txt)
+     * @param smWindow how much reading an SM judgement integrates
+     * @param smMargin with {@link Measure#SM_SHARE}, how far above its limit a container may run before it is at
+     *     fault, as a fraction of the limit (the hook's own slack: the 10% it may run ahead, the periods it lends
+     *     itself while the agent is late)
+     * @param busyFloor with {@link Measure#TIME_SHARE}, the share of the window a container's kernels must have run
+     *     while its hook saw no launch
+     * @param unknownGrace how long a process may be on a GPU without a share before it is reported: long enough
+     *     for the kubelet and the pod watch to name a container that just started
+     */
+    public record Bounds(long memoryTolerancePerProcess, Duration smWindow, double smMargin, double busyFloor,
+            Duration unknownGrace) {
+
+        public Bounds {
+            if (memoryTolerancePerProcess < 0) {
+                throw new IllegalArgumentException("memoryTolerancePerProcess must be ≥ 0, got " + memoryTolerancePerProcess);
+            }
+            if (smWindow.isNegative() || smWindow.isZero()) {
+                throw new IllegalArgumentException("smWindow must be positive, got " + smWindow);
+            }
+            if (!(smMargin >= 0 && smMargin <= 10)) {
+                throw new IllegalArgumentException("smMargin must be in [0, 10], got " + smMargin);
+            }
+            if (!(busyFloor > 0 && busyFloor <= 1)) {
+                throw new IllegalArgumentException("busyFloor must be in (0, 1], got " + busyFloor);
+            }
+            if (unknownGrace.isNegative()) {
+                throw new IllegalArgumentException("unknownGrace must be ≥ 0, got " + unknownGrace);
+            }
+        }
+    }
+
+    /** A process on a GPU: the pid with its start time, so that a later process reusing the pid is another one. */
+    public record ProcessKey(String gpu, long pid, long startTicks) {
+        @Override
+        public String toString() {
+            return "pid " + pid + " on " + gpu;
+        }
+    }
+
+    /**
+     * One reading of one process.
+     *
+     * @param memoryBytes GPU memory it holds now; negative when the GPU does not say
+     * @param share what it used of the GPU since the previous reading ({@link Measure}); NaN when not known
+     * @param interval the time that reading covers
+     */
+    public record Sample(Instant at, long memoryBytes, double share, Duration interval) {}
+
+    /**
+     * A process and its readings.
+     *
+     * @param owner the container it belongs to (the caller's name for it), empty when it belongs to none the node
+     *     knows
+     * @param present whether the latest reading saw it; processes gone since still count for the SM window
+     * @param firstSeen when it was first read
+     * @param samples its readings, oldest first
+     */
+    public record Observation(ProcessKey process, Optional<String> owner, boolean present, Instant firstSeen,
+            List<Sample> samples) {
+
+        public Observation {
+            samples = List.copyOf(samples);
+        }
+
+        long memoryBytes() {
+            return samples.isEmpty() ? -1 : samples.getLast().memoryBytes();
+        }
+    }
+
+    /**
+     * A container's share of one GPU.
+     *
+     * @param smLimit fraction of the GPU
+     * @param launchesSeen thread blocks its hook reported launching on that GPU over the SM window; negative when
+     *     not known (no judgement by {@link Measure#TIME_SHARE} then)
+     */
+    public record Grant(String owner, String gpu, long memoryBytes, double smLimit, long launchesSeen) {}
+
+    /** A fault, with what shows it. */
+    public sealed interface Fault permits MemoryExcess, SmExcess, UnknownProcess {
+        /** Identifies the fault across rounds: the same container or process at fault for the same reason. */
+        String key();
+    }
+
+    /** A process's part of the evidence. */
+    public record ProcessUse(ProcessKey process, long memoryBytes, double share) {}
+
+    /**
+     * @param heldBytes what the container's processes hold on the GPU
+     * @param boundBytes its share plus the tolerance for each of its processes
+     * @param processes each of them, the largest first
+     * @param toEnd the processes whose end brings the container within the bound
+     */
+    public record MemoryExcess(String owner, String gpu, long heldBytes, long shareBytes, long boundBytes,
+            List<ProcessUse> processes, List<ProcessKey> toEnd) implements Fault {
+        @Override
+        public String key() {
+            return "memory/" + owner + "/" + gpu;
+        }
+    }
+
+    /**
+     * @param share what the container used over the window ({@link #measure})
+     * @param bound what it was allowed before it is at fault
+     * @param launchesSeen what its hook reported launching over the window
+     */
+    public record SmExcess(String owner, String gpu, Measure measure, double share, double smLimit, double bound,
+            long launchesSeen, Duration window, List<ProcessUse> processes) implements Fault {
+        @Override
+        public String key() {
+            return "sm/" + owner + "/" + gpu;
+        }
+    }
+
+    /**
+     * @param owner the container it belongs to when it belongs to one (that holds no share of this GPU)
+     * @param seenFor how long it has been on the GPU
+     */
+    public record UnknownProcess(ProcessKey process, Optional<String> owner, long memoryBytes, Duration seenFor)
+            implements Fault {
+        @Override
+        public String key() {
+            return "unknown/" + process.gpu() + "/" + process.pid() + "/" + process.startTicks();
+        }
+    }
+
+    /**
+     * Judges every process against the grants.
+     *
+     * @param measure what the processes' {@link Sample#share} is
+     * @param readingSince since when the readings have gone on without a gap: no SM judgement before a whole window
+     * @param grants the shares of the GPUs' containers
+     */
+    public static List<Fault> judge(Bounds bounds, Measure measure, List<Observation> processes, List<Grant> grants,
+            Instant readingSince, Instant now) {
+        Map<String, Grant> byOwnerAndGpu = new LinkedHashMap<>();
+        grants.forEach(g -> byOwnerAndGpu.put(g.owner() + "\u0000" + g.gpu(), g));
+        Map<Grant, List<Observation>> perGrant = new LinkedHashMap<>();
+        List<Fault> faults = new ArrayList<>();
+        for (Observation o : processes) {
+            Grant g = o.owner().map(owner -> byOwnerAndGpu.get(owner + "\u0000" + o.process().gpu())).orElse(null);
+            if (g != null) {
+                perGrant.computeIfAbsent(g, k -> new ArrayList<>()).add(o);
+            } else if (o.present() && !o.firstSeen().isAfter(now.minus(bounds.unknownGrace()))) {
+                faults.add(new UnknownProcess(o.process(), o.owner(), Math.max(0, o.memoryBytes()),
+                        Duration.between(o.firstSeen(), now)));
+            }
+        }
+        boolean wholeWindow = !readingSince.isAfter(now.minus(bounds.smWindow()));
+        perGrant.forEach((grant, observed) -> {
+            memory(bounds, grant, observed).ifPresent(faults::add);
+            if (wholeWindow) {
+                sm(bounds, measure, grant, observed, now).ifPresent(faults::add);
+            }
+        });
+        return faults;
+    }
+
+    private static Optional<Fault> memory(Bounds bounds, Grant grant, List<Observation> observed) {
+        List<ProcessUse> uses = observed.stream().filter(o -> o.present() && o.memoryBytes() >= 0)
+                .map(o -> new ProcessUse(o.process(), o.memoryBytes(), Double.NaN))
+                .sorted(Comparator.comparingLong(ProcessUse::memoryBytes).reversed()
+                        .thenComparingLong(u -> u.process().pid()))
+                .toList();
+        long held = uses.stream().mapToLong(ProcessUse::memoryBytes).reduce(0, ShareBackstop::saturatedAdd);
+        long bound = boundFor(bounds, grant, uses.size());
+        if (held <= bound) {
+            return Optional.empty();
+        }
+        List<ProcessKey> toEnd = new ArrayList<>();
+        long remaining = held;
+        for (ProcessUse u : uses) {
+            if (remaining <= boundFor(bounds, grant, uses.size() - toEnd.size())) {
+                break;
+            }
+            toEnd.add(u.process());
+            remaining -= u.memoryBytes();
+        }
+        return Optional.of(new MemoryExcess(grant.owner(), grant.gpu(), held, grant.memoryBytes(), bound, uses, toEnd));
+    }
+
+    private static long boundFor(Bounds bounds, Grant grant, int processes) {
+        return saturatedAdd(grant.memoryBytes(), saturatedMultiply(bounds.memoryTolerancePerProcess(), processes));
+    }
+
+    private static Optional<Fault> sm(Bounds bounds, Measure measure, Grant grant, List<Observation> observed,
+            Instant now) {
+        Instant from = now.minus(bounds.smWindow());
+        double window = seconds(bounds.smWindow());
+        List<ProcessUse> uses = new ArrayList<>();
+        double total = 0;
+        for (Observation o : observed) {
+            double used = 0;
+            for (Sample s : o.samples()) {
+                if (s.at().isAfter(from) && !s.at().isAfter(now) && Double.isFinite(s.share()) && s.share() > 0) {
+                    used += s.share() * seconds(s.interval());
+                }
+            }
+            uses.add(new ProcessUse(o.process(), Math.max(0, o.memoryBytes()), used / window));
+            total += used / window;
+        }
+        uses.sort(Comparator.comparingDouble(ProcessUse::share).reversed());
+        if (measure == Measure.SM_SHARE) {
+            double bound = grant.smLimit() * (1 + bounds.smMargin());
+            return total > bound ? Optional.of(new SmExcess(grant.owner(), grant.gpu(), measure, total, grant.smLimit(),
+                    bound, grant.launchesSeen(), bounds.smWindow(), uses)) : Optional.empty();
+        }
+        boolean unseen = grant.launchesSeen() == 0;
+        return unseen && total >= bounds.busyFloor() ? Optional.of(new SmExcess(grant.owner(), grant.gpu(), measure,
+                total, grant.smLimit(), bounds.busyFloor(), 0, bounds.smWindow(), uses)) : Optional.empty();
+    }
+
+    private static double seconds(Duration d) {
+        return d.toNanos() / 1e9;
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long r = a + b;
+        return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
+    }
+
+    private static long saturatedMultiply(long a, long b) {
+        long hi = Math.multiplyHigh(a, b);
+        long lo = a * b;
+        return (hi == 0 && lo >= 0) ? lo : Long.MAX_VALUE;
+    }
+}

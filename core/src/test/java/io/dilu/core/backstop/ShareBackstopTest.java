@@ -1,0 +1,181 @@
+package io.dilu.core.backstop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.dilu.core.backstop.ShareBackstop.Bounds;
+import io.dilu.core.backstop.ShareBackstop.Fault;
+import io.dilu.core.backstop.ShareBackstop.Grant;
+import io.dilu.core.backstop.ShareBackstop.Measure;
+import io.dilu.core.backstop.ShareBackstop.MemoryExcess;
+import io.dilu.core.backstop.ShareBackstop.Observation;
+import io.dilu.core.backstop.ShareBackstop.ProcessKey;
+import io.dilu.core.backstop.ShareBackstop.Sample;
+import io.dilu.core.backstop.ShareBackstop.SmExcess;
+import io.dilu.core.backstop.ShareBackstop.UnknownProcess;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+class ShareBackstopTest {
+
+    private static final long MIB = 1L << 20;
+    private static final Bounds BOUNDS = new Bounds(768 * MIB, Duration.ofSeconds(10), 0.25, 0.10, Duration.ofSeconds(10));
+    private static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
+    private static final Instant NOW = T0.plusSeconds(60);
+    private static final String GPU = "GPU-a";
+    private static final Grant SHARE = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.25, 5_000);
+
+    private static ProcessKey pid(long pid) {
+        return new ProcessKey(GPU, pid, 1000 + pid);
+    }
+
+    /** A process read every second for the last {@code seconds}, holding {@code memory}, using {@code share}. */
+    private static Observation process(long pid, String owner, long memory, double share, int seconds) {
+        List<Sample> samples = new ArrayList<>();
+        for (int s = seconds - 1; s >= 0; s--) {
+            samples.add(new Sample(NOW.minusSeconds(s), memory, share, Duration.ofSeconds(1)));
+        }
+        return new Observation(pid(pid), Optional.ofNullable(owner), true, NOW.minusSeconds(seconds), samples);
+    }
+
+    private static List<Fault> judge(Measure measure, List<Grant> grants, Observation... processes) {
+        return ShareBackstop.judge(BOUNDS, measure, List.of(processes), grants, T0, NOW);
+    }
+
+    @Test
+    void aContainerWithinItsShareAndTheContextToleranceIsNoFault() {
+        // 1024 MiB allocated through the hook + 518 MiB of context, as NVML reports an H100 process.
+        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(1, "ns/pod/c", 1542 * MIB, 0.9, 30))).isEmpty();
+    }
+
+    @Test
+    void memoryBeyondTheShareAndToleranceEndsTheLargestProcessesFirst() {
+        List<Fault> faults = judge(Measure.SM_SHARE, List.of(SHARE),
+                process(1, "ns/pod/c", 900 * MIB, 0.1, 30),       // hooked, within its share
+                process(2, "ns/pod/c", 3000 * MIB, 0.1, 30),      // allocated past the hook
+                process(3, "ns/pod/c", 100 * MIB, 0.0, 30));
+        assertThat(faults).singleElement().isInstanceOfSatisfying(MemoryExcess.class, m -> {
+            assertThat(m.heldBytes()).isEqualTo(4000 * MIB);
+            assertThat(m.boundBytes()).isEqualTo((1024 + 3 * 768) * MIB);
+            assertThat(m.toEnd()).containsExactly(pid(2));
+            assertThat(m.processes().getFirst().process()).isEqualTo(pid(2));
+        });
+    }
+
+    @Test
+    void endsAsManyAsItTakesAndNoMore() {
+        Grant small = new Grant("ns/pod/c", GPU, 100 * MIB, 0.25, 1);
+        Bounds strict = new Bounds(0, Duration.ofSeconds(10), 0.25, 0.10, Duration.ofSeconds(10));
+        List<Fault> faults = ShareBackstop.judge(strict, Measure.SM_SHARE, List.of(
+                process(1, "ns/pod/c", 80 * MIB, 0, 30), process(2, "ns/pod/c", 60 * MIB, 0, 30),
+                process(3, "ns/pod/c", 50 * MIB, 0, 30)), List.of(small), T0, NOW);
+        assertThat(((MemoryExcess) faults.getFirst()).toEnd()).containsExactly(pid(1), pid(2));
+    }
+
+    @Test
+    void memoryIsJudgedOnProcessesPresentNowAndIgnoresUnknownFigures() {
+        Observation gone = new Observation(pid(9), Optional.of("ns/pod/c"), false, T0,
+                List.of(new Sample(NOW.minusSeconds(5), 9000 * MIB, 0, Duration.ofSeconds(1))));
+        assertThat(judge(Measure.SM_SHARE, List.of(SHARE), gone, process(1, "ns/pod/c", -1, 0, 30))).isEmpty();
+    }
+
+    @Test
+    void aProcessOfNoContainerIsReportedAfterTheGrace() {
+        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(7, null, 600 * MIB, 0.5, 5))).isEmpty();
+        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(7, null, 600 * MIB, 0.5, 10)))
+                .singleElement().isInstanceOfSatisfying(UnknownProcess.class, u -> {
+                    assertThat(u.process()).isEqualTo(pid(7));
+                    assertThat(u.owner()).isEmpty();
+                    assertThat(u.memoryBytes()).isEqualTo(600 * MIB);
+                });
+    }
+
+    @Test
+    void aContainerWithAShareOfAnotherGpuIsUnknownOnThisOne() {
+        Grant elsewhere = new Grant("ns/pod/c", "GPU-b", 1024 * MIB, 0.25, 0);
+        Grant sidecarless = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.25, 0);
+        assertThat(judge(Measure.TIME_SHARE, List.of(elsewhere, sidecarless), process(3, "ns/pod/sidecar", 0, 0, 30)))
+                .singleElement().isInstanceOfSatisfying(UnknownProcess.class,
+                        u -> assertThat(u.owner()).contains("ns/pod/sidecar"));
+        assertThat(judge(Measure.TIME_SHARE, List.of(elsewhere), process(3, "ns/pod/c", 0, 0, 30)))
+                .singleElement().isInstanceOf(UnknownProcess.class);
+    }
+
+    @Test
+    void anSmShareAboveTheLimitAndItsMarginOverTheWindowIsAFault() {
+        // 25% limit, 31.25% allowed: 0.30 passes, 0.35 does not, 0.2 each of two processes does not either.
+        assertThat(judge(Measure.SM_SHARE, List.of(SHARE), process(1, "ns/pod/c", 0, 0.30, 30))).isEmpty();
+        assertThat(judge(Measure.SM_SHARE, List.of(SHARE), process(1, "ns/pod/c", 0, 0.35, 30)))
+                .singleElement().isInstanceOfSatisfying(SmExcess.class, s -> {
+                    assertThat(s.share()).isCloseTo(0.35, org.assertj.core.data.Offset.offset(1e-9));
+                    assertThat(s.bound()).isCloseTo(0.3125, org.assertj.core.data.Offset.offset(1e-9));
+                });
+        assertThat(judge(Measure.SM_SHARE, List.of(SHARE), process(1, "ns/pod/c", 0, 0.2, 30),
+                process(2, "ns/pod/c", 0, 0.2, 30))).singleElement().isInstanceOf(SmExcess.class);
+    }
+
+    @Test
+    void shortLivedProcessesCountForTheWindow() {
+        // Ten processes of one second each at 4× the GPU: 4 GPU-seconds in a 10 s window, 0.4 > 0.3125.
+        List<Observation> bursts = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            bursts.add(new Observation(pid(100 + i), Optional.of("ns/pod/c"), false, NOW.minusSeconds(i + 1),
+                    List.of(new Sample(NOW.minusSeconds(i), 0, 0.4, Duration.ofSeconds(1)))));
+        }
+        assertThat(ShareBackstop.judge(BOUNDS, Measure.SM_SHARE, bursts, List.of(SHARE), T0, NOW))
+                .singleElement().isInstanceOf(SmExcess.class);
+    }
+
+    @Test
+    void noSmJudgementBeforeAWholeWindowOfReadings() {
+        assertThat(ShareBackstop.judge(BOUNDS, Measure.SM_SHARE, List.of(process(1, "ns/pod/c", 0, 3.0, 30)),
+                List.of(SHARE), NOW.minusSeconds(5), NOW)).isEmpty();
+    }
+
+    @Test
+    void aTimeShareIsAFaultOnlyWhenTheHookSawNothingLaunched() {
+        // NVML: a one-block kernel shows 85% of the time (measured); with launches seen, no fault at any figure.
+        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(1, "ns/pod/c", 0, 0.99, 30))).isEmpty();
+        Grant unseen = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.25, 0);
+        assertThat(judge(Measure.TIME_SHARE, List.of(unseen), process(1, "ns/pod/c", 0, 0.05, 30))).isEmpty();
+        assertThat(judge(Measure.TIME_SHARE, List.of(unseen), process(1, "ns/pod/c", 0, 0.5, 30)))
+                .singleElement().isInstanceOfSatisfying(SmExcess.class, s -> assertThat(s.launchesSeen()).isZero());
+        Grant notKnown = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.25, -1);
+        assertThat(judge(Measure.TIME_SHARE, List.of(notKnown), process(1, "ns/pod/c", 0, 0.5, 30))).isEmpty();
+    }
+
+    @Test
+    void samplesOutsideTheWindowAndUnknownSharesDoNotCount() {
+        Observation old = new Observation(pid(1), Optional.of("ns/pod/c"), true, T0, List.of(
+                new Sample(NOW.minusSeconds(30), 0, 5.0, Duration.ofSeconds(1)),
+                new Sample(NOW, 0, Double.NaN, Duration.ofSeconds(1))));
+        assertThat(judge(Measure.SM_SHARE, List.of(SHARE), old)).isEmpty();
+    }
+
+    @Test
+    void faultsHaveStableKeysPerContainerOrProcess() {
+        Fault a = judge(Measure.SM_SHARE, List.of(SHARE), process(2, "ns/pod/c", 9000 * MIB, 0, 30)).getFirst();
+        Fault b = judge(Measure.SM_SHARE, List.of(SHARE), process(3, "ns/pod/c", 9500 * MIB, 0, 30)).getFirst();
+        assertThat(a.key()).isEqualTo(b.key()).isEqualTo("memory/ns/pod/c/GPU-a");
+        assertThat(judge(Measure.SM_SHARE, List.of(), process(4, null, 0, 0, 30)).getFirst().key())
+                .isEqualTo("unknown/GPU-a/4/1004");
+    }
+
+    @Test
+    void hugeFiguresDoNotOverflowTheBound() {
+        Grant all = new Grant("ns/pod/c", GPU, Long.MAX_VALUE - 1, 1, 1);
+        assertThat(judge(Measure.SM_SHARE, List.of(all), process(1, "ns/pod/c", Long.MAX_VALUE, 0, 30))).isEmpty();
+    }
+
+    @Test
+    void boundsAreChecked() {
+        assertThatThrownBy(() -> new Bounds(-1, Duration.ofSeconds(1), 0, 0.1, Duration.ZERO))
+                .hasMessageContaining("memoryTolerancePerProcess");
+        assertThatThrownBy(() -> new Bounds(0, Duration.ZERO, 0, 0.1, Duration.ZERO)).hasMessageContaining("smWindow");
+        assertThatThrownBy(() -> new Bounds(0, Duration.ofSeconds(1), 0, 0, Duration.ZERO)).hasMessageContaining("busyFloor");
+    }
+}
