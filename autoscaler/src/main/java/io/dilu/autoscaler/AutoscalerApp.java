@@ -1,5 +1,8 @@
 package io.dilu.autoscaler;
 
+import io.dilu.autoscaler.activator.ActivatorConfig;
+import io.dilu.autoscaler.activator.ActivatorPods;
+import io.dilu.autoscaler.activator.ActivatorSender;
 import io.dilu.autoscaler.activator.ActivatorStats;
 import io.dilu.autoscaler.activator.ActivatorStatsServer;
 import io.dilu.autoscaler.activator.RevisionKey;
@@ -19,6 +22,7 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -57,10 +61,13 @@ public class AutoscalerApp {
     private volatile boolean leading;
     private final Set<RevisionKey> pokes = ConcurrentHashMap.newKeySet();
     private final ActivatorStatsServer activators;
+    private final ActivatorConfig activatorConfig;
+    private ActivatorPods activatorPods;
 
     public AutoscalerApp(KubernetesClient client, AutoscalerConfig config, MeterRegistry metrics, InstantSource clock,
-            TickProgress progress, ActivatorStatsServer activators) {
+            TickProgress progress, ActivatorStatsServer activators, ActivatorConfig activatorConfig) {
         this.activators = activators;
+        this.activatorConfig = activatorConfig;
         this.client = client;
         this.config = config;
         this.metrics = metrics;
@@ -80,7 +87,18 @@ public class AutoscalerApp {
                         .map(r -> new PaReconciler.ActivatorLoad.Load(r.requestsPerSecond(), r.concurrency()))
                         .orElse(PaReconciler.ActivatorLoad.Load.NONE));
         reconciler.start();
-        // Knative's activator reports to the autoscaler that replaced Knative's: only then are its reports taken.
+        // Knative's activator reports to the autoscaler that replaced Knative's: only then are its reports taken, and
+        // only from the address of a running activator pod unless authentication is off.
+        if (config.mode() == AutoscalerConfig.Mode.REPLACE) {
+            if (activatorConfig.authentication() == ActivatorConfig.Authentication.NONE) {
+                LOG.warn("dilu.autoscaler.activator.authentication=none: stats are taken from anyone who reaches the port");
+                activators.senders(address -> Optional.of(ActivatorSender.unchecked()));
+            } else {
+                activatorPods = new ActivatorPods(client, config.knativeNamespace(), activatorConfig.podLabel());
+                activatorPods.start();
+                activators.senders(activatorPods::at);
+            }
+        }
         activators.accept(k -> reconciler.knows(k.namespace(), k.name()));
         activators.accepting(() -> leading && config.mode() == AutoscalerConfig.Mode.REPLACE);
         activators.onActivity(this::poke);
@@ -167,6 +185,9 @@ public class AutoscalerApp {
         }
         if (profiler != null) {
             profiler.close();
+        }
+        if (activatorPods != null) {
+            activatorPods.close();
         }
     }
 }

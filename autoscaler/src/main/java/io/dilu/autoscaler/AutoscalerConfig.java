@@ -126,19 +126,34 @@ public interface AutoscalerConfig {
         boolean enabled();
 
         /**
-         * How long one trial pod may run (its activeDeadlineSeconds); the profiler waits twice this for a result,
-         * which also covers scheduling and pulling the image.
+         * How long one attempt of a trial may take, from its pod's creation to its report: scheduling, the image pull,
+         * loading the model and the run (also the pod's activeDeadlineSeconds). A trial's own run is a warm-up and ten
+         * timed batches, well under a second on the emulated models, whose 35 trials as pods took about two minutes
+         * together on the local cluster (docs/profiler.md); the rest is the first pull of a large image on a node and loading the weights (a
+         * 7 B model's 13 GB at about 1 GB/s: some seconds). A trial that has not reported by then is ended and retried
+         * (the layers already pulled stay on the node); while it runs, it holds one of its namespace's slots.
          */
-        @WithDefault("5m")
+        @WithDefault("2m")
         Duration trialTimeout();
 
-        /** Further attempts of a trial whose pod failed. */
+        /** Further attempts of a trial whose pod failed or did not report in time. */
         @WithDefault("2")
         int retries();
 
-        /** Profiles profiled at once: each has at most one trial pod running. */
+        /** Trials run at once, in all (each takes a whole GPU's memory). */
         @WithDefault("2")
         int parallel();
+
+        /** Trials of one namespace run at once (at most {@link #parallel()}): the rest of the slots are others'. */
+        @WithDefault("1")
+        int maxTrialsPerNamespace();
+
+        /**
+         * Profiles of one namespace queued or profiling at once (at least {@link #maxTrialsPerNamespace()}); the others
+         * wait with {@code Profiling=False}, reason {@code QuotaExceeded}, until one of these is done.
+         */
+        @WithDefault("10")
+        int maxQueuedPerNamespace();
 
         /** How often profiles are looked over for work. */
         @WithDefault("2s")

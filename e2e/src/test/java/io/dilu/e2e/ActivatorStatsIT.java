@@ -1,6 +1,7 @@
 package io.dilu.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.dilu.testing.ChildProcess;
@@ -9,19 +10,15 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import java.io.ByteArrayOutputStream;
 import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.WebSocket;
+import java.net.http.WebSocketHandshakeException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -31,20 +28,24 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The autoscaler installed to replace Knative's (its own process, {@code DILU_AUTOSCALER_MODE=replace}) against a
  * real kube-apiserver with Knative's PodAutoscaler and ServerlessService CRDs. The test plays Knative's revision
- * reconciler (PodAutoscalers and Deployments) and Knative's activator: it opens a websocket to the autoscaler
- * and reports the requests it holds in Knative's wire format ({@code WireStatMessages}, protobuf, encoded here
- * by hand from Knative's field numbers). The autoscaler ticks once an hour in this test, so a revision that
- * wakes was woken by the report itself, not by a tick.
+ * reconciler (PodAutoscalers and Deployments) and Knative's activator ({@link PlayedActivator}): a pod in
+ * {@code knative-serving} labelled {@code app=activator}, Running at 127.0.0.30, from which it opens a websocket to
+ * the autoscaler's activator port and reports the requests it holds in Knative's wire format. The autoscaler ticks
+ * once an hour in this test, so a revision that wakes was woken by the report itself, not by a tick.
  */
 class ActivatorStatsIT {
 
     static final String NS = "fns";
     static final Path LOGS = Path.of("target", "it-logs");
 
+    static final String ACTIVATOR = "activator-7d9f-x2x4z";
+    static final String ACTIVATOR_ADDRESS = "127.0.0.30";
+
     static RealApiServer api;
     static KubernetesClient client;
     static ChildProcess autoscaler;
     static int port;
+    static int statsPort;
 
     @TempDir
     static Path tmp;
@@ -66,12 +67,22 @@ class ActivatorStatsIT {
         // requests in flight; 35 held by the activator ask for 5 pods.
         revision("kpa", Map.of("autoscaling.knative.dev/class", "kpa.autoscaling.knative.dev",
                 "autoscaling.knative.dev/target", "10", "autoscaling.knative.dev/initial-scale", "0"));
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
+        // Whom the negative cases try to wake.
+        revision("victim", Map.of("autoscaling.knative.dev/class", "kpa.autoscaling.knative.dev",
+                "autoscaling.knative.dev/initial-scale", "0"));
+        PlayedActivator.register(client, "knative-serving", ACTIVATOR, ACTIVATOR_ADDRESS, PlayedActivator.LABELS);
+        port = freePort();
+        statsPort = freePort();
         autoscaler = ChildProcess.quarkusApp("autoscaler", Map.of("KUBECONFIG",
                 api.writeKubeconfig(tmp.resolve("kubeconfig")).toString(), "QUARKUS_HTTP_PORT", Integer.toString(port),
+                "DILU_AUTOSCALER_ACTIVATOR_PORT", Integer.toString(statsPort),
                 "DILU_AUTOSCALER_MODE", "replace", "DILU_AUTOSCALER_TICK", "1h"), LOGS.resolve("autoscaler-replace.log"));
+    }
+
+    static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
     }
 
     @AfterAll
@@ -114,55 +125,23 @@ class ActivatorStatsIT {
         return client.apps().deployments().inNamespace(NS).withName(name + "-deployment").get().getSpec().getReplicas();
     }
 
-    /** One WireStatMessage: namespace (1), name (2) and a Stat (3) of pod_name (1), concurrency (2), requests (4). */
-    static byte[] wireStat(String namespace, String revision, String activatorPod, double concurrency, double requests) {
-        ByteArrayOutputStream stat = new ByteArrayOutputStream();
-        field(stat, 1, activatorPod.getBytes(StandardCharsets.UTF_8));
-        fixed64(stat, 2, concurrency);
-        fixed64(stat, 4, requests);
-        ByteArrayOutputStream message = new ByteArrayOutputStream();
-        field(message, 1, namespace.getBytes(StandardCharsets.UTF_8));
-        field(message, 2, revision.getBytes(StandardCharsets.UTF_8));
-        field(message, 3, stat.toByteArray());
-        return message.toByteArray();
-    }
-
-    /** WireStatMessages: the messages, each as field 1 (repeated). */
     static ByteBuffer frame(byte[]... messages) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (byte[] m : messages) {
-            field(out, 1, m);
-        }
-        return ByteBuffer.wrap(out.toByteArray());
+        return PlayedActivator.frame(messages);
     }
 
-    private static void field(ByteArrayOutputStream out, int number, byte[] bytes) {
-        varint(out, number << 3 | 2);
-        varint(out, bytes.length);
-        out.writeBytes(bytes);
+    static byte[] wireStat(String namespace, String revision, String activatorPod, double concurrency, double requests) {
+        return PlayedActivator.wireStat(namespace, revision, activatorPod, concurrency, requests);
     }
 
-    private static void fixed64(ByteArrayOutputStream out, int number, double value) {
-        varint(out, number << 3 | 1);
-        out.writeBytes(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putDouble(value).array());
-    }
-
-    private static void varint(ByteArrayOutputStream out, int value) {
-        while ((value & ~0x7F) != 0) {
-            out.write(value & 0x7F | 0x80);
-            value >>>= 7;
-        }
-        out.write(value);
-    }
-
-    /** Connects as Knative's activator does, retrying while the autoscaler starts or has not won its Lease (503). */
-    static WebSocket activator() {
-        HttpClient http = HttpClient.newHttpClient();
-        WebSocket[] socket = new WebSocket[1];
+    /**
+     * Connects as Knative's activator does, from its pod's address, retrying while the autoscaler starts or has not won
+     * its Lease (503).
+     */
+    static PlayedActivator activator(String from) {
+        PlayedActivator[] socket = new PlayedActivator[1];
         await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(500)).until(() -> {
             try {
-                socket[0] = http.newWebSocketBuilder().buildAsync(URI.create("ws://127.0.0.1:" + port + "/"),
-                        new WebSocket.Listener() {}).get(10, TimeUnit.SECONDS);
+                socket[0] = PlayedActivator.connect(statsPort, from);
                 return true;
             } catch (Exception e) {
                 return false;
@@ -171,25 +150,72 @@ class ActivatorStatsIT {
         return socket[0];
     }
 
+    /** The status code of a refused upgrade from {@code from}, once the autoscaler leads (it answers 503 until then). */
+    static int refusedUpgrade(String from) {
+        int[] code = new int[1];
+        await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(500)).until(() -> {
+            try {
+                PlayedActivator.connect(statsPort, from).close();
+                code[0] = 101;
+            } catch (ExecutionException e) {
+                code[0] = e.getCause() instanceof WebSocketHandshakeException h ? h.getResponse().statusCode() : -1;
+            } catch (Exception e) {
+                code[0] = -1;
+            }
+            return code[0] != -1 && code[0] != 503;
+        });
+        return code[0];
+    }
+
     @Test
     void aRevisionAtZeroWakesOnTheActivatorsFirstReportAndKnativesClassScalesAsTheKpaDocumentsIt() throws Exception {
-        WebSocket socket = activator();
+        PlayedActivator socket = activator(ACTIVATOR_ADDRESS);
         // The first tick (on winning the Lease) settled both at zero, Proxy mode: the activator holds their requests.
         await().atMost(Duration.ofSeconds(60)).until(() -> desiredScale("sleepy") == 0 && desiredScale("kpa") == 0);
         assertThat(replicas("sleepy")).isZero();
 
         // The activator's first-request report for the revision: concurrency 1, one request.
         long sent = System.nanoTime();
-        socket.sendBinary(frame(wireStat(NS, "sleepy", "activator-abc", 1, 1)), true).get(10, TimeUnit.SECONDS);
+        socket.send(frame(wireStat(NS, "sleepy", ACTIVATOR, 1, 1)));
         await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20)).until(() -> desiredScale("sleepy") >= 1);
         double wokeSeconds = (System.nanoTime() - sent) / 1e9;
         System.out.printf("BENCH scale-from-zero desired_scale_after_s=%.3f tick=1h%n", wokeSeconds);
         assertThat(wokeSeconds).as("desiredScale >= 1 within 2 s of the first reported request").isLessThanOrEqualTo(2.0);
         assertThat(replicas("sleepy")).isEqualTo(1);
 
-        socket.sendBinary(frame(wireStat(NS, "kpa", "activator-abc", 35, 35)), true).get(10, TimeUnit.SECONDS);
+        socket.send(frame(wireStat(NS, "kpa", ACTIVATOR, 35, 35)));
         await().atMost(Duration.ofSeconds(30)).until(() -> desiredScale("kpa") == 5);
         assertThat(replicas("kpa")).isEqualTo(5);
-        socket.sendClose(WebSocket.NORMAL_CLOSURE, "done").get(10, TimeUnit.SECONDS);
+        socket.closeNormally();
+    }
+
+    @Test
+    void onlyARunningActivatorPodOfKnativesNamespaceIsHeardAndOnlyForItself() throws Exception {
+        // Not an activator's address: 403 before the upgrade, whatever it would have sent.
+        assertThat(refusedUpgrade("127.0.0.31")).isEqualTo(403);
+        // A tenant's pod labelled as Knative labels its activator, in the tenant's namespace: not an activator.
+        PlayedActivator.register(client, NS, "activator-fake", "127.0.0.32", PlayedActivator.LABELS);
+        assertThat(refusedUpgrade("127.0.0.32")).isEqualTo(403);
+        await().atMost(Duration.ofSeconds(60)).until(() -> desiredScale("victim") == 0); // the first tick settled it
+
+        // The activator speaks for itself only: a stat naming another activator pod is refused whole.
+        PlayedActivator real = activator(ACTIVATOR_ADDRESS);
+        real.send(frame(wireStat(NS, "victim", "activator-other", 500, 500)));
+        Thread.sleep(3_000);
+        assertThat(desiredScale("victim")).as("not woken by a stat for another pod").isZero();
+        assertThat(real.ended).isNotDone();
+        real.closeNormally();
+
+        // An activator pod that goes is no longer heard: its open websocket is closed at its next frame.
+        PlayedActivator.register(client, "knative-serving", "activator-7d9f-k8s2q", "127.0.0.33", PlayedActivator.LABELS);
+        PlayedActivator leaving = activator("127.0.0.33");
+        client.pods().inNamespace("knative-serving").withName("activator-7d9f-k8s2q").withGracePeriod(0).delete();
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            leaving.sendNow(frame(wireStat(NS, "victim", "activator-7d9f-k8s2q", 0, 0)));
+            return leaving.ended.isDone();
+        });
+        assertThat(leaving.ended.get()).isEqualTo(1008);
+        assertThat(desiredScale("victim")).isZero();
+        assertThat(refusedUpgrade("127.0.0.33")).isEqualTo(403);
     }
 }

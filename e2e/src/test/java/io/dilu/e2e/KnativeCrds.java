@@ -1,17 +1,22 @@
 package io.dilu.e2e;
 
 import io.dilu.testing.RealApiServer;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Path;
 
 /** Knative Serving's two internal CRDs the autoscaler works with (vendored under {@code /knative-crds}). */
-final class KnativeCrds {
+public final class KnativeCrds {
+
+    public static final ResourceDefinitionContext PA = new ResourceDefinitionContext.Builder()
+            .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withKind("PodAutoscaler")
+            .withPlural("podautoscalers").withNamespaced(true).build();
 
     private KnativeCrds() {}
 
     /** Installs PodAutoscaler and ServerlessService on the API server, as Knative Serving's install does. */
-    static void install(RealApiServer api) throws IOException, URISyntaxException {
+    public static void install(RealApiServer api) throws IOException, URISyntaxException {
         Path crds = Path.of(KnativeCrds.class.getResource("/knative-crds").toURI());
         api.installCrd(crds.resolve("podautoscalers.autoscaling.internal.knative.dev.yaml"));
         api.installCrd(crds.resolve("serverlessservices.networking.internal.knative.dev.yaml"));

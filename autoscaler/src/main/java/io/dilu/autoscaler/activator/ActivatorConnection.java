@@ -13,9 +13,11 @@ import org.jboss.logging.Logger;
 /**
  * One activator's websocket. Its websocket frames are put together into whole messages here rather than by Vert.x,
  * so that a message over the bound is counted and its bytes past the bound are never held; a text message is counted
- * and not held at all. Each whole message goes to the server; after {@code refusedBeforeClose} refused ones in a row
- * the connection is closed (1008, policy violation), and one that arrives after this replica stopped leading closes
- * it at once (1012, service restart: Knative's word for "reconnect").
+ * and not held at all. A whole message beyond the connection's budget of frames and bytes per second is dropped
+ * unread; the others go to the server. After {@code refusedBeforeClose} refused ones in a row (the budget's aside) the
+ * connection is closed (1008, policy violation), as it is at once when its address no longer belongs to its activator
+ * pod; one that arrives after this replica stopped leading closes it at once (1012, service restart: Knative's word
+ * for "reconnect").
  *
  * <p>All of it runs on the connection's I/O thread, one frame after the other.
  */
@@ -25,8 +27,11 @@ final class ActivatorConnection {
 
     private final ServerWebSocket ws;
     private final ActivatorStatsServer server;
+    private final String address;
+    private final ActivatorSender sender;
     private final ActivatorFrames.Bounds bounds;
     private final int refusedBeforeClose;
+    private final FrameBudget budget;
     /** Whether the message being received is a text one. */
     private boolean text;
     /** Its bytes so far, counted past the bound too. */
@@ -35,12 +40,15 @@ final class ActivatorConnection {
     private Buffer message;
     private int refusedInARow;
 
-    ActivatorConnection(ServerWebSocket ws, ActivatorStatsServer server, ActivatorFrames.Bounds bounds,
-            int refusedBeforeClose) {
+    ActivatorConnection(ServerWebSocket ws, ActivatorStatsServer server, String address, ActivatorSender sender,
+            ActivatorFrames.Bounds bounds, int refusedBeforeClose, FrameBudget budget) {
         this.ws = ws;
         this.server = server;
+        this.address = address;
+        this.sender = sender;
         this.bounds = bounds;
         this.refusedBeforeClose = refusedBeforeClose;
+        this.budget = budget;
     }
 
     void start() {
@@ -77,8 +85,13 @@ final class ActivatorConnection {
                     + size + " bytes"));
         } else if (message == null) {
             decoded = server.refuse(ActivatorFrames.tooLarge(size, bounds));
+        } else if (!budget.take(size, server.now())) {
+            server.refuse(new Refused(FrameRefusal.RATE_LIMITED, "over the budget of frames or bytes per second of "
+                    + sender));
+            message = null;
+            return; // neither a refusal in a row nor a good frame: the sender may be an activator in a burst
         } else {
-            decoded = server.received(message.getBytes());
+            decoded = server.received(message.getBytes(), address, sender);
         }
         message = null;
         after(decoded);
@@ -90,6 +103,10 @@ final class ActivatorConnection {
             case Refused r when r.reason() == FrameRefusal.NOT_LEADER -> {
                 LOG.infof("closing the activator websocket from %s: this replica no longer leads", ws.remoteAddress());
                 ws.close((short) WebSocketCloseStatus.SERVICE_RESTART.code(), "not the leader: reconnect");
+            }
+            case Refused r when r.reason() == FrameRefusal.NOT_AN_ACTIVATOR -> {
+                LOG.warnf("closing the websocket from %s: %s", ws.remoteAddress(), r.detail());
+                ws.close((short) WebSocketCloseStatus.POLICY_VIOLATION.code(), "not an activator pod");
             }
             case Refused r -> {
                 if (++refusedInARow >= refusedBeforeClose) {

@@ -111,8 +111,18 @@ final class ActivatorFrames {
         }
     }
 
-    /** Decodes and checks a frame. Never throws for what the frame holds. */
+    /** Decodes and checks a frame from a sender whose pod is not known (authentication {@code none}). */
     static Decoded decode(byte[] frame, Bounds bounds) {
+        return decode(frame, bounds, Optional.empty());
+    }
+
+    /**
+     * Decodes and checks a frame. Never throws for what the frame holds.
+     *
+     * @param pod the activator pod the connection comes from, when known: every stat must name it, so that one
+     *     activator speaks for itself only (Knative's activator fills {@code pod_name} with its own pod's name)
+     */
+    static Decoded decode(byte[] frame, Bounds bounds, Optional<String> pod) {
         if (frame.length > bounds.maxBytes()) {
             return tooLarge(frame.length, bounds);
         }
@@ -142,6 +152,10 @@ final class ActivatorFrames {
                 return bad.get();
             }
             Stat s = m.getStat();
+            if (pod.isPresent() && !pod.get().equals(s.getPodName())) {
+                return new Refused(FrameRefusal.WRONG_POD, at + ".stat.pod_name must be the connection's activator pod '"
+                        + pod.get() + "', got '" + TrialReport.quoted(s.getPodName(), QUOTED_CHARS) + "'");
+            }
             stats.add(new ActivatorStat(new RevisionKey(m.getNamespace(), m.getName()), s.getPodName(),
                     s.getAverageConcurrentRequests(), s.getRequestCount()));
         }

@@ -31,14 +31,21 @@ public final class ActivatorStats {
     private static final Logger LOG = Logger.getLogger(ActivatorStats.class);
 
     /**
-     * How much is kept, and for how long.
+     * How much is kept, for how long, and how much is believed.
      *
      * @param maxActivators the most activator pods kept per revision
      * @param freshness how old a report may be and still count in a reading: the activator reports every second, so
      *        a few seconds tolerate a late report and forget an activator that went away
      * @param maxAge how long a report is kept at all: when the newest one arrived stays known this long
+     * @param maxConcurrency the most concurrency a reading says, summed over the activators: a larger sum is clipped
+     * @param maxRps the most requests per second a reading says, likewise
      */
-    public record Bounds(int maxActivators, Duration freshness, Duration maxAge) {
+    public record Bounds(int maxActivators, Duration freshness, Duration maxAge, double maxConcurrency, double maxRps) {
+        /** The documented ceilings of {@code max-revision-concurrency} and {@code max-revision-rps}. */
+        public Bounds(int maxActivators, Duration freshness, Duration maxAge) {
+            this(maxActivators, freshness, maxAge, 10_000, 100_000);
+        }
+
         public Bounds {
             if (maxActivators < 1) {
                 throw new IllegalArgumentException(
@@ -51,11 +58,20 @@ public final class ActivatorStats {
                 throw new IllegalArgumentException("dilu.autoscaler.activator.max-age must be at least the freshness ("
                         + freshness + "), got " + maxAge);
             }
+            if (!(maxConcurrency > 0) || Double.isInfinite(maxConcurrency)) {
+                throw new IllegalArgumentException(
+                        "dilu.autoscaler.activator.max-revision-concurrency must be finite and above 0, got " + maxConcurrency);
+            }
+            if (!(maxRps > 0) || Double.isInfinite(maxRps)) {
+                throw new IllegalArgumentException(
+                        "dilu.autoscaler.activator.max-revision-rps must be finite and above 0, got " + maxRps);
+            }
         }
     }
 
     /**
-     * A revision's activator load: the sums over the activator pods whose latest report is fresh.
+     * A revision's activator load: the sums over the activator pods whose latest report is fresh, each clipped to its
+     * ceiling ({@link Bounds#maxConcurrency}, {@link Bounds#maxRps}).
      *
      * @param concurrency requests the activators hold or proxy for the revision
      * @param requestsPerSecond requests they received in their last one-second period
@@ -160,7 +176,8 @@ public final class ActivatorStats {
                 activators++;
             }
         }
-        return Optional.of(new Reading(concurrency, rps, activators, newest));
+        return Optional.of(new Reading(Math.min(concurrency, bounds.maxConcurrency()), Math.min(rps, bounds.maxRps()),
+                activators, newest));
     }
 
     /** The revisions with reports kept. */

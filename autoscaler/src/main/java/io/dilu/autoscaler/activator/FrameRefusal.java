@@ -18,6 +18,12 @@ enum FrameRefusal {
     BAD_NAME("bad-name"),
     /** A count that is not finite, below 0 or above {@code dilu.autoscaler.activator.max-value}. */
     IMPLAUSIBLE("implausible"),
+    /** A stat that names another activator pod than the one the connection comes from. */
+    WRONG_POD("wrong-pod"),
+    /** Over the connection's budget of frames or bytes per second: dropped unread. */
+    RATE_LIMITED("rate-limited"),
+    /** The connection's source is no longer a running activator pod; the connection is closed. */
+    NOT_AN_ACTIVATOR("not-an-activator"),
     /** Received after this replica stopped leading; the connection is closed so that the activator finds the leader. */
     NOT_LEADER("not-leader");
 

@@ -18,6 +18,11 @@ public record Readings(int readyPods, OptionalDouble podsRps, OptionalDouble pod
         }
     }
 
+    /** The same readings with the activators' share replaced. */
+    public Readings withActivators(double rps, double concurrency) {
+        return new Readings(readyPods, podsRps, podsConcurrency, rps, concurrency);
+    }
+
     /**
      * The revision's request rate this second, or empty when nothing was measured: pods that did not answer must
      * not look like an idle revision (nor one with only the activators' share). A revision without ready pods

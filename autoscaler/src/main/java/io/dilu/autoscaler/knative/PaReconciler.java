@@ -1,6 +1,7 @@
 package io.dilu.autoscaler.knative;
 
 import io.dilu.autoscaler.AutoscalerConfig;
+import io.dilu.autoscaler.decide.ActivatorCap;
 import io.dilu.autoscaler.decide.Knobs;
 import io.dilu.autoscaler.decide.Readings;
 import io.dilu.autoscaler.decide.RevisionScaler;
@@ -240,9 +241,10 @@ public final class PaReconciler {
         }
     }
 
-    private void reconcile(PodAutoscaler pa, Readings readings, KnativeAutoscalerConfig cluster, Instant now) {
+    private void reconcile(PodAutoscaler pa, Readings read, KnativeAutoscalerConfig cluster, Instant now) {
         List<FieldError> problems = new ArrayList<>();
         Knobs knobs = knobs(pa, cluster, problems);
+        Readings readings = ActivatorCap.capped(read, knobs);
         problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.key(), p.message()));
         Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
         if (r.scaler == null || !r.scaler.fits(knobs.policy())) {

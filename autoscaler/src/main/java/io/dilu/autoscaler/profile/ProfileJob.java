@@ -47,8 +47,10 @@ final class ProfileJob {
     private final int retries;
     private final long trialMemoryMib;
     private final InstantSource clock;
+    private final int newTrials;
     private final List<TrialRecord> trials = new ArrayList<>();
     private ProfileStatus last;
+    private int ran;
 
     /**
      * @param gpuOfNode the GPU model of a node (an emulated GPU's name says so), recorded with each trial
@@ -58,6 +60,15 @@ final class ProfileJob {
      */
     ProfileJob(GpuFunctionProfile profile, Runner runner, StatusWriter writer, Function<String, String> gpuOfNode, int retries,
             long trialMemoryMib, InstantSource clock) {
+        this(profile, runner, writer, gpuOfNode, retries, trialMemoryMib, clock, Integer.MAX_VALUE);
+    }
+
+    /**
+     * @param newTrials the most settings this job runs by pod (with their retries) before it stops and says there is
+     *     more to do: the profiler runs one at a time, so that each profile queues again for a slot after each trial
+     */
+    ProfileJob(GpuFunctionProfile profile, Runner runner, StatusWriter writer, Function<String, String> gpuOfNode, int retries,
+            long trialMemoryMib, InstantSource clock, int newTrials) {
         this.profile = profile;
         this.generation = Optional.ofNullable(profile.getMetadata().getGeneration()).orElse(0L);
         this.runner = runner;
@@ -66,6 +77,7 @@ final class ProfileJob {
         this.retries = retries;
         this.trialMemoryMib = trialMemoryMib;
         this.clock = clock;
+        this.newTrials = newTrials;
         this.last = profile.getStatus();
         if (profile.current() && profile.getStatus().trials() != null) {
             trials.addAll(profile.getStatus().trials());
@@ -91,17 +103,24 @@ final class ProfileJob {
         return Optional.empty();
     }
 
-    /** Runs the search to its end and writes the final status; returns early when the profile changed or went. */
-    void run() throws InterruptedException {
+    /**
+     * Runs the search, replaying the trials in the status, until it ends (the final status written) or it needs more
+     * new trials than this job may run; returns early when the profile changed or went.
+     *
+     * @return false when the search stopped for more trials (the profile wants another job), true otherwise
+     */
+    boolean run() throws InterruptedException {
         ProfileSpec spec = profile.getSpec();
         Optional<String> invalid = invalid(spec);
         if (invalid.isPresent()) {
             write(ProfileStatuses.failed(generation, trials, "InvalidSpec", invalid.get(), last, clock.instant()));
-            return;
+            return true;
         }
-        if (!write(ProfileStatuses.profiling(generation, trials, trials.isEmpty() ? "starting" : "resuming after "
+        // A job that continues the previous one's search finds Profiling=True already.
+        boolean profiling = profile.current() && profile.conditionTrue(GpuFunctionProfile.PROFILING);
+        if (!profiling && !write(ProfileStatuses.profiling(generation, trials, trials.isEmpty() ? "starting" : "resuming after "
                 + trials.size() + " trials", last, clock.instant()))) {
-            return;
+            return true;
         }
         try {
             ProfileStatuses.Chosen chosen = spec.training() ? training() : inference(spec);
@@ -110,9 +129,12 @@ final class ProfileJob {
             write(ProfileStatuses.failed(generation, trials, f.reason, f.getMessage(), last, clock.instant()));
         } catch (Moot m) {
             // the profile changed or went: its next job starts from its new spec
+        } catch (Yield y) {
+            return false;
         } catch (Interrupted i) {
             throw i.cause;
         }
+        return true;
     }
 
     private ProfileStatuses.Chosen inference(ProfileSpec spec) {
@@ -149,6 +171,10 @@ final class ProfileJob {
                         : UNMEASURED;
             }
         }
+        if (ran >= newTrials) {
+            throw new Yield();
+        }
+        ran++;
         String lastReason = "";
         for (int attempt = 0; attempt <= retries; attempt++) {
             TrialPods.Outcome outcome;
@@ -208,6 +234,13 @@ final class ProfileJob {
 
     private static final class Moot extends RuntimeException {
         Moot() {
+            super(null, null, false, false);
+        }
+    }
+
+    /** This job ran the trials it may: the search stops here, and the next job replays it from the status. */
+    private static final class Yield extends RuntimeException {
+        Yield() {
             super(null, null, false, false);
         }
     }

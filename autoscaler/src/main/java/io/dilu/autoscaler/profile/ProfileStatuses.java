@@ -34,6 +34,16 @@ final class ProfileStatuses {
                 null, null, null, null, null, null, null, List.copyOf(trials));
     }
 
+    /** Not profiled yet, and why not (its namespace's quota, say); the trials so far kept. */
+    static ProfileStatus waiting(long generation, List<TrialRecord> trials, String reason, String message, ProfileStatus previous,
+            Instant now) {
+        return new ProfileStatus(generation, conditions(generation, previous, now,
+                condition(GpuFunctionProfile.PROFILING, "False", reason, message),
+                condition(GpuFunctionProfile.READY, "False", reason, message),
+                condition(GpuFunctionProfile.FAILED, "False", reason, message)),
+                null, null, null, null, null, null, List.copyOf(trials));
+    }
+
     static ProfileStatus ready(long generation, List<TrialRecord> trials, Chosen c, ProfileStatus previous, Instant now) {
         String message = "SM " + c.smRequest() + "% (limit " + c.smLimit() + "%), batch " + c.batchSize() + ", after "
                 + c.searchTrials() + " trials";

@@ -51,6 +51,18 @@ class ActivatorFramesTest {
     }
 
     @Test
+    void aConnectionFromAnActivatorPodMayReportForThatPodOnly() {
+        byte[] mine = frame(message("tenant-a", "hello-00001", "activator-1", 1, 1));
+        assertThat(ActivatorFrames.decode(mine, BOUNDS, java.util.Optional.of("activator-1"))).isInstanceOf(Accepted.class);
+        byte[] others = frame(message("tenant-a", "hello-00001", "activator-1", 1, 1),
+                message("tenant-b", "world-00002", "activator-2", 500, 500));
+        Decoded d = ActivatorFrames.decode(others, BOUNDS, java.util.Optional.of("activator-1"));
+        assertThat(d).isEqualTo(new Refused(FrameRefusal.WRONG_POD,
+                "messages[1].stat.pod_name must be the connection's activator pod 'activator-1', got 'activator-2'"));
+        assertThat(ActivatorFrames.decode(others, BOUNDS)).as("a sender not checked names any pod").isInstanceOf(Accepted.class);
+    }
+
+    @Test
     void skipsAMessageWithoutAStatAsKnativeDoes() {
         byte[] f = frame(WireStatMessage.newBuilder().setNamespace("tenant-a").setName("no-stat").build(),
                 message("tenant-a", "hello-00001", "activator-1", 1, 1));

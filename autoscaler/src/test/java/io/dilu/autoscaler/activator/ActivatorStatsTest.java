@@ -45,6 +45,16 @@ class ActivatorStatsTest {
     }
 
     @Test
+    void aReadingIsClippedToTheRevisionsCeilings() {
+        ActivatorStats clipped = new ActivatorStats(new Bounds(3, Duration.ofSeconds(3), Duration.ofSeconds(60), 10_000, 100_000),
+                known::contains, pokes::add);
+        clipped.record(List.of(stat(HELLO, "activator-1", 999_999, 999_999), stat(HELLO, "activator-2", 999_999, 1)), at(0));
+        assertThat(clipped.reading(HELLO, at(0.5))).contains(new Reading(10_000, 100_000, 2, at(0)));
+        assertThat(new Bounds(3, Duration.ofSeconds(3), Duration.ofSeconds(60)))
+                .as("the documented ceilings").isEqualTo(new Bounds(3, Duration.ofSeconds(3), Duration.ofSeconds(60), 10_000, 100_000));
+    }
+
+    @Test
     void anActivatorSilentPastTheFreshnessNoLongerCounts() {
         stats.record(List.of(stat(HELLO, "activator-1", 4, 10)), at(0));
         stats.record(List.of(stat(HELLO, "activator-2", 1, 2)), at(2));

@@ -1,35 +1,48 @@
 package io.dilu.autoscaler.activator;
 
+import java.net.InetAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.WebSocket;
 import java.nio.ByteBuffer;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Plays Knative's activator over a real websocket (the JDK's client): binary frames of WireStatMessages, and the
- * things no activator sends. {@link #ended} completes with the close code the server sent, or -1 when the connection
- * broke without one.
+ * things no activator sends. It connects from a loopback address of its choice (127.0.0.0/8 is all the machine's), as
+ * an activator pod connects from its pod's address. {@link #ended} completes with the close code the server sent, or
+ * -1 when the connection broke without one.
  */
 final class TestingActivator implements WebSocket.Listener, AutoCloseable {
 
     static final long PATIENCE_SECONDS = 30;
-    /** One client for all: each websocket still has its own TCP connection. */
-    private static final HttpClient CLIENT = HttpClient.newHttpClient();
+    /** One client per source address: each websocket still has its own TCP connection. */
+    private static final Map<String, HttpClient> CLIENTS = new ConcurrentHashMap<>();
 
     final CompletableFuture<Integer> ended = new CompletableFuture<>();
     private final WebSocket ws;
 
-    private TestingActivator(URI uri) throws Exception {
-        this.ws = CLIENT.newWebSocketBuilder().buildAsync(uri, this)
-                .get(PATIENCE_SECONDS, TimeUnit.SECONDS);
+    private TestingActivator(URI uri, String from) throws Exception {
+        HttpClient client = CLIENTS.computeIfAbsent(from, a -> {
+            try {
+                return HttpClient.newBuilder().localAddress(InetAddress.getByName(a)).build();
+            } catch (java.net.UnknownHostException e) {
+                throw new IllegalArgumentException(e);
+            }
+        });
+        this.ws = client.newWebSocketBuilder().buildAsync(uri, this).get(PATIENCE_SECONDS, TimeUnit.SECONDS);
     }
 
-    /** Connects; fails as the handshake fails (a {@code WebSocketHandshakeException} for a refused upgrade). */
-    static TestingActivator connect(URI uri) throws Exception {
-        return new TestingActivator(uri);
+    /**
+     * Connects from the loopback address {@code from}; fails as the handshake fails (a {@code
+     * WebSocketHandshakeException} for a refused upgrade).
+     */
+    static TestingActivator connect(URI uri, String from) throws Exception {
+        return new TestingActivator(uri, from);
     }
 
     void send(byte[] frame) throws Exception {

@@ -122,6 +122,31 @@ class ProfileJobTest {
                 .isFalse();
     }
 
+    /** The profiler's way: one trial per job, each job replaying the search from the status the last one wrote. */
+    @Test
+    void jobsOfOneTrialEachReachWhatOneJobReachesWithOneWritePerTrial() throws Exception {
+        TestingRunner whole = new TestingRunner(ProfileJobTest::model);
+        TestingWriter wholeWriter = new TestingWriter();
+        job(inference(100), whole, wholeWriter).run();
+
+        TestingRunner steps = new TestingRunner(ProfileJobTest::model);
+        TestingWriter writer = new TestingWriter();
+        GpuFunctionProfile p = inference(100);
+        int jobs = 0;
+        boolean done = false;
+        while (!done) {
+            int before = steps.pods.size();
+            done = new ProfileJob(p, steps, writer, node -> "Emulated A100 on " + node, 2, 40_960, CLOCK, 1).run();
+            assertThat(steps.pods.size() - before).as("one trial per job").isLessThanOrEqualTo(1);
+            p = new GpuFunctionProfile(p.getMetadata(), p.getSpec(), writer.last());
+            jobs++;
+        }
+        assertThat(steps.pods).isEqualTo(whole.pods);
+        assertThat(jobs).as("the job of the last trial also ends the search").isEqualTo(whole.pods.size());
+        assertThat(writer.last()).isEqualTo(wholeWriter.last());
+        assertThat(writer.written).as("a job that continues the search writes no second 'starting'").hasSize(wholeWriter.written.size());
+    }
+
     @Test
     void anImageThatDoesNotPullFailsTheProfileAtOnceWithTheReason() throws Exception {
         TestingRunner runner = new TestingRunner((sm, b) -> new TrialPods.Fatal("ErrImagePull: pull access denied for nope"));

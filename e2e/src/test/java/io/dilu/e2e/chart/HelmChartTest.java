@@ -165,7 +165,26 @@ class HelmChartTest {
         List<Map<String, Object>> replace = DiluChart.objects(render("1.31.0", Map.of("autoscaler.mode", "replace")));
         Map<String, Object> service = one(replace, "Service", "autoscaler");
         assertThat(at(service, "metadata", "namespace")).as("where Knative's activator looks for it").isEqualTo("knative-serving");
-        assertThat(at(service, "spec", "ports").toString()).contains("port=8080", "targetPort=8083");
+        // A Service selects pods of its own namespace only: Knative's name points at the autoscaler's own Service.
+        assertThat(at(service, "spec", "type")).isEqualTo("ExternalName");
+        assertThat(at(service, "spec", "externalName")).isEqualTo("dilu-autoscaler-activator.dilu-system.svc.cluster.local");
+        Map<String, Object> stats = one(replace, "Service", "dilu-autoscaler-activator");
+        assertThat(at(stats, "metadata", "namespace")).isEqualTo("dilu-system");
+        assertThat(at(stats, "spec", "ports").toString()).contains("port=8080", "targetPort=stats");
+        assertThat(at(container(one(replace, "Deployment", "dilu-autoscaler"), "autoscaler"), "ports").toString())
+                .contains("name=stats", "containerPort=8080");
+        assertThat(at(container(one(alongside, "Deployment", "dilu-autoscaler"), "autoscaler"), "ports").toString())
+                .doesNotContain("stats");
+        // Only Knative's activator pods may reach the activator's port; the HTTP port (metrics, health) stays open.
+        for (List<Map<String, Object>> objects : List.of(alongside, replace)) {
+            Map<String, Object> policy = one(objects, "NetworkPolicy", "dilu-autoscaler");
+            assertThat(at(policy, "spec", "podSelector").toString()).isEqualTo("{matchLabels={app.kubernetes.io/name=dilu-autoscaler}}");
+            assertThat(at(policy, "spec", "ingress").toString()).isEqualTo("[{ports=[{protocol=TCP, port=8083}]}, "
+                    + "{from=[{namespaceSelector={matchLabels={kubernetes.io/metadata.name=knative-serving}}, "
+                    + "podSelector={matchLabels={app=activator}}}], ports=[{protocol=TCP, port=8080}]}]");
+        }
+        assertThat(DiluChart.objects(render("1.31.0", Map.of("autoscaler.networkPolicy.enabled", "false"))))
+                .noneMatch(o -> o.get("kind").equals("NetworkPolicy"));
         assertThat(env(container(one(replace, "Deployment", "dilu-autoscaler"), "autoscaler")))
                 .containsEntry("DILU_AUTOSCALER_MODE", "replace");
 

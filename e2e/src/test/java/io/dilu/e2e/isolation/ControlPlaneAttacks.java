@@ -39,9 +39,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
 /**
- * Attacks a tenant can make on Dilu's control plane — through the API server (admission), or by calling the
- * webhook and the scheduler extender directly — run against the real components as their own processes on a real
- * kube-apiserver. Each answers whether it was contained: refused with a message, answered 4xx (never 5xx), nothing
+ * Attacks a tenant can make on Dilu's control plane — through the API server (admission), by calling the webhook and
+ * the scheduler extender directly, or on the autoscaler's own inputs ({@link AutoscalerAttacks}: Knative's activator's
+ * websocket, the profiler) — run against the real components as their own processes on a real kube-apiserver. Each answers whether it was contained: refused with a message, answered 4xx (never 5xx), nothing
  * reserved or bound that should not be, and the component still answering. Shared by
  * {@code ControlPlaneIsolationIT} (which asserts) and {@code ControlPlaneIsolationBench} (which prints).
  */
@@ -66,17 +66,19 @@ public final class ControlPlaneAttacks implements AutoCloseable {
     private final KubernetesClient client;
     private final ChildProcess webhook;
     private final ChildProcess extender;
+    private final AutoscalerAttacks autoscaler;
     private final int extenderPort;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final HttpClient tls;
     private final String webhookBase;
 
-    private ControlPlaneAttacks(RealApiServer api, ChildProcess webhook, ChildProcess extender, int extenderPort,
-            String webhookBase, Path work) throws Exception {
+    private ControlPlaneAttacks(RealApiServer api, ChildProcess webhook, ChildProcess extender, AutoscalerAttacks autoscaler,
+            int extenderPort, String webhookBase, Path work) throws Exception {
         this.api = api;
         this.client = api.client();
         this.webhook = webhook;
         this.extender = extender;
+        this.autoscaler = autoscaler;
         this.extenderPort = extenderPort;
         this.webhookBase = webhookBase;
         // The webhook serves the certificate the harness made for it in the work directory; trust that one only.
@@ -111,13 +113,15 @@ public final class ControlPlaneAttacks implements AutoCloseable {
                 .map(ValidatingWebhookConfiguration::getWebhooks).flatMap(List::stream)
                 .map(w -> w.getClientConfig().getUrl()).findFirst().orElseThrow();
         String base = url.substring(0, url.indexOf('/', "https://".length()));
-        ControlPlaneAttacks attacks = new ControlPlaneAttacks(api, webhook, extender, port, base, work);
+        AutoscalerAttacks autoscaler = AutoscalerAttacks.start(api, kubeconfig, logs);
+        ControlPlaneAttacks attacks = new ControlPlaneAttacks(api, webhook, extender, autoscaler, port, base, work);
         attacks.awaitWebhookSeesTheCluster();
         return attacks;
     }
 
     @Override
     public void close() throws Exception {
+        autoscaler.close();
         extender.close();
         webhook.close();
         api.close();
@@ -186,6 +190,8 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         all.put("extender-made-up-pod", this::madeUpPod);
         all.put("extender-bind-foreign-pod", this::bindForeignPod);
         all.put("extender-huge-quantity", this::extenderHugeQuantity);
+        // the autoscaler's own inputs
+        autoscaler.addTo(all);
         return all;
     }
 
