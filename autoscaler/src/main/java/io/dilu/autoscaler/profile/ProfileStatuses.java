@@ -41,7 +41,7 @@ final class ProfileStatuses {
                 condition(GpuFunctionProfile.PROFILING, "False", reason, message),
                 condition(GpuFunctionProfile.READY, "False", reason, message),
                 condition(GpuFunctionProfile.FAILED, "False", reason, message)),
-                null, null, null, null, null, null, List.copyOf(trials));
+                null, null, null, null, null, null, null, List.copyOf(trials));
     }
 
     static ProfileStatus ready(long generation, List<TrialRecord> trials, Chosen c, ProfileStatus previous, Instant now) {
