@@ -3,17 +3,17 @@ package io.dilu.simulator;
 import java.util.List;
 
 /** Reading the cells of one CSV row, each problem as one line naming the field and its allowed range. */
-final class Cells {
+public final class Cells {
 
     private Cells() {}
 
     /** What a reader does with one data row: its 1-based line number and its cells. */
-    interface Row {
+    public interface Row {
         void read(int number, String[] cells);
     }
 
     /** Every row after the header, skipping blank lines and {@code #} comments, split on commas. */
-    static void rows(java.io.BufferedReader in, Row row) throws java.io.IOException {
+    public static void rows(java.io.BufferedReader in, Row row) throws java.io.IOException {
         String line;
         int number = 1;
         while ((line = in.readLine()) != null) {

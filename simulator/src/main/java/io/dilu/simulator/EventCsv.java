@@ -19,7 +19,7 @@ import java.util.Set;
  */
 public final class EventCsv {
 
-    static final String HEADER = "time_s,action,instance,function,type,gpus,sm_request,sm_limit,memory_gb";
+    public static final String HEADER = "time_s,action,instance,function,type,gpus,sm_request,sm_limit,memory_gb";
 
     /** One row: an instance starts (with what it asks) or stops. */
     public sealed interface Event {

@@ -13,15 +13,15 @@ import org.jfree.chart.JFreeChart;
  * policy (the paper's Figure 20), as PNG and SVG. A replay of thousands of events is drawn in {@link #STEPS}
  * buckets of time, each at the most GPUs active within it, so the SVG stays small and no peak is lost.
  */
-final class EventPlot {
+public final class EventPlot {
 
     static final int STEPS = 720;
-    static final int WIDTH = 1000;
-    static final int HEIGHT = 500;
+    public static final int WIDTH = 1000;
+    public static final int HEIGHT = 500;
 
     private EventPlot() {}
 
-    static void write(Path png, Path svg, String source, List<EventSimulation.Result> results, double fromS, double toS)
+    public static void write(Path png, Path svg, String source, List<EventSimulation.Result> results, double fromS, double toS)
             throws IOException {
         Charts.write(chart(source, results, fromS, toS), WIDTH, HEIGHT, png, svg, "events-");
     }

@@ -22,11 +22,11 @@ import java.util.function.Supplier;
  * static quotas at the limit (INFless-l) and at the request (INFless-r), and plain best fit — printing each
  * policy's active GPUs (peak, mean, fragmentation at the peak) and one {@code BENCH events} line.
  */
-final class EventReplay {
+public final class EventReplay {
 
     private EventReplay() {}
 
-    static List<EventSimulation.Result> run(PrintWriter out, String source, List<EventCsv.Event> events,
+    public static List<EventSimulation.Result> run(PrintWriter out, String source, List<EventCsv.Event> events,
             ClusterShape shape, PlacementParameters params, Writer series) throws IOException {
         List<SimInstance> started = events.stream().filter(e -> e instanceof EventCsv.Start)
                 .map(e -> ((EventCsv.Start) e).asked()).toList();

@@ -16,7 +16,7 @@ import java.util.Locale;
  */
 public final class InstanceCsv {
 
-    static final String HEADER = "type,gpus,sm_request,sm_limit,memory_gb";
+    public static final String HEADER = "type,gpus,sm_request,sm_limit,memory_gb";
 
     /** The rows could not all be read; {@link #problems()} has one line per bad field. */
     public static final class InvalidCsvException extends Exception {

@@ -46,7 +46,7 @@ public final class OpenbBench {
     static final List<String> POD_LISTS = List.of("openb_pod_list_default.csv", "openb_pod_list_gpushare20.csv",
             "openb_pod_list_gpushare40.csv", "openb_pod_list_gpushare60.csv", "openb_pod_list_gpushare80.csv",
             "openb_pod_list_gpushare100.csv");
-    static final String NODE_LIST = "openb_node_list_gpu_node.csv";
+    public static final String NODE_LIST = "openb_node_list_gpu_node.csv";
 
     private OpenbBench() {}
 
@@ -235,7 +235,7 @@ public final class OpenbBench {
     }
 
     /** The node list at {@code file}, or the bundled one when null. */
-    static List<NodeInventory> readNodes(Path file) throws IOException {
+    public static List<NodeInventory> readNodes(Path file) throws IOException {
         if (file == null) {
             try (Reader in = resource(NODE_LIST)) {
                 return OpenbTrace.readNodes(in, NODE_LIST);

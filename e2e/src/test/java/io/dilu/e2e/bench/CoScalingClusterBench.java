@@ -1,5 +1,6 @@
 package io.dilu.e2e.bench;
 
+import io.dilu.loadgen.RateTrace;
 import io.dilu.simulator.coscaling.CoScalingPolicy;
 import io.dilu.simulator.coscaling.DiluPolicy;
 import io.dilu.simulator.coscaling.KpaPolicy;
@@ -7,7 +8,6 @@ import io.dilu.simulator.coscaling.CoScalingReport;
 import io.dilu.simulator.coscaling.CoScalingSimulation;
 import io.dilu.simulator.coscaling.FunctionProfile;
 import io.dilu.simulator.coscaling.RatePatterns;
-import io.dilu.simulator.coscaling.RateTrace;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSpec;
-import io.dilu.simulator.coscaling.RateTrace;
-import io.dilu.simulator.load.LoadGenerator;
-import io.dilu.simulator.load.LoadResult;
-import io.dilu.simulator.load.LoadSettings;
+import io.dilu.loadgen.LoadGenerator;
+import io.dilu.loadgen.LoadResult;
+import io.dilu.loadgen.LoadSettings;
+import io.dilu.loadgen.RateTrace;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;

@@ -1,5 +1,6 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.loadgen.RateTrace;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;

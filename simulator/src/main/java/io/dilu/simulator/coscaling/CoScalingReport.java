@@ -1,5 +1,6 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.loadgen.RateTrace;
 import io.dilu.simulator.plot.Charts;
 import java.awt.Color;
 import java.io.IOException;

@@ -1,5 +1,6 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.loadgen.RateTrace;
 import java.util.ArrayDeque;
 import java.util.Deque;
 

@@ -3,6 +3,7 @@ package io.dilu.simulator.coscaling;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.dilu.loadgen.RateTrace;
 import io.dilu.simulator.plot.Svg;
 import java.awt.image.BufferedImage;
 import java.io.PrintWriter;

@@ -2,6 +2,7 @@ package io.dilu.simulator.coscaling;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.loadgen.RateTrace;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 

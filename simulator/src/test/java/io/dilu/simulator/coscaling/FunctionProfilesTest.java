@@ -4,10 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.offset;
 
-import io.dilu.simulator.trials.ProfileFile;
+import io.dilu.kube.profile.ProfileStatus;
+import io.dilu.trials.EmulatedModels;
+import io.dilu.trials.LocalProfiling;
+import io.dilu.trials.ProfileFile;
+import io.dilu.trials.TestingEmulatedGpu;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -95,6 +102,23 @@ public class FunctionProfilesTest {
         assertThat(read(list)).isEqualTo(read(KUBECTL_YAML));
         assertThat(FunctionProfiles.named(Files.writeString(dir.resolve("p.json"), json).toString(), 3).coldStartSeconds())
                 .isEqualTo(3);
+    }
+
+    /** What {@code ./dilu profile --local --out DIR} writes (trials' LocalProfiling, on the emulator's arithmetic). */
+    @Test
+    void theProfilesLocalProfilingWritesAreRead() throws Exception {
+        new LocalProfiling(new PrintWriter(new StringWriter()), TestingEmulatedGpu::new)
+                .run(List.of(EmulatedModels.BERT_LARGE, EmulatedModels.RESNET50_TRAINING), dir.resolve("profiles"));
+
+        ProfileFile.Read read = ProfileFile.read(Files.readString(dir.resolve("profiles/bert-large.yaml")), "bert-large.yaml");
+        ProfileStatus s = read.profile().getStatus();
+        FunctionProfile f = FunctionProfiles.of(read, 8);
+        assertThat(f.rpsAtRequest()).isEqualTo(s.servingThroughputRps());
+        assertThat(f.rpsAtLimit()).isEqualTo(s.servingThroughputRpsAtLimit());
+        assertThat(f.sloSeconds()).isEqualTo(0.13);
+
+        ProfileFile.Read training = ProfileFile.read(Files.readString(dir.resolve("profiles/resnet50-train.yaml")), "t.yaml");
+        assertThatThrownBy(() -> FunctionProfiles.of(training, 8)).hasMessageStartingWith("t.yaml:10: spec.type must be inference");
     }
 
     @Test

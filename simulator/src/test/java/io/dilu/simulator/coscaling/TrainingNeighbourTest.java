@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
+import io.dilu.loadgen.RateTrace;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
