@@ -139,12 +139,16 @@ public final class ComplementaryPlacement implements PlacementPolicy {
 
     // ---- single GPU, Algorithm 1 lines 11-16, with replicas of one function stacked last ----
 
-    /** The lowest-scoring feasible GPU seen so far; ties go to the lower ordinal so decisions are repeatable. */
+    /**
+     * The feasible GPU seen so far that strands the least GPU share, then has the lowest score; ties go to the
+     * lower ordinal so decisions are repeatable.
+     */
     private final class Best {
         private final ClusterState state;
         private final InstanceRequest req;
         private final boolean[] allowed;
         int gpu = -1;
+        int stranded = Integer.MAX_VALUE;
         double score = Double.POSITIVE_INFINITY;
 
         Best(ClusterState state, InstanceRequest req, boolean[] allowed) {
@@ -161,7 +165,9 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                 if (params.fragmentation() > 0) {
                     s += params.fragmentation() * outlook.delta(state, g, req.requestMilli());
                 }
-                if (s < score || (s == score && g < gpu)) {
+                int lost = stranded(state, g, req);
+                if (lost < stranded || (lost == stranded && (s < score || (s == score && g < gpu)))) {
+                    stranded = lost;
                     score = s;
                     gpu = g;
                 }
@@ -195,26 +201,32 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return active.gpu >= 0 ? active.gpu : stacked.gpu;
     }
 
+    /**
+     * An idle GPU of a node in use, so whole nodes stay free for multi-GPU instances; one of an empty node when
+     * none is feasible, or when every one would strand its node's other GPUs and an empty node's would not.
+     */
     private int bestNewGpu(ClusterState state, InstanceRequest req, boolean[] allowed) {
-        Best best = new Best(state, req, allowed);
+        Best partialBest = new Best(state, req, allowed);
         ClusterState.OrdinalSet partial = state.partialNodes();
         for (int i = 0; i < partial.size(); i++) {
             int n = partial.get(i);
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
                 if (!state.isActive(g)) {
-                    best.consider(g);
+                    partialBest.consider(g);
                 }
             }
         }
-        if (best.gpu >= 0) {
-            return best.gpu;
+        if (partialBest.gpu >= 0 && partialBest.stranded == 0) {
+            return partialBest.gpu;
         }
+        Best emptyBest = new Best(state, req, allowed);
         for (int n : state.emptyNodeRepresentatives(allowed)) {
             for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
-                best.consider(g);
+                emptyBest.consider(g);
             }
         }
-        return best.gpu;
+        return emptyBest.gpu >= 0 && (partialBest.gpu < 0 || emptyBest.stranded < partialBest.stranded)
+                ? emptyBest.gpu : partialBest.gpu;
     }
 
     // ---- several GPUs of one node ----
@@ -385,6 +397,28 @@ public final class ComplementaryPlacement implements PlacementPolicy {
             nodes[count++] = n;
         }
         return count == nodes.length ? nodes : java.util.Arrays.copyOf(nodes, count);
+    }
+
+    /**
+     * The SM share (thousandths, under Ω) that placing {@code req} on GPU {@code g} leaves free on g's node but out
+     * of reach of another instance like it, because the node's CPU or memory would then be too little for one: the
+     * node's free share when so, else 0 (always 0 where the request asks for no host CPU or memory). Replicas of a
+     * function come in series, so an instance like this one is the likeliest next request; a GPU pod that takes
+     * the last cores of a node whose other GPUs are free strands those GPUs, which SM and GPU memory alone do not
+     * show (FGD's fragmentation counts the same case, Weng et al., ATC'23).
+     */
+    private int stranded(ClusterState state, int g, InstanceRequest req) {
+        int n = state.nodeOf(g);
+        if (state.cpuFree(n) - req.cpuMilli() >= req.cpuMilli()
+                && state.hostMemoryFree(n) - req.hostMemoryMib() >= req.hostMemoryMib()) {
+            return 0;
+        }
+        int free = 0;
+        for (int other = state.firstGpu(n); other < state.endGpu(n); other++) {
+            int left = params.omegaMilli() - state.requestSum(other) - (other == g ? req.requestMilli() : 0);
+            free += Math.max(0, left);
+        }
+        return free;
     }
 
     // ---- Algorithm 1 lines 22-26 ----

@@ -80,6 +80,39 @@ class HostResourcesTest {
     }
 
     @Test
+    void diluLeavesNoGpuOutOfReachForWantOfItsNodesCpu() {
+        ComplementaryPlacement dilu = new ComplementaryPlacement();
+        InstanceRequest next = gpuPod("next", 500, 6_000, 1_024);
+        // a-gpu0 is the fuller active GPU, but after `next` a would keep 4 cores: another like it could not use
+        // the 1,100 of GPU share a still has free. b-gpu0 leaves b 56 cores.
+        ClusterState state = new ClusterState(List.of(node("a", 2, 12_000, 65_536), node("b", 2, 64_000, 65_536)));
+        state.apply(gpuPod("x", 400, 2_000, 1_024), new PlacementDecision.Placed("a", List.of(new Slot("a-gpu0", 400, 400, 1_024))));
+        state.apply(gpuPod("y", 200, 2_000, 1_024), new PlacementDecision.Placed("b", List.of(new Slot("b-gpu0", 200, 200, 1_024))));
+        assertThat(((PlacementDecision.Placed) dilu.decide(state, next)).slots()).extracting(Slot::gpuUuid)
+                .containsExactly("b-gpu0");
+        // The same nodes with their CPU not modelled: Algorithm 1's best fit, a-gpu0.
+        ClusterState unmodelled = new ClusterState(List.of(node("a", 2, 12_000, 65_536).withoutHost(),
+                node("b", 2, 64_000, 65_536).withoutHost()));
+        unmodelled.apply("x", "x", new PlacementDecision.Placed("a", List.of(new Slot("a-gpu0", 400, 400, 1_024))));
+        unmodelled.apply("y", "y", new PlacementDecision.Placed("b", List.of(new Slot("b-gpu0", 200, 200, 1_024))));
+        assertThat(((PlacementDecision.Placed) dilu.decide(unmodelled, next)).slots()).extracting(Slot::gpuUuid)
+                .containsExactly("a-gpu0");
+    }
+
+    @Test
+    void aNewGpuComesFromAnEmptyNodeWhenTheNodesInUseWouldStrandTheirOwn() {
+        ComplementaryPlacement dilu = new ComplementaryPlacement();
+        ClusterState state = new ClusterState(List.of(node("a", 2, 12_000, 65_536), node("b", 2, 64_000, 65_536)));
+        state.apply(gpuPod("full", 1000, 4_000, 1_024), new PlacementDecision.Placed("a", List.of(new Slot("a-gpu0", 1000, 1000, 1_024))));
+        // a-gpu1 would keep 2 of a's 8 free cores, too few for another like this one: its other 500 strand.
+        assertThat(((PlacementDecision.Placed) dilu.decide(state, gpuPod("wide", 500, 6_000, 1_024))).slots())
+                .extracting(Slot::gpuUuid).containsExactly("b-gpu0");
+        // With 4 cores asked, a keeps enough for another: the node in use first, so b stays whole.
+        assertThat(((PlacementDecision.Placed) dilu.decide(state, gpuPod("narrow", 500, 4_000, 1_024))).slots())
+                .extracting(Slot::gpuUuid).containsExactly("a-gpu1");
+    }
+
+    @Test
     void fgdCountsTheGpusOfANodeShortOfCpuAsFragments() {
         // One class: half a GPU with 8 cores, on T4 only.
         var fgd = new FragmentationGradientPlacement(List.of(new TaskClass(8_000, 500, 1, Set.of("T4"), 1)));
