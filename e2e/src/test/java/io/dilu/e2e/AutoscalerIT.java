@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import com.sun.net.httpserver.HttpServer;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.DocumentedMetrics;
+import io.dilu.testing.MetricsPage;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
@@ -19,9 +20,6 @@ import java.io.ByteArrayOutputStream;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -305,8 +303,7 @@ class AutoscalerIT {
     }
 
     static String metrics(int port) throws Exception {
-        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/q/metrics")).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
+        return MetricsPage.read(URI.create("http://127.0.0.1:" + port + "/q/metrics"), Duration.ofSeconds(10));
     }
 
     /** The sum of the samples of {@code name} whose labels contain {@code label}; fails when there is none. */
@@ -321,8 +318,7 @@ class AutoscalerIT {
     static double scrapeFailures() throws Exception {
         double sum = 0;
         for (int port : new int[] {metricsPort, standbyMetricsPort}) {
-            String metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
-                    + "/q/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+            String metrics = MetricsPage.read(URI.create("http://127.0.0.1:" + port + "/q/metrics"), Duration.ofSeconds(10));
             sum += metrics.lines().filter(l -> l.startsWith("dilu_autoscaler_scrape_failures_total"))
                     .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
         }

@@ -8,6 +8,7 @@ import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.LoadSettings;
 import io.dilu.loadgen.RateTrace;
+import io.dilu.testing.MetricsPage;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -21,8 +22,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -392,8 +391,7 @@ class LocalClusterIT {
 
     /** The node agent's metrics, from its address on node 1. */
     private static String agentMetrics() throws IOException, InterruptedException {
-        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:8081/q/metrics"))
-                .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString()).body();
+        return MetricsPage.read(URI.create("http://127.0.0.1:8081/q/metrics"), Duration.ofSeconds(10));
     }
 
     /** A counter of the node agent's, or -1 while it does not answer. */

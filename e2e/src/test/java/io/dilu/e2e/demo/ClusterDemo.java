@@ -2,6 +2,7 @@ package io.dilu.e2e.demo;
 
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.testing.MetricsPage;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
@@ -309,13 +310,11 @@ public final class ClusterDemo {
     /** Every node agent's per-container and per-GPU series, keyed "metric|node|gpu|namespace/pod/container". */
     static Map<String, Double> scrape() throws IOException, InterruptedException {
         int nodes = Integer.parseInt(Files.readString(DIR.resolve("nodes")).trim());
-        HttpClient http = HttpClient.newHttpClient();
         Map<String, Double> out = new HashMap<>();
         for (int i = 1; i <= nodes; i++) {
             String body;
             try {
-                body = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0." + i + ":8081/q/metrics"))
-                        .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString()).body();
+                body = MetricsPage.read(URI.create("http://127.0.0." + i + ":8081/q/metrics"), Duration.ofSeconds(5));
             } catch (IOException e) {
                 continue; // a node agent restarting: its rows are missing from this view
             }
