@@ -22,7 +22,8 @@ package io.dilu.simulator.coscaling;
  * {@code Less}, lines 106-180): pods not ready before ready ones, the newest first, as {@link CoScalingSimulation}
  * stops instances. Nothing else starts an instance: FaST-GShare's OpenFaaS provider ignores the gateway's
  * scale-from-zero requests ({@code pkg/customized_openfaas/server/replicas.go} lines 156-168), and pre-warming is
- * a TODO ({@code pkg/fastpod-controller-manager/controller.go} line 910).
+ * not written there: the source only notes it as future work ({@code pkg/fastpod-controller-manager/controller.go}
+ * line 910).
  *
  * <p>A replica's rate T is the profile's rate at the SM request: the source reads it from placeholders that
  * stand for profiled throughput (30 rps for capacity, 50 rps for a new replica, {@code profiling_retrieve.go}
