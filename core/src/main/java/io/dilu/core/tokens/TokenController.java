@@ -21,8 +21,10 @@ import java.util.Map;
  * remembers: an emergency divides it by T/Tmin, once per launch cycle the SLO instance completes in
  * emergency (as RCKM does; dividing every 5 ms period would compound the same evidence), and each healthy
  * cycle (T/Tmin below 1.2, RCKM's recovery ratio) multiplies it by η_increase, up to the limit. It starts at
- * the request and never falls below {@code floor × request}. While the SLO instances are idle (RECOVERY) the
- * best-effort share grows from the tolerated one by η_increase per period, up to the limit. On average the
+ * the request and never falls below {@code floor × request}, nor below its part (by request) of what the busy
+ * SLO instances' limits leave of the GPU: they are promised their limits, and a cycle judged against a best seen
+ * with more of the GPU than that may stay stretched however far the neighbours shrink. While the SLO instances
+ * are idle (RECOVERY) the best-effort share grows from the tolerated one by η_increase per period, up to the limit. On average the
  * request holds: a best-effort instance that got less than half of it over the last 2 s gets it, so a
  * neighbour that reports emergencies without end (its cycles are the tenant's to write) cannot starve it.
  *
@@ -175,6 +177,18 @@ public final class TokenController {
                 anyContention = true;
             }
         }
+        // What the busy SLO instances' limits leave of the GPU, dealt to the best-effort ones by their requests.
+        double busySloLimits = 0;
+        double bestEffortRequests = 0;
+        for (int i = 0; i < samples.size(); i++) {
+            InstanceSample s = samples.get(i);
+            if (!s.sloSensitive()) {
+                bestEffortRequests += s.request();
+            } else if (memory[i].windowSum > 0) {
+                busySloLimits += max(s.limit());
+            }
+        }
+        double room = Math.max(0, params.maxTokens() - busySloLimits);
         state = !anySlo ? ControllerState.NONE
                 : emergencyRatio > 0 ? ControllerState.EMERGENCY
                 : anyContention ? ControllerState.CONTENTION
@@ -186,7 +200,11 @@ public final class TokenController {
                 continue;
             }
             Instance inst = memory[i];
-            double floor = max(s.request()) * params.floor();
+            // Shrinking below the room the busy SLO instances' limits leave cannot give them more than their limits,
+            // which is all they are promised: their cycles, judged against a best seen with more of the GPU than
+            // that, may still be stretched, but the rest is best-effort work's.
+            double floor = Math.max(max(s.request()) * params.floor(),
+                    bestEffortRequests > 0 ? Math.min(max(s.limit()), room * s.request() / bestEffortRequests) : 0);
             switch (state) {
                 case EMERGENCY -> inst.tolerated = Math.max(floor,
                         Math.min(inst.tolerated, max(s.request())) / (shrink ? emergencyRatio : 1));
@@ -200,7 +218,7 @@ public final class TokenController {
             issued[i] = switch (state) {
                 case NONE -> max(s.limit());
                 case RECOVERY -> Math.min(Math.max(inst.lastIssued, inst.tolerated) * params.etaIncrease(), max(s.limit()));
-                default -> inst.tolerated;
+                default -> Math.max(inst.tolerated, floor);
             };
             if (inst.starved(max(s.request()))) {
                 issued[i] = Math.max(issued[i], max(s.request()));

@@ -1,6 +1,7 @@
 package io.dilu.core.tokens;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -17,8 +18,9 @@ class TokenControllerTest {
     private final TokenController controller = new TokenController(P);
     private Instant now = Instant.parse("2026-01-01T00:00:00Z");
 
+    /** An SLO instance whose limit is the whole GPU: nothing is left to its neighbour but what it tolerates. */
     private static InstanceSample slo(long blocks, double klc) {
-        return new InstanceSample("inf", true, 0.3, 0.6, blocks, klc);
+        return new InstanceSample("inf", true, 0.3, 1.0, blocks, klc);
     }
 
     private static InstanceSample train(long blocks) {
@@ -40,9 +42,39 @@ class TokenControllerTest {
     @Test
     void anSloInstanceRunsUpToItsLimitWhateverItsNeighboursDo() {
         for (long blocks : new long[] {0, 100, 0, 100}) {
-            assertThat(period(slo(blocks, 10), train(500)).tokensOf("inf")).isEqualTo(6_000);
+            assertThat(period(slo(blocks, 10), train(500)).tokensOf("inf")).isEqualTo(10_000);
         }
-        assertThat(period(slo(100, 40), train(500)).tokensOf("inf")).as("in an emergency too").isEqualTo(6_000);
+        assertThat(period(slo(100, 40), train(500)).tokensOf("inf")).as("in an emergency too").isEqualTo(10_000);
+    }
+
+    @Test
+    void bestEffortKeepsWhatTheBusySloLimitsLeaveHoweverStretchedTheirCycles() {
+        // Two busy SLO instances whose limits add up to 70%: the two best-effort ones share 30% by their requests.
+        List<InstanceSample> calm = List.of(new InstanceSample("a", true, 0.2, 0.4, 100, 10),
+                new InstanceSample("b", true, 0.1, 0.3, 100, 10), new InstanceSample("t1", false, 0.4, 0.8, 500, Double.NaN),
+                new InstanceSample("t2", false, 0.2, 0.4, 500, Double.NaN));
+        List<InstanceSample> stretched = List.of(new InstanceSample("a", true, 0.2, 0.4, 100, 40),
+                new InstanceSample("b", true, 0.1, 0.3, 100, 40), calm.get(2), calm.get(3));
+        controller.issue(now, calm);
+        TokenPlan plan = null;
+        for (int i = 0; i < 100; i++) {
+            now = now.plus(P.period());
+            plan = controller.issue(now, stretched);
+        }
+        assertThat(plan.state()).isEqualTo(ControllerState.EMERGENCY);
+        assertThat(plan.tokensOf("a") + plan.tokensOf("b")).as("the SLO instances at their limits").isEqualTo(7_000);
+        assertThat(plan.tokensOf("t1")).as("two thirds of the 30% left").isCloseTo(2_000, within(1L));
+        assertThat(plan.tokensOf("t2")).as("one third of it").isCloseTo(1_000, within(1L));
+
+        // Once "b" idles (its launch window empties), its limit's room is best-effort's too.
+        List<InstanceSample> bIdle = List.of(stretched.get(0), new InstanceSample("b", true, 0.1, 0.3, 0, Double.NaN),
+                calm.get(2), calm.get(3));
+        for (int i = 0; i < P.rateWindow(); i++) {
+            now = now.plus(P.period());
+            plan = controller.issue(now, bIdle);
+        }
+        assertThat(plan.tokensOf("t1")).as("two thirds of the 60% left, within its 80% limit").isCloseTo(4_000, within(1L));
+        assertThat(plan.tokensOf("t2")).isCloseTo(2_000, within(1L));
     }
 
     @Test
