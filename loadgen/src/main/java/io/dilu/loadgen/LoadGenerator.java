@@ -91,6 +91,17 @@ public final class LoadGenerator {
     }
 
     /**
+     * The latencies of the 2xx answers in the order they ended, from the {@code from}-th on (0 for all): a live view
+     * keeps the count it has read and gets the answers of its latest interval.
+     */
+    public synchronized double[] okLatenciesFrom(int from) {
+        if (dispatcher == null) {
+            throw new IllegalStateException("not started");
+        }
+        return dispatcher.tally().okLatenciesFrom(from);
+    }
+
+    /**
      * Ends the run now and returns its result: requests waiting or in flight count as unanswered, later ones are
      * not sent. The result of a run that had finished already is returned as it was.
      */

@@ -44,6 +44,10 @@ final class Tally {
         failed++;
     }
 
+    synchronized double[] okLatenciesFrom(int from) {
+        return Arrays.copyOfRange(okLatencies, Math.min(from, oks), oks);
+    }
+
     Progress snapshot(double elapsedSeconds) {
         double[] latencies;
         int dueNow;

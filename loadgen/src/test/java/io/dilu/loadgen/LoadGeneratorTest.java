@@ -49,9 +49,15 @@ class LoadGeneratorTest {
     @Test
     void everyRequestOfATraceArrivesAndIsCounted() throws Exception {
         try (TestingInferenceServer server = TestingInferenceServer.answeringAfter(Duration.ofMillis(5))) {
-            LoadResult r = await(start(new RateTrace("small", new double[] {5, 10, 5}), () -> List.of(server.uri()),
-                    LoadSettings.DEFAULTS));
+            LoadGenerator load = start(new RateTrace("small", new double[] {5, 10, 5}), () -> List.of(server.uri()),
+                    LoadSettings.DEFAULTS);
+            LoadResult r = await(load);
             assertThat(r.count()).isEqualTo(20);
+            double[] all = load.okLatenciesFrom(0);
+            assertThat(all).as("a live view's latencies: every 2xx answer").hasSize(20);
+            assertThat(java.util.Arrays.stream(all).min().orElseThrow()).isPositive();
+            assertThat(load.okLatenciesFrom(15)).as("those after the 15 read already").hasSize(5);
+            assertThat(load.okLatenciesFrom(25)).isEmpty();
             assertThat(r.failures()).isZero();
             assertThat(server.received()).isEqualTo(20);
             assertThat(r.requests()).extracting(RequestRecord::second).containsOnly(0, 1, 2)

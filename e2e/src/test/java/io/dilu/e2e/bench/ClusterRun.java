@@ -1,6 +1,7 @@
 package io.dilu.e2e.bench;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.e2e.cluster.ServingFunction;
 import io.dilu.e2e.bench.CoScalingClusterBench.Function;
 import io.dilu.e2e.bench.CoScalingClusterBench.Measured;
 import io.dilu.loadgen.LoadGenerator;
@@ -12,12 +13,10 @@ import io.dilu.simulator.coscaling.CoScalingPolicy;
 import io.dilu.simulator.coscaling.KpaPolicy;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
-import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
@@ -110,55 +109,27 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         client.pods().inNamespace(ns).resource(new PodBuilder().withNewMetadata().withName("train")
                 .addToLabels("app", "train").endMetadata()
                 .withNewSpec().withTerminationGracePeriodSeconds(1L)
-                .withContainers(gpu("worker", 40, 8192, train, false)).endSpec().build()).serverSideApply();
+                .withContainers(gpu("worker", 40, 8192, train)).endSpec().build()).serverSideApply();
         client.pods().inNamespace(ns).withName("train")
                 .waitUntilCondition(p -> p != null && p.getSpec().getNodeName() != null, 2, TimeUnit.MINUTES);
         for (Function f : functions) {
             int sm = (int) Math.round(f.profile().requestShare() * 100);
-            Container server = gpu("server", sm, 2048, "exec emu-serve --port " + CoScalingClusterBench.SERVE_PORT
-                    + " --stats-port " + CoScalingClusterBench.STATS_PORT + " --load-ms "
-                    + (f.profile().coldStartSeconds() - 1) * 1000 + " " + f.model(), true);
-            Map<String, String> annotations = new LinkedHashMap<>();
-            if (policy.equals("kpa")) {
-                annotations.put(DiluNames.SM_LIMIT, Integer.toString(sm)); // a static share: limit = request
-            }
-            client.apps().deployments().inNamespace(ns).resource(new DeploymentBuilder()
-                    .withNewMetadata().withName(f.name()).endMetadata()
-                    .withNewSpec().withReplicas(1).withNewSelector().addToMatchLabels("app", f.name()).endSelector()
-                    .withNewStrategy().withType("RollingUpdate").endStrategy()
-                    .withNewTemplate().withNewMetadata().addToLabels("app", f.name())
-                    // what Knative puts on a revision's pods: the webhook treats them as serving (SLO) instances, the
-                    // autoscaler finds them by revision
-                    .addToLabels("serving.knative.dev/service", f.name())
-                    .addToLabels("serving.knative.dev/revision", f.name()).addToAnnotations(annotations).endMetadata()
-                    .withNewSpec().withTerminationGracePeriodSeconds(1L).withContainers(server).endSpec()
-                    .endTemplate().endSpec().build()).serverSideApply();
+            Map<String, String> annotations = policy.equals("kpa")
+                    ? Map.of(DiluNames.SM_LIMIT, Integer.toString(sm)) // a static share: limit = request
+                    : Map.of();
+            ServingFunction.deploy(client, ns, f.name(), 1, sm, 2048, annotations,
+                    "--load-ms " + (f.profile().coldStartSeconds() - 1) * 1000 + " " + f.model());
             if (policy.equals("dilu")) {
-                client.genericKubernetesResources(CoScalingClusterBench.PA).inNamespace(ns)
-                        .resource(new GenericKubernetesResourceBuilder()
-                                .withApiVersion("autoscaling.internal.knative.dev/v1alpha1").withKind("PodAutoscaler")
-                                .withNewMetadata().withName(f.name()).withNamespace(ns)
-                                .withAnnotations(Map.of("autoscaling.knative.dev/class", CoScalingClusterBench.PA_CLASS,
-                                        "dilu.io/serving-rps", Double.toString(f.profile().rpsAtRequest()),
-                                        "dilu.io/serving-rps-at-limit", Double.toString(f.profile().rpsAtLimit())))
-                                .endMetadata()
-                                .addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
-                                        Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", f.name())))
-                                .build()).serverSideApply();
+                ServingFunction.autoscale(client, ns, f.name(), f.profile().rpsAtRequest(), f.profile().rpsAtLimit());
             }
         }
     }
 
-    private static Container gpu(String name, int sm, int memoryMib, String script, boolean serving) {
-        ContainerBuilder c = new ContainerBuilder().withName(name).withImage("dilu.local/workload:0.1.0")
+    private static Container gpu(String name, int sm, int memoryMib, String script) {
+        return new ContainerBuilder().withName(name).withImage("dilu.local/workload:0.1.0")
                 .withImagePullPolicy("Never").withCommand("/bin/sh", "-c", script).withNewResources()
                 .addToLimits(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)))
-                .addToLimits(DiluNames.GPU_MEMORY, new Quantity(Integer.toString(memoryMib))).endResources();
-        if (serving) {
-            c.withNewReadinessProbe().withNewHttpGet().withPath("/healthz").withNewPort(CoScalingClusterBench.SERVE_PORT)
-                    .endHttpGet().withPeriodSeconds(1).withFailureThreshold(1).endReadinessProbe();
-        }
-        return c.build();
+                .addToLimits(DiluNames.GPU_MEMORY, new Quantity(Integer.toString(memoryMib))).endResources().build();
     }
 
     /** The pods of the functions, as the informer delivers them: their life, and each function's ready addresses. */
@@ -182,7 +153,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         }
 
         private void seen(Pod p) {
-            String function = p.getMetadata().getLabels().get("serving.knative.dev/revision");
+            String function = p.getMetadata().getLabels().get(ServingFunction.REVISION_LABEL);
             if (function == null) {
                 return;
             }
@@ -202,11 +173,11 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
     private List<URI> readyTargets(SharedIndexInformer<Pod> informer, String function) {
         List<URI> out = new ArrayList<>();
         for (Pod p : informer.getStore().list()) {
-            if (function.equals(p.getMetadata().getLabels().get("serving.knative.dev/revision"))
+            if (function.equals(p.getMetadata().getLabels().get(ServingFunction.REVISION_LABEL))
                     && p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
                     && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
                             .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()))) {
-                out.add(URI.create("http://" + p.getStatus().getPodIP() + ":" + CoScalingClusterBench.SERVE_PORT));
+                out.add(URI.create("http://" + p.getStatus().getPodIP() + ":" + ServingFunction.SERVE_PORT));
             }
         }
         return out;

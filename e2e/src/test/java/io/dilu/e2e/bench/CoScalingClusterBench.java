@@ -8,12 +8,9 @@ import io.dilu.simulator.coscaling.CoScalingReport;
 import io.dilu.simulator.coscaling.CoScalingSimulation;
 import io.dilu.simulator.coscaling.FunctionProfile;
 import io.dilu.simulator.coscaling.RatePatterns;
-import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
-import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -22,7 +19,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 /**
  * {@code ./dilu bench coscaling-cluster}: the co-scaling experiment of the simulator, on the local cluster (2
@@ -45,14 +41,6 @@ import java.util.concurrent.TimeUnit;
  * <p>Usage: {@code CoScalingClusterBench REPO_ROOT [--seconds N] [--seed S]}.
  */
 public final class CoScalingClusterBench {
-
-    static final String PA_CLASS = "co-scaling.dilu.io";
-    static final ResourceDefinitionContext PA = new ResourceDefinitionContext.Builder()
-            .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withPlural("podautoscalers")
-            .withKind("PodAutoscaler").withNamespaced(true).build();
-    static final int SERVE_PORT = 8080;
-    /** Where the autoscaler scrapes queue-proxy's Stat (its {@code queue-proxy-port}, 9090 as Knative's). */
-    static final int STATS_PORT = 9090;
 
     /**
      * One function of the experiment: its traffic, its profile (what the emulated model serves at its SM request
@@ -97,7 +85,6 @@ public final class CoScalingClusterBench {
         run(cluster.toString(), "up", "--nodes", "2");
         try (KubernetesClient client = new KubernetesClientBuilder()
                 .withConfig(Config.fromKubeconfig(Files.readString(dir.resolve("admin.kubeconfig")))).build()) {
-            installKnativeCrds(client);
             Map<String, Map<String, Measured>> runs = new LinkedHashMap<>();
             for (String policy : policies) {
                 runs.put(policy, new ClusterRun(client, policy, functions, seconds, out).call());
@@ -125,19 +112,6 @@ public final class CoScalingClusterBench {
 
     static FunctionProfile profile(String name) {
         return new FunctionProfile(name, 0.2, 0.05, 40, 80, 0.2, 0.4, 200, 8);
-    }
-
-    static void installKnativeCrds(KubernetesClient client) throws Exception {
-        for (String crd : List.of("podautoscalers.autoscaling.internal.knative.dev.yaml",
-                "serverlessservices.networking.internal.knative.dev.yaml")) {
-            try (InputStream in = CoScalingClusterBench.class.getResourceAsStream("/knative-crds/" + crd)) {
-                CustomResourceDefinition d = client.apiextensions().v1().customResourceDefinitions().load(in).item();
-                client.apiextensions().v1().customResourceDefinitions().resource(d).serverSideApply();
-                client.apiextensions().v1().customResourceDefinitions().withName(d.getMetadata().getName())
-                        .waitUntilCondition(c -> c != null && c.getStatus() != null && c.getStatus().getConditions().stream()
-                                .anyMatch(k -> "Established".equals(k.getType()) && "True".equals(k.getStatus())), 1, TimeUnit.MINUTES);
-            }
-        }
     }
 
     static int bounded(String option, String text, int min, int max) {
@@ -174,8 +148,9 @@ public final class CoScalingClusterBench {
             FunctionProfile p = f.profile();
             FunctionProfile measured = new FunctionProfile(p.name(), p.sloSeconds(), p.serviceSeconds(), p.rpsAtRequest(),
                     p.rpsAtLimit(), p.requestShare(), p.limitShare(), p.rpsAtWholeGpu(), (int) Math.round(coldStart));
-            // As measured: the traffic starts once each function has its first instance ready.
-            sim.put(f.name(), CoScalingSimulation.run(f.trace(), measured, new DiluPolicy(measured), 1));
+            // As measured: the traffic starts once each function has its first instance ready, and the autoscaler runs
+            // as the local cluster installs it, in the chart's default mode (alongside Knative's: never below one).
+            sim.put(f.name(), CoScalingSimulation.run(f.trace(), measured, DiluPolicy.alongside(measured), 1));
             simKpa.put(f.name(), CoScalingSimulation.run(f.trace(), measured, KpaPolicy.kpa(measured), 1));
         }
         System.out.printf(Locale.ROOT, "%nco-scaling on the local cluster (emulated GPUs), %d s per run; SLO %.0f ms%n",

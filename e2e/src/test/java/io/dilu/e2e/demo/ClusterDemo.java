@@ -2,6 +2,14 @@ package io.dilu.e2e.demo;
 
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.e2e.cluster.ServingFunction;
+import io.dilu.loadgen.LoadGenerator;
+import io.dilu.loadgen.LoadResult;
+import io.dilu.loadgen.LoadSettings;
+import io.dilu.loadgen.Outcome;
+import io.dilu.loadgen.Progress;
+import io.dilu.loadgen.RateTrace;
+import io.dilu.loadgen.RequestRecord;
 import io.dilu.testing.MetricsPage;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
@@ -9,7 +17,6 @@ import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -29,22 +36,26 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.DoubleUnaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * {@code ./dilu demo} on the local cluster ({@code ./dilu cluster up}): Dilu installed by its manifests, two
- * inference functions (one of them bursty) and a two-worker training job deployed as a user would, a minute of
- * load sent to the inference servers, and what happens on every GPU shown live from the node agents' metrics
- * and the load's own latencies; then a summary. All GPUs are emulated: the figures are emulated figures.
+ * inference functions and a two-worker training job deployed as a user would — one function scaled by Dilu's
+ * autoscaler through a PodAutoscaler of its class — two minutes of load sent to the inference servers, and what
+ * happens on every GPU and to the scaled function shown live from the node agents' metrics, the API server and
+ * the load's own latencies; then a summary. All GPUs are emulated: the figures are emulated figures.
  *
- * <p>Usage: {@code ClusterDemo [--seconds N]} (N in 10..3600, default 60).
+ * <p>Usage: {@code ClusterDemo [--seconds N]} (N in 10..3600, default 120; the load's story repeats every 120 s).
  */
 public final class ClusterDemo {
 
@@ -52,14 +63,28 @@ public final class ClusterDemo {
     static final Path DIR = Path.of(System.getProperty("dilu.cluster.dir", "/var/lib/dilu-cluster"));
     /** An emulated A100's tokens per second: 108 SMs × (5 ms / 100 µs blocks) per 5 ms period. */
     static final double GPU_BLOCKS_PER_SECOND = 5_400 / 0.005;
-    static final int SERVE_PORT = 8080;
-    static final double SLO_MS = 100;
+    /** One story of the scaled function's load, repeated: see {@link #scaledRate}. */
+    static final int STORY_SECONDS = 120;
 
-    /** An inference function: replicas of the emulated server, and the load it gets. */
-    record Inference(String name, int replicas, int sm, int memoryMib, String model, double baseRps, double burstRps) {}
+    /**
+     * An inference function: its emulated model, its SLO, its replicas (the initial ones when Dilu's autoscaler
+     * scales it, with the rates one instance serves at its SM request and limit), and the load it gets.
+     */
+    record Inference(String name, int replicas, int sm, int memoryMib, double sloMs, String model, boolean scaled,
+            double rpsAtRequest, double rpsAtLimit, DoubleUnaryOperator rps) {}
+
+    /**
+     * The scaled function's load at {@code t} seconds: 24 rps (below what one instance serves at its request),
+     * a burst to 64 rps at 20–30 s (beyond its request, within its limit: vertical scaling's), a burst to 160 rps
+     * at 45–60 s (twice what one instance serves at its limit: the autoscaler's), then 24 rps again.
+     */
+    static double scaledRate(double t) {
+        double s = t % STORY_SECONDS;
+        return s >= 20 && s < 30 ? 64 : s >= 45 && s < 60 ? 160 : 24;
+    }
 
     public static void main(String[] args) throws Exception {
-        int seconds = 60;
+        int seconds = STORY_SECONDS;
         for (int i = 0; i < args.length; i++) {
             if (args[i].equals("--seconds") && i + 1 < args.length) {
                 seconds = parseSeconds(args[++i]);
@@ -68,18 +93,19 @@ public final class ClusterDemo {
             }
         }
         List<Inference> functions = List.of(
-                new Inference("resnet50", 2, 30, 4096, "--batch 8 --max-wait-ms 5 --kernels 20 --blocks 216 --block-us 100",
-                        30, 150),
-                new Inference("bert-base", 2, 20, 3072, "--batch 4 --max-wait-ms 5 --kernels 12 --blocks 108 --block-us 100",
-                        40, 40));
+                // 40 rps at its 20% SM request (a batch of 2: ten kernels of 1,080 blocks of 100 µs, 50 ms at 20%), 80
+                // at its 40% limit, as in ./dilu bench coscaling-cluster
+                new Inference("bert-large", 1, 20, 2048, 200, "--batch 2 --max-wait-ms 5 --kernels 10 --blocks 1080 --block-us 100",
+                        true, 40, 80, ClusterDemo::scaledRate),
+                new Inference("bert-base", 2, 20, 3072, 100, "--batch 4 --max-wait-ms 5 --kernels 12 --blocks 108 --block-us 100",
+                        false, 0, 0, t -> 40));
         try (KubernetesClient client = new KubernetesClientBuilder()
                 .withConfig(Config.fromKubeconfig(Files.readString(DIR.resolve("admin.kubeconfig")))).build()) {
             deploy(client, functions);
             List<Pod> pods = awaitRunning(client, functions.stream().mapToInt(Inference::replicas).sum() + 1);
             printPlacement(pods);
-            Map<String, List<String>> endpoints = endpoints(pods, functions);
-            awaitServing(endpoints);
-            run(functions, endpoints, seconds);
+            awaitServing(client, functions);
+            run(client, functions, seconds);
         }
     }
 
@@ -99,7 +125,8 @@ public final class ClusterDemo {
 
     static void deploy(KubernetesClient client, List<Inference> functions) {
         System.out.println("demo: deploying into namespace " + NS + ": " + functions.stream()
-                .map(f -> f.name() + " ×" + f.replicas()).toList() + " (inference, emu-serve) beside gpt2-train (training, 2 workers, placed first)");
+                .map(f -> f.name() + (f.scaled() ? " (scaled by Dilu's autoscaler, from 1)" : " ×" + f.replicas())).toList()
+                + " (inference, emu-serve) beside gpt2-train (training, 2 workers, placed first)");
         client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS)
                 .addToLabels(DiluNames.WEBHOOK_LABEL, DiluNames.WEBHOOK_ENABLED).addToLabels("dilu.io/allow-slo", "true")
                 .endMetadata().build()).serverSideApply();
@@ -114,16 +141,10 @@ public final class ClusterDemo {
         client.pods().inNamespace(NS).withName("gpt2-train")
                 .waitUntilCondition(p -> p != null && p.getSpec().getNodeName() != null, 2, TimeUnit.MINUTES);
         for (Inference f : functions) {
-            Container server = gpuContainer("server", f.sm(), f.memoryMib(),
-                    "exec emu-serve --port " + SERVE_PORT + " " + f.model());
-            client.apps().deployments().inNamespace(NS).resource(new DeploymentBuilder()
-                    .withNewMetadata().withName(f.name()).endMetadata()
-                    .withNewSpec().withReplicas(f.replicas()).withNewSelector().addToMatchLabels("app", f.name()).endSelector()
-                    .withNewTemplate().withNewMetadata().addToLabels("app", f.name())
-                    // what Knative puts on a revision's pods: the webhook treats them as serving (SLO) instances
-                    .addToLabels("serving.knative.dev/service", f.name()).endMetadata()
-                    .withNewSpec().withTerminationGracePeriodSeconds(1L).withContainers(server).endSpec()
-                    .endTemplate().endSpec().build()).serverSideApply();
+            ServingFunction.deploy(client, NS, f.name(), f.replicas(), f.sm(), f.memoryMib(), Map.of(), f.model());
+            if (f.scaled()) {
+                ServingFunction.autoscale(client, NS, f.name(), f.rpsAtRequest(), f.rpsAtLimit());
+            }
         }
     }
 
@@ -183,29 +204,21 @@ public final class ClusterDemo {
                 byGpu.values().stream().mapToInt(List::size).sum(), byGpu.size(), byGpu.values().stream().mapToInt(List::size).sum());
     }
 
-    static Map<String, List<String>> endpoints(List<Pod> pods, List<Inference> functions) {
-        Map<String, List<String>> out = new HashMap<>();
-        for (Inference f : functions) {
-            out.put(f.name(), pods.stream().filter(p -> f.name().equals(p.getMetadata().getLabels().get("app")))
-                    .map(p -> "http://" + p.getStatus().getPodIP() + ":" + SERVE_PORT).toList());
-        }
-        return out;
+    /** The function's ready pods, as the API server has them: where its requests may go. */
+    static List<URI> readyTargets(KubernetesClient client, String function) {
+        return client.pods().inNamespace(NS).withLabel("app", function).list().getItems().stream()
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
+                        && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
+                                .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())))
+                .map(p -> URI.create("http://" + p.getStatus().getPodIP() + ":" + ServingFunction.SERVE_PORT)).toList();
     }
 
-    static void awaitServing(Map<String, List<String>> endpoints) throws InterruptedException {
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-        for (String base : endpoints.values().stream().flatMap(List::stream).toList()) {
-            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
-            while (true) {
-                try {
-                    if (http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).timeout(Duration.ofSeconds(2)).build(),
-                            HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
-                        break;
-                    }
-                } catch (IOException e) {
-                    if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException(base + " does not answer: " + e.getMessage(), e);
-                    }
+    static void awaitServing(KubernetesClient client, List<Inference> functions) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        for (Inference f : functions) {
+            while (readyTargets(client, f.name()).size() < f.replicas()) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException(f.name() + " has no " + f.replicas() + " ready pods after 2 minutes");
                 }
                 Thread.sleep(500);
             }
@@ -214,94 +227,111 @@ public final class ClusterDemo {
 
     // ---- the load, and the live view ----
 
-    /** Latencies of the requests answered in the current view interval, and the whole run, per function. */
-    static final class Latencies {
-        final ConcurrentLinkedQueue<Double> interval = new ConcurrentLinkedQueue<>();
-        final ConcurrentLinkedQueue<Double> all = new ConcurrentLinkedQueue<>();
-        final AtomicLong sent = new AtomicLong();
-        final AtomicLong failed = new AtomicLong();
-        final AtomicInteger inFlight = new AtomicInteger();
+    /**
+     * As {@code ./dilu bench coscaling-cluster} loads its functions: at most 64 requests of a function in flight, the
+     * rest waiting in the generator's FIFO with their wait counted (as Knative's activator buffers), so that a backlog
+     * does not pass emu-serve's cap on connections.
+     */
+    static final LoadSettings SETTINGS = new LoadSettings(Duration.ofSeconds(30), 64, 100_000);
 
-        double[] drainInterval() {
-            List<Double> out = new ArrayList<>();
-            for (Double d; (d = interval.poll()) != null; ) {
-                out.add(d);
-            }
-            return out.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    /** A function's pods as the API server shows them each second: where its load goes, and the scaling story. */
+    static final class Pods {
+        final AtomicReference<List<URI>> ready = new AtomicReference<>(List.of());
+        /** Per second of the run: pods that exist (starting or ready), and ready ones. */
+        final int[] total;
+        final int[] readyCount;
+        final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
+        volatile int last = -1;
+
+        Pods(int seconds) {
+            total = new int[seconds];
+            readyCount = new int[seconds];
         }
     }
 
-    static void run(List<Inference> functions, Map<String, List<String>> endpoints, int seconds) throws Exception {
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
-                .executor(Executors.newFixedThreadPool(4)).build();
-        Map<String, Latencies> latencies = new TreeMap<>();
-        functions.forEach(f -> latencies.put(f.name(), new Latencies()));
-        ScheduledExecutorService load = Executors.newScheduledThreadPool(functions.size());
-        long start = System.nanoTime();
-        Random random = new Random(42);
+    static void run(KubernetesClient client, List<Inference> functions, int seconds) throws Exception {
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(2)).build();
+        Map<String, Pods> pods = new TreeMap<>();
+        Map<String, LoadGenerator> load = new TreeMap<>();
         for (Inference f : functions) {
-            Latencies l = latencies.get(f.name());
-            List<String> targets = endpoints.get(f.name());
-            AtomicLong next = new AtomicLong();
-            // Poisson arrivals at the function's rate: its base rate, or the burst rate for 5 s of every 20 s.
-            load.scheduleAtFixedRate(() -> {
-                double t = (System.nanoTime() - start) / 1e9;
-                double rate = (t % 20) >= 10 && (t % 20) < 15 ? f.burstRps() : f.baseRps();
-                int n = poisson(random, rate * 0.01);
-                for (int i = 0; i < n; i++) {
-                    if (l.inFlight.get() >= 512) {
-                        l.failed.incrementAndGet(); // the client's own bound: counted as a failed request
-                        continue;
-                    }
-                    String target = targets.get((int) (next.getAndIncrement() % targets.size()));
-                    long sentAt = System.nanoTime();
-                    l.sent.incrementAndGet();
-                    l.inFlight.incrementAndGet();
-                    http.sendAsync(HttpRequest.newBuilder(URI.create(target + "/infer")).timeout(Duration.ofSeconds(10))
-                                    .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding())
-                            .whenComplete((r, e) -> {
-                                l.inFlight.decrementAndGet();
-                                if (e != null || r.statusCode() != 200) {
-                                    l.failed.incrementAndGet();
-                                } else {
-                                    double ms = (System.nanoTime() - sentAt) / 1e6;
-                                    l.interval.add(ms);
-                                    l.all.add(ms);
-                                }
-                            });
-                }
-            }, 0, 10, TimeUnit.MILLISECONDS);
+            Pods p = new Pods(seconds);
+            p.ready.set(readyTargets(client, f.name()));
+            pods.put(f.name(), p);
+            double[] rps = new double[seconds];
+            for (int t = 0; t < seconds; t++) {
+                rps[t] = f.rps().applyAsDouble(t);
+            }
+            load.put(f.name(), new LoadGenerator(new RateTrace(f.name(), rps), f.name().hashCode(), p.ready::get, http,
+                    SETTINGS, System::nanoTime));
         }
-        System.out.printf("%ndemo: %d s of load: resnet50 %.0f rps with bursts to %.0f rps (5 s of every 20 s), bert-base"
-                + " %.0f rps steady; the view refreshes every 5 s (EMULATED GPUs)%n", seconds, functions.get(0).baseRps(),
-                functions.get(0).burstRps(), functions.get(1).baseRps());
+        ScheduledExecutorService poller = Executors.newSingleThreadScheduledExecutor();
+        long start = System.nanoTime();
+        // Each second: the functions' pods, from the API server (a pod gets requests once it is Ready, as behind
+        // Knative's activator), and the scaled function's story.
+        poller.scheduleAtFixedRate(() -> {
+            int t = (int) ((System.nanoTime() - start) / 1_000_000_000L);
+            for (Inference f : functions) {
+                Pods p = pods.get(f.name());
+                try {
+                    int all = (int) client.pods().inNamespace(NS).withLabel("app", f.name()).list().getItems().stream()
+                            .filter(x -> x.getMetadata().getDeletionTimestamp() == null).count();
+                    List<URI> ready = readyTargets(client, f.name());
+                    p.ready.set(ready);
+                    if (t < seconds) {
+                        p.total[t] = all;
+                        p.readyCount[t] = ready.size();
+                    }
+                    if (p.last >= 0 && all != p.last) {
+                        p.events.add(String.format(Locale.ROOT, "t=%d s: %s %d → %d pods (%.0f rps offered)", t, f.name(),
+                                p.last, all, f.rps().applyAsDouble(t)));
+                    }
+                    p.last = all;
+                } catch (RuntimeException e) {
+                    // the API server busy for a second: the next second reads it again
+                }
+            }
+        }, 0, 1, TimeUnit.SECONDS);
+        load.values().forEach(LoadGenerator::start);
+        Inference scaled = functions.getFirst();
+        System.out.printf(Locale.ROOT, "%ndemo: %d s of load (EMULATED GPUs), the view refreshes every 5 s:%n"
+                        + "  %s, scaled by Dilu's autoscaler (%.0f rps per instance at its %d%% SM request, %.0f at its %d%%"
+                        + " limit): 24 rps; at t=20–30 s a burst to 64 rps, beyond its request and within its limit, which"
+                        + " vertical scaling absorbs (its grant rises, no new pod); at t=45–60 s a burst to 160 rps, beyond"
+                        + " its limit, which the autoscaler scales out at once; then 24 rps, and it scales back in lazily,"
+                        + " once 30 s of the last 40 need fewer pods%n"
+                        + "  bert-base: 40 rps steady on 2 pods%n"
+                        + "  KLC ms is an instance's kernel launch cycle: from its first kernel launch to the synchronisation"
+                        + " that ends it (one batch, for an inference server). The node agent's token manager compares it"
+                        + " with the instance's best: stretched beyond 1.6× that, the GPU is in EMERGENCY and best-effort"
+                        + " neighbours shrink; every 5 ms it re-divides each GPU's thread blocks (grant %%)%n",
+                seconds, scaled.name(), scaled.rpsAtRequest(), scaled.sm(), scaled.rpsAtLimit(), 2 * scaled.sm());
         Map<String, Double> previous = scrape();
         long previousAt = System.nanoTime();
-        Map<String, double[]> blockShares = new TreeMap<>();
+        Shares shares = new Shares();
+        Map<String, Integer> read = new HashMap<>();
         while (System.nanoTime() - start < seconds * 1_000_000_000L) {
             Thread.sleep(5_000);
             Map<String, Double> now = scrape();
             long nowAt = System.nanoTime();
-            view((nowAt - start) / 1e9, previous, now, (nowAt - previousAt) / 1e9, latencies, blockShares);
+            Map<String, double[]> interval = new HashMap<>();
+            for (var e : load.entrySet()) {
+                double[] latencies = e.getValue().okLatenciesFrom(read.getOrDefault(e.getKey(), 0));
+                read.merge(e.getKey(), latencies.length, Integer::sum);
+                Arrays.sort(latencies);
+                interval.put(e.getKey(), latencies);
+            }
+            view((nowAt - start) / 1e9, previous, now, (nowAt - previousAt) / 1e9, functions, load, interval, pods, shares);
             previous = now;
             previousAt = nowAt;
         }
-        load.shutdownNow();
-        summary(latencies, blockShares);
-        http.executor().ifPresent(e -> ((java.util.concurrent.ExecutorService) e).shutdownNow());
-    }
-
-    static int poisson(Random random, double mean) {
-        int n = 0;
-        double p = Math.exp(-mean);
-        double s = p;
-        double u = random.nextDouble();
-        while (u > s) {
-            n++;
-            p *= mean / n;
-            s += p;
+        Map<String, LoadResult> results = new TreeMap<>();
+        for (var e : load.entrySet()) {
+            results.put(e.getKey(), e.getValue().finished().get(2, TimeUnit.MINUTES));
         }
-        return n;
+        poller.shutdownNow();
+        summary(client, functions, results, pods, shares, seconds);
+        http.shutdownNow();
     }
 
     private static final Pattern SAMPLE = Pattern.compile("^(dilu_[a-z_]+)\\{([^}]*)} ([0-9.eE+-]+)$", Pattern.MULTILINE);
@@ -336,14 +366,23 @@ public final class ClusterDemo {
         return out;
     }
 
-    static void view(double t, Map<String, Double> before, Map<String, Double> now, double dt,
-            Map<String, Latencies> latencies, Map<String, double[]> blockShares) {
-        Map<String, double[]> p95 = new HashMap<>();
-        latencies.forEach((f, l) -> p95.put(f, l.drainInterval()));
+    /** What the views saw: each training worker's share and its GPU's, and the scaled function's largest grant. */
+    static final class Shares {
+        /** Per training container: Σ its blocks %, Σ its GPU's blocks % (all instances), views. */
+        final Map<String, double[]> workers = new TreeMap<>();
+        /** Per view: its time and the largest grant % of one of the scaled function's pods. */
+        final List<double[]> scaledGrant = new ArrayList<>();
+    }
+
+    static void view(double t, Map<String, Double> before, Map<String, Double> now, double dt, List<Inference> functions,
+            Map<String, LoadGenerator> load, Map<String, double[]> p95, Map<String, Pods> pods, Shares shares) {
         StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "%n--- t=%.0f s (emulated GPUs) ---%n", t));
         out.append(String.format(Locale.ROOT, "  %-34s %-30s %8s %9s %8s %8s%n", "node / GPU", "instance", "grant %",
                 "blocks %", "KLC ms", "p95 ms"));
         Map<String, List<String>> byGpu = new TreeMap<>();
+        Map<String, Double> gpuBusy = new HashMap<>();
+        Map<String, Double> workerBlocks = new HashMap<>();
+        double scaledGrant = 0;
         for (var e : now.entrySet()) {
             String[] k = e.getKey().split("\\|", -1);
             if (!k[0].equals("dilu_container_tokens_granted_total") || !k[3].startsWith(NS + "/")) {
@@ -354,23 +393,42 @@ public final class ClusterDemo {
             double blocks = rate(before, now, "dilu_container_blocks_launched_total" + suffix, dt) / GPU_BLOCKS_PER_SECOND * 100;
             double klc = now.getOrDefault("dilu_container_klc_seconds" + suffix, 0.0) * 1000;
             String pod = k[3].split("/")[1];
-            String function = latencies.keySet().stream().filter(pod::startsWith).findFirst().orElse("");
-            double[] lat = p95.getOrDefault(function, new double[0]);
-            double[] share = blockShares.computeIfAbsent(function.isEmpty() ? "gpt2-train" : function, x -> new double[2]);
-            share[0] += blocks;
-            share[1]++;
+            String container = k[3].split("/")[2];
+            String function = load.keySet().stream().filter(pod::startsWith).findFirst().orElse("");
             String gpu = k[1] + " " + k[2].substring(Math.max(0, k[2].length() - 22));
+            gpuBusy.merge(gpu, blocks, Double::sum);
+            if (function.isEmpty()) {
+                workerBlocks.put(pod + "/" + container + "|" + gpu, blocks);
+            } else if (function.equals(functions.getFirst().name())) {
+                scaledGrant = Math.max(scaledGrant, grant);
+            }
+            double[] lat = p95.getOrDefault(function, new double[0]);
             byGpu.computeIfAbsent(gpu, g -> new ArrayList<>()).add(String.format(Locale.ROOT, "%-30s %8.1f %9.1f %8.2f %8s",
-                    pod.length() > 22 ? pod.substring(0, 22) + "/" + k[3].split("/")[2] : pod + "/" + k[3].split("/")[2],
-                    grant, blocks, klc, lat.length == 0 ? "-" : String.format(Locale.ROOT, "%.1f", percentile(lat, 0.95))));
+                    pod.length() > 22 ? pod.substring(0, 22) + "/" + container : pod + "/" + container,
+                    grant, blocks, klc, lat.length == 0 ? "-" : String.format(Locale.ROOT, "%.1f", 1000 * percentile(lat, 0.95))));
         }
+        workerBlocks.forEach((key, blocks) -> {
+            double[] w = shares.workers.computeIfAbsent(key.substring(0, key.indexOf('|')), x -> new double[3]);
+            w[0] += blocks;
+            w[1] += gpuBusy.get(key.substring(key.indexOf('|') + 1));
+            w[2]++;
+        });
+        shares.scaledGrant.add(new double[] {t, scaledGrant});
         byGpu.forEach((gpu, rows) -> {
             for (int i = 0; i < rows.size(); i++) {
                 out.append(String.format(Locale.ROOT, "  %-34s %s%n", i == 0 ? gpu : "", rows.get(i)));
             }
         });
-        latencies.forEach((f, l) -> out.append(String.format(Locale.ROOT, "  %s: %d answered in the last %.0f s, %d failed so far%n",
-                f, p95.get(f).length, dt, l.failed.get())));
+        for (Inference f : functions) {
+            Progress l = load.get(f.name()).progress();
+            Pods p = pods.get(f.name());
+            out.append(String.format(Locale.ROOT, "  %s: %d pods (%d ready), %.0f rps offered; %d answered in the last %.0f s,"
+                    + " %d waiting, %d failed so far%n", f.name(), Math.max(0, p.last), p.ready.get().size(),
+                    f.rps().applyAsDouble(t - 1), p95.get(f.name()).length, dt, l.buffered(), l.failed()));
+            for (String event; (event = p.events.poll()) != null; ) {
+                out.append("    autoscaler: ").append(event).append('\n');
+            }
+        }
         System.out.print(out);
     }
 
@@ -384,21 +442,101 @@ public final class ClusterDemo {
         return sorted[Math.min(sorted.length - 1, (int) Math.ceil(sorted.length * q) - 1)];
     }
 
-    static void summary(Map<String, Latencies> latencies, Map<String, double[]> blockShares) {
+    static void summary(KubernetesClient client, List<Inference> functions, Map<String, LoadResult> results,
+            Map<String, Pods> pods, Shares shares, int seconds) {
         System.out.println();
-        System.out.println("Summary (emulated GPUs; latencies measured by the load generator, end to end over HTTP):");
-        latencies.forEach((f, l) -> {
-            double[] all = l.all.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-            long over = Arrays.stream(all).filter(ms -> ms > SLO_MS).count();
+        System.out.println("Summary (emulated GPUs; latencies measured by the load generator, end to end over HTTP, waiting"
+                + " included):");
+        for (Inference f : functions) {
+            LoadResult r = results.get(f.name());
             System.out.printf(Locale.ROOT, "  %-10s %6d requests, %d failed; p50 %.1f ms, p95 %.1f ms, p99 %.1f ms;"
-                            + " %.2f%% over %.0f ms%n", f, l.sent.get(), l.failed.get(),
-                    all.length == 0 ? Double.NaN : percentile(all, 0.50), all.length == 0 ? Double.NaN : percentile(all, 0.95),
-                    all.length == 0 ? Double.NaN : percentile(all, 0.99), all.length == 0 ? 0 : 100.0 * over / all.length, SLO_MS);
-        });
-        double[] train = blockShares.getOrDefault("gpt2-train", new double[2]);
-        if (train[1] > 0) {
-            System.out.printf(Locale.ROOT, "  gpt2-train: each worker ran on average at %.1f%% of a GPU's thread-block"
-                    + " capacity (its request: 40%%; it takes what the inference beside it leaves)%n", train[0] / train[1]);
+                            + " %.2f%% late or failed (SLO %.0f ms)%n", f.name(), r.count(), r.failures(),
+                    1000 * r.latencyPercentile(0.50), 1000 * r.latencyPercentile(0.95), 1000 * r.latencyPercentile(0.99),
+                    100 * r.sloViolationRate(f.sloMs() / 1000), f.sloMs());
         }
+        Inference scaled = functions.getFirst();
+        for (String line : story(pods.get(scaled.name()), shares.scaledGrant, seconds, results.get(scaled.name()),
+                scaled.sloMs() / 1000)) {
+            System.out.println("  " + scaled.name() + ": " + line);
+        }
+        Pod train = client.pods().inNamespace(NS).withName("gpt2-train").get();
+        String limit = train == null ? "?" : train.getMetadata().getAnnotations().getOrDefault(DiluNames.SM_LIMIT, "?");
+        shares.workers.forEach((worker, w) -> System.out.printf(Locale.ROOT,
+                "  %s: %.1f%% of a GPU on average (its request 40%%, limit %s%%), on a GPU busy %.1f%% in all%n",
+                worker, w[0] / w[2], limit, w[1] / w[2]));
+        if (!shares.workers.isEmpty()) {
+            System.out.println("  (a best-effort worker runs on what the inference instances beside it leave idle, up to its"
+                    + " limit; while they run, on what they have shown they tolerate, and never on less than their SM"
+                    + " limits leave it: docs/architecture.md, the token manager)");
+        }
+    }
+
+    /**
+     * The scaled function's story in the run, from its pods each second and its largest grant in each view:
+     * what the first burst did to its pods and grant, when the second scaled it out and when it came back in.
+     */
+    static List<String> story(Pods p, List<double[]> grants, int seconds, LoadResult load, double sloSeconds) {
+        List<String> out = new ArrayList<>();
+        if (seconds < 30) {
+            return out;
+        }
+        int peakFirst = maxPods(p.total, 20, Math.min(seconds, 45));
+        double grant = grants.stream().filter(g -> g[0] > 20 && g[0] <= 35).mapToDouble(g -> g[1]).max().orElse(Double.NaN);
+        out.add(String.format(Locale.ROOT, "the burst to 64 rps (t=20–30 s): %s; its largest grant %.1f%% of a GPU",
+                peakFirst <= p.total[Math.min(19, seconds - 1)] ? "absorbed vertically, still " + peakFirst + " pod(s)"
+                        : "scaled out to " + peakFirst + " pods", grant));
+        if (seconds < 60) {
+            return out;
+        }
+        int before = p.total[44];
+        int out1 = -1;
+        for (int t = 45; t < seconds && out1 < 0; t++) {
+            if (p.total[t] > before) {
+                out1 = t;
+            }
+        }
+        if (out1 < 0) {
+            out.add("the burst to 160 rps (t=45–60 s): no scale-out");
+            return out;
+        }
+        int peak = maxPods(p.total, 45, Math.min(seconds, 70));
+        int ready = -1;
+        for (int t = out1; t < seconds && ready < 0; t++) {
+            if (p.readyCount[t] >= peak) {
+                ready = t;
+            }
+        }
+        int back = -1;
+        for (int t = 60; t < Math.min(seconds, STORY_SECONDS) && back < 0; t++) {
+            if (p.total[t] <= before) {
+                back = t;
+            }
+        }
+        out.add(String.format(Locale.ROOT, "the burst to 160 rps (t=45–60 s): scaled out at t=%d s to %d pods%s; %s", out1,
+                peak, ready < 0 ? "" : ", all ready at t=" + ready + " s",
+                back < 0 ? "not yet back to " + before + " when the run ended"
+                        : "back to " + before + " at t=" + back + " s (scale-in waits until 30 of 40 seconds need fewer pods)"));
+        // Where the late requests were: those of the second burst that came before its pods, and the backlog they left.
+        long[] late = new long[2];
+        long[] all = new long[2];
+        for (RequestRecord r : load.requests()) {
+            int phase = r.second() % STORY_SECONDS >= 45 && r.second() % STORY_SECONDS < 75 ? 0 : 1;
+            all[phase]++;
+            if (!(r.outcome() instanceof Outcome.Answered a && a.ok() && a.latencySeconds() <= sloSeconds)) {
+                late[phase]++;
+            }
+        }
+        out.add(String.format(Locale.ROOT, "late or failed: %.1f%% of the requests due at t=45–75 s (the burst before its new"
+                + " pods were ready, and the queue it left), %.2f%% of the others", 100.0 * late[0] / Math.max(1, all[0]),
+                100.0 * late[1] / Math.max(1, all[1])));
+        return out;
+    }
+
+    static int maxPods(int[] pods, int from, int to) {
+        int max = 0;
+        for (int t = from; t < to; t++) {
+            max = Math.max(max, pods[t]);
+        }
+        return max;
     }
 }

@@ -1,0 +1,74 @@
+package io.dilu.e2e.cluster;
+
+import io.dilu.core.contract.DiluNames;
+import io.dilu.e2e.KnativeCrds;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerBuilder;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import java.util.Map;
+
+/**
+ * An inference function on the local cluster as Knative would run it, without Knative: a Deployment whose pods
+ * carry a revision's labels (so the webhook treats them as serving instances and the autoscaler finds them by
+ * revision), an emulated model server ({@code emu-serve}) with a readiness probe and queue-proxy's Stat endpoint,
+ * and, when scaled by Dilu, a PodAutoscaler of Dilu's class naming the rates one instance serves.
+ */
+public final class ServingFunction {
+
+    /** The PodAutoscaler class Dilu's autoscaler handles (its shipped {@code dilu.autoscaler.pa-class}). */
+    public static final String PA_CLASS = "co-scaling.dilu.io";
+    public static final int SERVE_PORT = 8080;
+    /** Where the autoscaler scrapes queue-proxy's Stat (its {@code queue-proxy-port}, 9090 as Knative's). */
+    public static final int STATS_PORT = 9090;
+    public static final String REVISION_LABEL = "serving.knative.dev/revision";
+
+    private ServingFunction() {}
+
+    /**
+     * Applies the function's Deployment at {@code replicas}.
+     *
+     * @param sm the SM request, percent
+     * @param annotations pod annotations (a static share sets {@link DiluNames#SM_LIMIT} to the request)
+     * @param serveArgs emu-serve's model arguments ({@code --batch …}, {@code --load-ms …})
+     */
+    public static void deploy(KubernetesClient client, String ns, String name, int replicas, int sm, int memoryMib,
+            Map<String, String> annotations, String serveArgs) {
+        Container server = new ContainerBuilder().withName("server").withImage("dilu.local/workload:0.1.0")
+                .withImagePullPolicy("Never").withCommand("/bin/sh", "-c", "exec emu-serve --port " + SERVE_PORT
+                        + " --stats-port " + STATS_PORT + " " + serveArgs)
+                .withNewResources()
+                .addToLimits(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)))
+                .addToLimits(DiluNames.GPU_MEMORY, new Quantity(Integer.toString(memoryMib))).endResources()
+                .withNewReadinessProbe().withNewHttpGet().withPath("/healthz").withNewPort(SERVE_PORT).endHttpGet()
+                .withPeriodSeconds(1).withFailureThreshold(1).endReadinessProbe().build();
+        client.apps().deployments().inNamespace(ns).resource(new DeploymentBuilder()
+                .withNewMetadata().withName(name).endMetadata()
+                .withNewSpec().withReplicas(replicas).withNewSelector().addToMatchLabels("app", name).endSelector()
+                .withNewStrategy().withType("RollingUpdate").endStrategy()
+                .withNewTemplate().withNewMetadata().addToLabels("app", name)
+                .addToLabels("serving.knative.dev/service", name).addToLabels(REVISION_LABEL, name)
+                .addToAnnotations(annotations).endMetadata()
+                .withNewSpec().withTerminationGracePeriodSeconds(1L).withContainers(server).endSpec()
+                .endTemplate().endSpec().build()).serverSideApply();
+    }
+
+    /**
+     * Hands the function's Deployment to Dilu's autoscaler: a PodAutoscaler of its class with the rates one
+     * instance serves at its SM request and at its limit (what a GpuFunctionProfile would give it).
+     */
+    public static void autoscale(KubernetesClient client, String ns, String name, double rpsAtRequest, double rpsAtLimit) {
+        client.genericKubernetesResources(KnativeCrds.PA).inNamespace(ns).resource(new GenericKubernetesResourceBuilder()
+                .withApiVersion("autoscaling.internal.knative.dev/v1alpha1").withKind("PodAutoscaler")
+                .withNewMetadata().withName(name).withNamespace(ns)
+                .withAnnotations(Map.of("autoscaling.knative.dev/class", PA_CLASS,
+                        "dilu.io/serving-rps", Double.toString(rpsAtRequest),
+                        "dilu.io/serving-rps-at-limit", Double.toString(rpsAtLimit)))
+                .endMetadata()
+                .addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
+                        Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", name)))
+                .build()).serverSideApply();
+    }
+}
