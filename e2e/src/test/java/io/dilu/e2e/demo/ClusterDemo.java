@@ -482,9 +482,10 @@ public final class ClusterDemo {
         }
         int peakFirst = maxPods(p.total, 20, Math.min(seconds, 45));
         double grant = grants.stream().filter(g -> g[0] > 20 && g[0] <= 35).mapToDouble(g -> g[1]).max().orElse(Double.NaN);
-        out.add(String.format(Locale.ROOT, "the burst to 64 rps (t=20–30 s): %s; its largest grant %.1f%% of a GPU",
+        out.add(String.format(Locale.ROOT, "the burst to 64 rps (t=20–30 s): %s%s",
                 peakFirst <= p.total[Math.min(19, seconds - 1)] ? "absorbed vertically, still " + peakFirst + " pod(s)"
-                        : "scaled out to " + peakFirst + " pods", grant));
+                        : "scaled out to " + peakFirst + " pods",
+                Double.isNaN(grant) ? "" : String.format(Locale.ROOT, "; its largest grant %.1f%% of a GPU", grant)));
         if (seconds < 60) {
             return out;
         }
