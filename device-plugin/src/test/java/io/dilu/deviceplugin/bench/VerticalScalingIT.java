@@ -24,11 +24,12 @@ import org.junit.jupiter.api.io.TempDir;
  * Vertical scaling end to end at the node agent's shipped defaults: a real hook in an emulated inference
  * server and in a training loop sharing one emulated GPU, the real token loop between them. Asserts what the
  * controller did and what the hooks counted (emergencies declared, the best-effort neighbour held below its
- * request, never under its floor, while they last, and within its grant throughout), not latencies, which a busy machine stretches;
+ * request, never under what the inference's limit leaves it, while they last, and within its grant throughout), not latencies, which a busy machine stretches;
  * the latency comparison is {@code ./dilu bench colocation}.
  */
 class VerticalScalingIT {
 
+    private static final double INFERENCE_LIMIT = 0.90;
     private static final Path NATIVE = Path.of(System.getProperty("dilu.native.dir", "../hook-native/target/cmake"));
 
     @TempDir
@@ -55,7 +56,8 @@ class VerticalScalingIT {
         Path arrivalFile = Files.writeString(tmp.resolve("arrivals.txt"), arrivals);
         List<Long> trainingTokensInEmergency = new ArrayList<>();
         try (TokenManager manager = new TokenManager(1, params, ColocationBench.shippedRefillSteps(), InstantSource.system(), 1024)) {
-            manager.gpu(0).add(new Tenant("inference", inf, 0, 0.30, 0.60, true));
+            // An inference limit of 90% leaves training 10% of the GPU: room to shrink below its 40% request.
+            manager.gpu(0).add(new Tenant("inference", inf, 0, 0.30, INFERENCE_LIMIT, true));
             manager.gpu(0).add(new Tenant("training", train, 0, 0.40, 0.80, false));
             manager.start();
             Process training = start(train, gpu, NATIVE.resolve("bin/emu-train").toString(), "--seconds", "5",
@@ -93,11 +95,13 @@ class VerticalScalingIT {
         assertThat(inf.klcCount(0)).as("the inference hook reported its launch cycles").isGreaterThan(100);
         long request = (long) (0.40 * params.maxTokens());
         // An emergency holds training at most at its request at once, and below it once the stretched cycle is
-        // counted (a period may see the emergency before the cycle that shrinks it: then exactly the request).
+        // counted (a period may see the emergency before the cycle that shrinks it: then exactly the request), never
+        // below what the inference's limit leaves of the GPU.
+        long room = (long) Math.floor((1 - INFERENCE_LIMIT) * params.maxTokens());
         assertThat(trainingTokensInEmergency).as("training shrinks while inference is hurt")
                 .isNotEmpty().allMatch(t -> t <= request, "at most its request")
                 .anyMatch(t -> t < request)
-                .allMatch(t -> t >= (long) (request * params.floor()), "but keeps its floor");
+                .allMatch(t -> t >= room - 1, "but keeps what the inference's limit leaves");
     }
 
     private Process start(ControlBlock block, Path gpu, String... command) throws Exception {

@@ -242,6 +242,8 @@ public final class ClusterDemo {
         final int[] readyCount;
         final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
         volatile int last = -1;
+        /** Requests due by the previous view (the view's thread only). */
+        int dueBefore;
 
         Pods(int seconds) {
             total = new int[seconds];
@@ -422,9 +424,10 @@ public final class ClusterDemo {
         for (Inference f : functions) {
             Progress l = load.get(f.name()).progress();
             Pods p = pods.get(f.name());
-            out.append(String.format(Locale.ROOT, "  %s: %d pods (%d ready), %.0f rps offered; %d answered in the last %.0f s,"
-                    + " %d waiting, %d failed so far%n", f.name(), Math.max(0, p.last), p.ready.get().size(),
-                    f.rps().applyAsDouble(t - 1), p95.get(f.name()).length, dt, l.buffered(), l.failed()));
+            out.append(String.format(Locale.ROOT, "  %s: %d pods (%d ready); in the last %.0f s %.0f rps due, %d answered;"
+                    + " %d waiting, %d failed so far%n", f.name(), Math.max(0, p.last), p.ready.get().size(), dt,
+                    (l.due() - p.dueBefore) / dt, p95.get(f.name()).length, l.buffered(), l.failed()));
+            p.dueBefore = l.due();
             for (String event; (event = p.events.poll()) != null; ) {
                 out.append("    autoscaler: ").append(event).append('\n');
             }
