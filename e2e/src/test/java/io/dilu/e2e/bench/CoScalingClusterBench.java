@@ -1,7 +1,6 @@
 package io.dilu.e2e.bench;
 
 import io.dilu.loadgen.RateTrace;
-import io.dilu.simulator.coscaling.CoScalingPolicy;
 import io.dilu.simulator.coscaling.DiluPolicy;
 import io.dilu.simulator.coscaling.KpaPolicy;
 import io.dilu.simulator.coscaling.CoScalingReport;
