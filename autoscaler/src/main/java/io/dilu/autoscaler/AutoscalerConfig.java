@@ -1,5 +1,6 @@
 package io.dilu.autoscaler;
 
+import io.dilu.core.contract.DiluNames;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
@@ -14,7 +15,7 @@ public interface AutoscalerConfig {
     boolean enabled();
 
     /** The PodAutoscaler class this autoscaler claims. */
-    @WithDefault("co-scaling.dilu.io")
+    @WithDefault(DiluNames.AUTOSCALER_CLASS)
     String paClass();
 
     /** How often queue-proxies are scraped and decisions made: one sample of the window per tick. */

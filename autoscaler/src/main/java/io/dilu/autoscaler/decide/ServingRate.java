@@ -1,5 +1,6 @@
 package io.dilu.autoscaler.decide;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.quota.FieldError;
 import io.dilu.kube.profile.ProfileSettings;
 import java.util.List;
@@ -19,13 +20,10 @@ import java.util.function.Function;
  *
  * <p>Beside it, what one instance serves at its SM limit ({@link Rate#rpsAtLimit}), when the profile measured it
  * ({@code servingThroughputRpsAtLimit}): how much of a burst vertical scaling can take before another instance is
- * needed. Only made available here; the scaling decision does not read it yet.
+ * needed: the burst guard's threshold ({@link RevisionScaler}).
  */
 public final class ServingRate {
 
-    public static final String ANNOTATION = "dilu.io/serving-rps";
-    /** With {@link #ANNOTATION}: what one instance serves at its SM limit, for the burst guard. */
-    public static final String ANNOTATION_AT_LIMIT = "dilu.io/serving-rps-at-limit";
     public static final String METRIC = "autoscaling.knative.dev/metric";
     public static final String TARGET = "autoscaling.knative.dev/target";
     public static final String TARGET_UTILIZATION = "autoscaling.knative.dev/target-utilization-percentage";
@@ -33,8 +31,6 @@ public final class ServingRate {
     static final double DEFAULT_UTILIZATION_PERCENT = 70;
     /** Knative's smallest target ({@code autoscaling.knative.dev/target} must be at least 0.01). */
     static final double MIN_TARGET = 0.01;
-    static final String PROFILE = "dilu.io/profile";
-    static final String FUNCTION = "dilu.io/function";
     static final String SERVICE_LABEL = "serving.knative.dev/service";
 
     private ServingRate() {}
@@ -65,18 +61,20 @@ public final class ServingRate {
     public static Rate of(Map<String, String> annotations, Map<String, String> labels,
             Function<String, Optional<ProfileSettings>> byName, Function<String, Optional<ProfileSettings>> byFunction,
             double fallback, List<FieldError> problems) {
-        Optional<Double> annotated = number(annotations, ANNOTATION, Double.MIN_VALUE, Double.MAX_VALUE, "a number > 0", problems);
-        Optional<ProfileSettings> profile = Optional.ofNullable(annotations.get(PROFILE)).flatMap(byName);
+        Optional<Double> annotated = number(annotations, DiluNames.SERVING_RPS, Double.MIN_VALUE, Double.MAX_VALUE,
+                "a number > 0", problems);
+        Optional<ProfileSettings> profile = Optional.ofNullable(annotations.get(DiluNames.PROFILE)).flatMap(byName);
         if (profile.isEmpty()) {
-            String function = Optional.ofNullable(annotations.get(FUNCTION)).orElse(labels.get(SERVICE_LABEL));
+            String function = Optional.ofNullable(annotations.get(DiluNames.FUNCTION))
+                    .orElse(labels.get(SERVICE_LABEL));
             profile = function == null ? Optional.empty() : byFunction.apply(function);
         }
         double headroom = profile.map(ServingRate::headroom).orElse(Double.NaN);
         if (annotated.isPresent()) {
             // Dilu's own override at the limit too, when given (at least the rate at the request).
-            Optional<Double> atLimit = number(annotations, ANNOTATION_AT_LIMIT, annotated.get(), Double.MAX_VALUE,
-                    "a number >= " + ANNOTATION + " (" + annotated.get() + ")", problems);
-            return new Rate(annotated.get(), ANNOTATION, atLimit.orElse(annotated.get() * headroom));
+            Optional<Double> atLimit = number(annotations, DiluNames.SERVING_RPS_AT_LIMIT, annotated.get(), Double.MAX_VALUE,
+                    "a number >= " + DiluNames.SERVING_RPS + " (" + annotated.get() + ")", problems);
+            return new Rate(annotated.get(), DiluNames.SERVING_RPS, atLimit.orElse(annotated.get() * headroom));
         }
         Optional<Rate> knative = knativeTarget(annotations, profile, problems);
         if (knative.isPresent()) {

@@ -1,5 +1,6 @@
 package io.dilu.autoscaler.decide;
 
+import io.dilu.core.contract.DiluNames;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.offset;
 
@@ -36,12 +37,12 @@ class ServingRateTest {
     @Test
     void theAnnotationThenTheNamedProfileThenTheFunctionsProfileThenTheDefault() {
         List<FieldError> problems = new ArrayList<>();
-        assertThat(rate(Map.of(ServingRate.ANNOTATION, "40", "dilu.io/profile", "bert"), problems).rps()).isEqualTo(40);
+        assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40", "dilu.io/profile", "bert"), problems).rps()).isEqualTo(40);
         assertThat(rate(Map.of("dilu.io/profile", "bert"), problems)).isEqualTo(new ServingRate.Rate(120, "GpuFunctionProfile of bert"));
         assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), ServingRateTest::none,
                 ServingRateTest::bert, 10, problems).rps()).isEqualTo(120);
         assertThat(problems).isEmpty();
-        assertThat(rate(Map.of(ServingRate.ANNOTATION, "-3"), problems)).as("a bad annotation is skipped")
+        assertThat(rate(Map.of(DiluNames.SERVING_RPS, "-3"), problems)).as("a bad annotation is skipped")
                 .isEqualTo(new ServingRate.Rate(10, "default"));
         assertThat(problems).extracting(FieldError::message)
                 .containsExactly("dilu.io/serving-rps=-3 is not allowed: must be a number > 0");
@@ -50,10 +51,10 @@ class ServingRateTest {
     @Test
     void theRateAtTheLimitCanBeAnnotatedBesideTheRate() {
         List<FieldError> problems = new ArrayList<>();
-        assertThat(rate(Map.of(ServingRate.ANNOTATION, "40", ServingRate.ANNOTATION_AT_LIMIT, "64"), problems))
-                .isEqualTo(new ServingRate.Rate(40, ServingRate.ANNOTATION, 64));
+        assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40", DiluNames.SERVING_RPS_AT_LIMIT, "64"), problems))
+                .isEqualTo(new ServingRate.Rate(40, DiluNames.SERVING_RPS, 64));
         assertThat(problems).isEmpty();
-        assertThat(rate(Map.of(ServingRate.ANNOTATION, "40", ServingRate.ANNOTATION_AT_LIMIT, "30"), problems).rpsAtLimit())
+        assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40", DiluNames.SERVING_RPS_AT_LIMIT, "30"), problems).rpsAtLimit())
                 .as("below the rate at the request: refused, unknown").isNaN();
         assertThat(problems).extracting(FieldError::message).containsExactly(
                 "dilu.io/serving-rps-at-limit=30 is not allowed: must be a number >= dilu.io/serving-rps (40.0)");
@@ -68,7 +69,7 @@ class ServingRateTest {
         assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), ServingRateTest::none,
                 ServingRateTest::measured, 10, problems).rpsAtLimit()).as("the function's profile").isEqualTo(192);
         // A rate chosen by annotation keeps the headroom the profile measured: 192 / 120 = 1.6 times it.
-        assertThat(ServingRate.of(Map.of(ServingRate.ANNOTATION, "50", "dilu.io/profile", "bert"), Map.of(),
+        assertThat(ServingRate.of(Map.of(DiluNames.SERVING_RPS, "50", "dilu.io/profile", "bert"), Map.of(),
                 ServingRateTest::measured, ServingRateTest::none, 10, problems).rpsAtLimit()).isCloseTo(80, offset(1e-9));
         assertThat(ServingRate.of(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", ServingRate.TARGET_UTILIZATION,
                 "100", "dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured, ServingRateTest::none, 10, problems)
@@ -81,7 +82,7 @@ class ServingRateTest {
         List<FieldError> problems = new ArrayList<>();
         assertThat(rate(Map.of("dilu.io/profile", "bert"), problems).rpsAtLimit()).as("a profile without it").isNaN();
         assertThat(rate(Map.of(), problems).rpsAtLimit()).as("no profile: the default").isNaN();
-        assertThat(rate(Map.of(ServingRate.ANNOTATION, "40"), problems).rpsAtLimit()).as("an annotation, no profile").isNaN();
+        assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40"), problems).rpsAtLimit()).as("an annotation, no profile").isNaN();
         assertThat(ServingRate.of(Map.of(), Map.of(), ServingRateTest::measured, ServingRateTest::measured, 10, problems)
                 .rpsAtLimit()).as("no profile named").isNaN();
     }
@@ -93,7 +94,7 @@ class ServingRateTest {
                 .as("70%% by default, as Knative").isEqualTo(35.0, org.assertj.core.data.Offset.offset(1e-9));
         assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", ServingRate.TARGET_UTILIZATION, "100",
                 "dilu.io/profile", "bert"), problems).rps()).as("over the profile").isEqualTo(50);
-        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", ServingRate.ANNOTATION, "12"), problems).rps())
+        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", DiluNames.SERVING_RPS, "12"), problems).rps())
                 .as("dilu.io/serving-rps overrides").isEqualTo(12);
         assertThat(problems).isEmpty();
     }

@@ -1,5 +1,6 @@
 package io.dilu.autoscaler.knative;
 
+import io.dilu.core.contract.DiluNames;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.autoscaler.AutoscalerConfig;
@@ -245,7 +246,7 @@ class PaReconcilerTest {
                 .withName("config-autoscaler").endMetadata().addToData("enable-scale-to-zero", "true")
                 .addToData("max-scale", "3").build()).create();
         until(() -> reconciler.clusterConfigSeen());
-        revision("r", DILU, Map.of(ScaleBounds.INITIAL, "0", ServingRate.ANNOTATION, "10"));
+        revision("r", DILU, Map.of(ScaleBounds.INITIAL, "0", DiluNames.SERVING_RPS, "10"));
         ticks(1);
         assertThat(replicas("r")).as("a revision at zero would not wake alongside Knative's autoscaler").isEqualTo(1);
 

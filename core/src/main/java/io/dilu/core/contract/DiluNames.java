@@ -35,6 +35,17 @@ public final class DiluNames {
     public static final String SPLIT = "dilu.io/split";
     /** The one value of {@link #SPLIT}. */
     public static final String SPLIT_PIPELINE = "pipeline";
+    /**
+     * Revision annotation: requests per second one instance serves at its SM request, for Dilu's autoscaler (over
+     * the profile's); a number &gt; 0.
+     */
+    public static final String SERVING_RPS = "dilu.io/serving-rps";
+    /** Revision annotation, with {@link #SERVING_RPS}: what one instance serves at its SM limit (the burst guard). */
+    public static final String SERVING_RPS_AT_LIMIT = "dilu.io/serving-rps-at-limit";
+    /** Pod and revision annotation: the GpuFunctionProfile an instance's function has (webhook, autoscaler). */
+    public static final String PROFILE = "dilu.io/profile";
+    /** The PodAutoscaler class ({@code autoscaling.knative.dev/class}) Dilu's autoscaler handles by default. */
+    public static final String AUTOSCALER_CLASS = "co-scaling.dilu.io";
     /** Pod annotation written at bind and corrected by the node agent: see {@link AssignedGpus}. */
     public static final String ASSIGNED_GPUS = "dilu.io/assigned-gpus";
 

@@ -18,8 +18,6 @@ import java.util.Map;
  */
 public final class ServingFunction {
 
-    /** The PodAutoscaler class Dilu's autoscaler handles (its shipped {@code dilu.autoscaler.pa-class}). */
-    public static final String PA_CLASS = "co-scaling.dilu.io";
     public static final int SERVE_PORT = 8080;
     /** Where the autoscaler scrapes queue-proxy's Stat (its {@code queue-proxy-port}, 9090 as Knative's). */
     public static final int STATS_PORT = 9090;
@@ -63,9 +61,9 @@ public final class ServingFunction {
         client.genericKubernetesResources(KnativeCrds.PA).inNamespace(ns).resource(new GenericKubernetesResourceBuilder()
                 .withApiVersion("autoscaling.internal.knative.dev/v1alpha1").withKind("PodAutoscaler")
                 .withNewMetadata().withName(name).withNamespace(ns)
-                .withAnnotations(Map.of("autoscaling.knative.dev/class", PA_CLASS,
-                        "dilu.io/serving-rps", Double.toString(rpsAtRequest),
-                        "dilu.io/serving-rps-at-limit", Double.toString(rpsAtLimit)))
+                .withAnnotations(Map.of("autoscaling.knative.dev/class", DiluNames.AUTOSCALER_CLASS,
+                        DiluNames.SERVING_RPS, Double.toString(rpsAtRequest),
+                        DiluNames.SERVING_RPS_AT_LIMIT, Double.toString(rpsAtLimit)))
                 .endMetadata()
                 .addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
                         Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", name)))

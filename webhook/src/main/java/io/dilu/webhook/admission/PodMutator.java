@@ -40,7 +40,6 @@ import java.util.Set;
 public final class PodMutator {
 
     /** Pod annotation naming the {@code GpuFunctionProfile} (same namespace) to take the quotas from. */
-    public static final String PROFILE = "dilu.io/profile";
     static final List<String> SERVING_LABELS = List.of("serving.kserve.io/inferenceservice", "serving.knative.dev/service");
     static final String RUNTIME_DEFAULT = "RuntimeDefault";
 
@@ -61,7 +60,7 @@ public final class PodMutator {
 
     public static Optional<String> profileName(Pod pod) {
         Map<String, String> a = pod.getMetadata() == null ? null : pod.getMetadata().getAnnotations();
-        return Optional.ofNullable(a == null ? null : a.get(PROFILE)).filter(s -> !s.isBlank());
+        return Optional.ofNullable(a == null ? null : a.get(DiluNames.PROFILE)).filter(s -> !s.isBlank());
     }
 
     /**

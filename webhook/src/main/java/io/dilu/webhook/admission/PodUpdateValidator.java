@@ -19,7 +19,7 @@ public final class PodUpdateValidator {
 
     /** Annotations no UPDATE may add, change or remove. */
     static final List<String> FIXED = List.of(DiluNames.PRIORITY, DiluNames.SM_LIMIT, DiluNames.KLC_THRESHOLD, DiluNames.LLM,
-            DiluNames.BATCH_SIZE, DiluNames.FUNCTION, DiluNames.SPLIT, PodMutator.PROFILE);
+            DiluNames.BATCH_SIZE, DiluNames.FUNCTION, DiluNames.SPLIT, DiluNames.PROFILE);
 
     private PodUpdateValidator() {}
 

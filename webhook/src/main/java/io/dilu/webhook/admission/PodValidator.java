@@ -116,7 +116,7 @@ public final class PodValidator {
      * where the namespace lacks it (the mutator does not copy those, so they are refused here, by the profile's name).
      */
     public static List<FieldError> profile(String namespace, String name, Optional<ProfileSettings> profile, boolean quotaRights) {
-        String field = "metadata.annotations[" + PodMutator.PROFILE + "]";
+        String field = "metadata.annotations[" + DiluNames.PROFILE + "]";
         if (profile.isEmpty()) {
             return List.of(new FieldError(field, name, "the name of a GpuFunctionProfile in namespace " + namespace
                     + " that has settings (written by hand, or profiled and Ready)"));

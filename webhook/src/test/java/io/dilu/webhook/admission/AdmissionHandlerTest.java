@@ -148,7 +148,7 @@ class AdmissionHandlerTest {
                 + "best-effort unless the namespace has the label dilu.io/allow-slo=true (granted by an administrator)");
         // A profile asking for slo: copied where the right is, refused by name where it is not.
         JsonNode named = JSON.valueToTree(new PodBuilder().withNewMetadata().withName("bert-1")
-                .withAnnotations(Map.of(PodMutator.PROFILE, "bert")).endMetadata().withNewSpec().addNewContainer().withName("c")
+                .withAnnotations(Map.of(DiluNames.PROFILE, "bert")).endMetadata().withNewSpec().addNewContainer().withName("c")
                 .withImage("bert").endContainer().endSpec().build());
         JsonNode bert = JsonPatch.apply(patch(response(HANDLER.mutate(review(named, "fns")))), named);
         assertThat(bert.path("metadata").path("annotations").path(DiluNames.PRIORITY).asText()).isEqualTo("best-effort");
@@ -317,7 +317,7 @@ class AdmissionHandlerTest {
 
     @Test
     void aFailureInsideTheHandlerIsADenialNotAnError() throws Exception {
-        JsonNode pod = JSON.valueToTree(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(PodMutator.PROFILE, "explode"))
+        JsonNode pod = JSON.valueToTree(Pods.gpuPod(30, 1024).editMetadata().withAnnotations(Map.of(DiluNames.PROFILE, "explode"))
                 .endMetadata().build());
         for (AdmissionHandler.Answer a : new AdmissionHandler.Answer[] {HANDLER.mutate(review(pod)), HANDLER.validate(review(pod))}) {
             assertThat(a.outcome()).isEqualTo(AdmissionHandler.Outcome.FAILED);

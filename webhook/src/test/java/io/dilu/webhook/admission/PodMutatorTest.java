@@ -117,7 +117,7 @@ class PodMutatorTest {
 
     @Test
     void aProfileFillsWhatThePodLeavesOut() {
-        Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(PodMutator.PROFILE, "bert"))
+        Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(DiluNames.PROFILE, "bert"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
         ProfileSettings bert = new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty());
         Pod m = PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true).pod();
@@ -131,7 +131,7 @@ class PodMutatorTest {
     @Test
     void theProfilesBatchSizeReachesTheWorkloadUnlessItChoosesItsOwn() {
         ProfileSettings bert = new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty());
-        Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(PodMutator.PROFILE, "bert"))
+        Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(DiluNames.PROFILE, "bert"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
         assertThat(PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true).pod().getSpec().getContainers().getFirst().getEnv())
                 .filteredOn(e -> e.getName().equals("DILU_BATCH_SIZE")).extracting(e -> e.getValue()).containsExactly("8");
@@ -146,7 +146,7 @@ class PodMutatorTest {
 
     @Test
     void aProfilesValuesThatNeedTheRightAreNotCopiedWithoutIt() {
-        Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(PodMutator.PROFILE, "bert"))
+        Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(DiluNames.PROFILE, "bert"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
         ProfileSettings greedy = new ProfileSettings("bert", 25, Optional.of(80), 6144, Optional.of(8), Optional.of("slo"), true,
                 Optional.of(1.2), Optional.empty());
@@ -159,7 +159,7 @@ class PodMutatorTest {
 
     @Test
     void anLlmProfileMarksItsPodsAndCarriesItsThreshold() {
-        Pod pod = new PodBuilder().withNewMetadata().withName("llama-1").withAnnotations(Map.of(PodMutator.PROFILE, "llama"))
+        Pod pod = new PodBuilder().withNewMetadata().withName("llama-1").withAnnotations(Map.of(DiluNames.PROFILE, "llama"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("llama").endContainer().endSpec().build();
         ProfileSettings llama = new ProfileSettings("llama", 40, Optional.of(80), 30_000, Optional.of(1), Optional.of("slo"), true,
                 Optional.of(1.25), Optional.empty());

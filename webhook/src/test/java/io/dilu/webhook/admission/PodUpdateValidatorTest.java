@@ -38,7 +38,7 @@ class PodUpdateValidatorTest {
                 .asString().startsWith("metadata.annotations[dilu.io/sm-limit]=100 (was 2) is not allowed");
         assertThat(errors(with(DiluNames.FUNCTION, null), "alice")).singleElement().asString()
                 .startsWith("metadata.annotations[dilu.io/function]=absent (was fn) is not allowed");
-        for (String added : List.of(DiluNames.KLC_THRESHOLD, DiluNames.LLM, DiluNames.BATCH_SIZE, PodMutator.PROFILE)) {
+        for (String added : List.of(DiluNames.KLC_THRESHOLD, DiluNames.LLM, DiluNames.BATCH_SIZE, DiluNames.PROFILE)) {
             assertThat(errors(with(added, "1.1"), "alice")).singleElement().asString()
                     .startsWith("metadata.annotations[" + added + "]=1.1 (was absent) is not allowed");
         }
