@@ -42,7 +42,10 @@ public final class DiluNames {
     public static final String SERVING_RPS = "dilu.io/serving-rps";
     /** Revision annotation, with {@link #SERVING_RPS}: what one instance serves at its SM limit (the burst guard). */
     public static final String SERVING_RPS_AT_LIMIT = "dilu.io/serving-rps-at-limit";
-    /** Pod and revision annotation: the GpuFunctionProfile an instance's function has (webhook, autoscaler). */
+    /**
+     * Pod and revision annotation: the GpuFunctionProfile (same namespace) an instance's quotas come from (webhook)
+     * and its function's serving rate (autoscaler).
+     */
     public static final String PROFILE = "dilu.io/profile";
     /** The PodAutoscaler class ({@code autoscaling.knative.dev/class}) Dilu's autoscaler handles by default. */
     public static final String AUTOSCALER_CLASS = "co-scaling.dilu.io";

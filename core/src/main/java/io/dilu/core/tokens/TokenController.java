@@ -24,8 +24,8 @@ import java.util.Map;
  * the request and never falls below {@code floor × request}, nor below its part (by request) of what the busy
  * SLO instances' limits leave of the GPU: they are promised their limits, and a cycle judged against a best seen
  * with more of the GPU than that may stay stretched however far the neighbours shrink. While the SLO instances
- * are idle (RECOVERY) the best-effort share grows from the tolerated one by η_increase per period, up to the limit. On average the
- * request holds: a best-effort instance that got less than half of it over the last 2 s gets it, so a
+ * are idle (RECOVERY) the best-effort share grows from the tolerated one by η_increase per period, up to the
+ * limit. On average the request holds: a best-effort instance that got less than half of it over the last 2 s gets it, so a
  * neighbour that reports emergencies without end (its cycles are the tenant's to write) cannot starve it.
  *
  * <p>Where this departs from the paper's text, and why (docs/architecture.md has the measurements, all on
@@ -158,13 +158,20 @@ public final class TokenController {
         boolean shrink = false; // an SLO instance completed a cycle in emergency: neighbours shrink once for it
         boolean healthyCycle = false;
         boolean allHealthy = true;
+        // What the busy SLO instances' limits leave of the GPU is dealt to the best-effort ones by their requests.
+        double busySloLimits = 0;
+        double bestEffortRequests = 0;
         for (int i = 0; i < samples.size(); i++) {
             InstanceSample s = samples.get(i);
             if (!s.sloSensitive()) {
+                bestEffortRequests += s.request();
                 continue;
             }
             anySlo = true;
             Instance inst = memory[i];
+            if (inst.windowSum > 0) {
+                busySloLimits += max(s.limit());
+            }
             double ratio = inst.ratio();
             double threshold = Double.isNaN(s.klcThreshold()) ? params.etaViolation() : s.klcThreshold();
             healthyCycle |= inst.newCycle && ratio < HEALTHY_RATIO;
@@ -175,17 +182,6 @@ public final class TokenController {
                 shrink |= inst.newCycle;
             } else if (inst.windowSum > 0 && totalWindow > inst.windowSum) {
                 anyContention = true;
-            }
-        }
-        // What the busy SLO instances' limits leave of the GPU, dealt to the best-effort ones by their requests.
-        double busySloLimits = 0;
-        double bestEffortRequests = 0;
-        for (int i = 0; i < samples.size(); i++) {
-            InstanceSample s = samples.get(i);
-            if (!s.sloSensitive()) {
-                bestEffortRequests += s.request();
-            } else if (memory[i].windowSum > 0) {
-                busySloLimits += max(s.limit());
             }
         }
         double room = Math.max(0, params.maxTokens() - busySloLimits);
@@ -204,7 +200,7 @@ public final class TokenController {
             // which is all they are promised: their cycles, judged against a best seen with more of the GPU than
             // that, may still be stretched, but the rest is best-effort work's.
             double floor = Math.max(max(s.request()) * params.floor(),
-                    bestEffortRequests > 0 ? Math.min(max(s.limit()), room * s.request() / bestEffortRequests) : 0);
+                    Math.min(max(s.limit()), room * s.request() / bestEffortRequests));
             switch (state) {
                 case EMERGENCY -> inst.tolerated = Math.max(floor,
                         Math.min(inst.tolerated, max(s.request())) / (shrink ? emergencyRatio : 1));

@@ -18,6 +18,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.readiness.Readiness;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.net.URI;
@@ -31,6 +32,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -158,9 +160,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                 return;
             }
             PodLife life = pods.computeIfAbsent(p.getMetadata().getName(), n -> new PodLife(function, now()));
-            boolean isReady = p.getStatus() != null && p.getStatus().getConditions().stream()
-                    .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
-            if (isReady && Double.isNaN(life.ready)) {
+            if (Readiness.isPodReady(p) && Double.isNaN(life.ready)) {
                 life.ready = now();
             }
             if (p.getMetadata().getDeletionTimestamp() != null && Double.isNaN(life.gone)) {
@@ -171,16 +171,9 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
 
     /** The function's ready pods, as the informer has them: what the load generator may send to. */
     private List<URI> readyTargets(SharedIndexInformer<Pod> informer, String function) {
-        List<URI> out = new ArrayList<>();
-        for (Pod p : informer.getStore().list()) {
-            if (function.equals(p.getMetadata().getLabels().get(ServingFunction.REVISION_LABEL))
-                    && p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
-                    && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
-                            .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()))) {
-                out.add(URI.create("http://" + p.getStatus().getPodIP() + ":" + ServingFunction.SERVE_PORT));
-            }
-        }
-        return out;
+        return informer.getStore().list().stream()
+                .filter(p -> function.equals(p.getMetadata().getLabels().get(ServingFunction.REVISION_LABEL)))
+                .map(ServingFunction::target).flatMap(Optional::stream).toList();
     }
 
     private void awaitOneReadyEach(SharedIndexInformer<Pod> informer) throws InterruptedException {

@@ -5,10 +5,14 @@ import io.dilu.e2e.KnativeCrds;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.readiness.Readiness;
+import java.net.URI;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * An inference function on the local cluster as Knative would run it, without Knative: a Deployment whose pods
@@ -51,6 +55,13 @@ public final class ServingFunction {
                 .addToAnnotations(annotations).endMetadata()
                 .withNewSpec().withTerminationGracePeriodSeconds(1L).withContainers(server).endSpec()
                 .endTemplate().endSpec().build()).serverSideApply();
+    }
+
+    /** Where a pod serves, when it is Ready and not going: what a load generator may send to. */
+    public static Optional<URI> target(Pod pod) {
+        return pod.getMetadata().getDeletionTimestamp() == null && pod.getStatus() != null
+                && pod.getStatus().getPodIP() != null && Readiness.isPodReady(pod)
+                ? Optional.of(URI.create("http://" + pod.getStatus().getPodIP() + ":" + SERVE_PORT)) : Optional.empty();
     }
 
     /**

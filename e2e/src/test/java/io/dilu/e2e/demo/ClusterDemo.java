@@ -32,6 +32,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
@@ -198,19 +199,21 @@ public final class ClusterDemo {
                 byGpu.values().stream().mapToInt(List::size).sum(), byGpu.size(), byGpu.values().stream().mapToInt(List::size).sum());
     }
 
-    /** The function's ready pods, as the API server has them: where its requests may go. */
-    static List<URI> readyTargets(KubernetesClient client, String function) {
+    /** The function's pods that are not going, as the API server has them. */
+    static List<Pod> pods(KubernetesClient client, String function) {
         return client.pods().inNamespace(NS).withLabel("app", function).list().getItems().stream()
-                .filter(p -> p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
-                        && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
-                                .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())))
-                .map(p -> URI.create("http://" + p.getStatus().getPodIP() + ":" + ServingFunction.SERVE_PORT)).toList();
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null).toList();
+    }
+
+    /** Where the function's ready pods serve: where its requests may go. */
+    static List<URI> readyTargets(List<Pod> pods) {
+        return pods.stream().map(ServingFunction::target).flatMap(Optional::stream).toList();
     }
 
     static void awaitServing(KubernetesClient client, List<Inference> functions) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
         for (Inference f : functions) {
-            while (readyTargets(client, f.name()).size() < f.replicas()) {
+            while (readyTargets(pods(client, f.name())).size() < f.replicas()) {
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException(f.name() + " has no " + f.replicas() + " ready pods after 2 minutes");
                 }
@@ -252,7 +255,7 @@ public final class ClusterDemo {
         Map<String, LoadGenerator> load = new TreeMap<>();
         for (Inference f : functions) {
             Pods p = new Pods(seconds);
-            p.ready.set(readyTargets(client, f.name()));
+            p.ready.set(readyTargets(pods(client, f.name())));
             pods.put(f.name(), p);
             double[] rps = new double[seconds];
             for (int t = 0; t < seconds; t++) {
@@ -270,9 +273,9 @@ public final class ClusterDemo {
             for (Inference f : functions) {
                 Pods p = pods.get(f.name());
                 try {
-                    int all = (int) client.pods().inNamespace(NS).withLabel("app", f.name()).list().getItems().stream()
-                            .filter(x -> x.getMetadata().getDeletionTimestamp() == null).count();
-                    List<URI> ready = readyTargets(client, f.name());
+                    List<Pod> now = pods(client, f.name());
+                    int all = now.size();
+                    List<URI> ready = readyTargets(now);
                     p.ready.set(ready);
                     if (t < seconds) {
                         p.total[t] = all;

@@ -39,7 +39,6 @@ import java.util.Set;
  */
 public final class PodMutator {
 
-    /** Pod annotation naming the {@code GpuFunctionProfile} (same namespace) to take the quotas from. */
     static final List<String> SERVING_LABELS = List.of("serving.kserve.io/inferenceservice", "serving.knative.dev/service");
     static final String RUNTIME_DEFAULT = "RuntimeDefault";
 
