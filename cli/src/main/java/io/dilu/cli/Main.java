@@ -358,10 +358,13 @@ public final class Main implements Runnable {
             @Option(names = "--seed", defaultValue = "20250330") long seed;
             @Option(names = "--warmup", defaultValue = "30") int warmup;
             @Option(names = "--runs", defaultValue = "31") int runs;
+            @Option(names = "--smoke", description = "CI's size: 3 warm-up and 5 measured runs; the ratio is printed, "
+                    + "not judged") boolean smoke;
 
             @Override
             public Integer call() {
-                return PlacementBench.run(System.out, instances, seed, warmup, runs);
+                return smoke ? PlacementBench.run(System.out, instances, seed, 3, 5, false)
+                        : PlacementBench.run(System.out, instances, seed, warmup, runs, true);
             }
         }
 
@@ -386,13 +389,17 @@ public final class Main implements Runnable {
                     description = "Average over N shuffles of each list, seeds 42.. (the authors use 10; default ${DEFAULT-VALUE})")
             int seeds;
 
+            @Option(names = "--smoke", description = "CI's size: the bundled default list alone, one seed")
+            boolean smoke;
+
             @CommandLine.Spec
             CommandLine.Model.CommandSpec spec;
 
             @Override
             public Integer call() throws IOException {
                 try {
-                    OpenbBench.run(System.out, new OpenbBench.Options(traces, nodes, gpuOnly, seeds));
+                    OpenbBench.run(System.out, smoke ? OpenbBench.Options.SMOKE
+                            : new OpenbBench.Options(traces, nodes, gpuOnly, seeds));
                     return 0;
                 } catch (OpenbTrace.InvalidTraceException | IllegalArgumentException e) {
                     spec.commandLine().getErr().println(e.getMessage());
@@ -413,6 +420,9 @@ public final class Main implements Runnable {
                     description = "Where the figures (TRACE.png, TRACE.svg) and report.md go (default ${DEFAULT-VALUE}, "
                             + "from the directory ./dilu runs in: the repository's root)")
             Path report;
+
+            @Option(names = "--smoke", description = "CI's size: the same run (a model of a few seconds)")
+            boolean smoke;
 
             @CommandLine.Spec
             CommandLine.Model.CommandSpec spec;
@@ -442,15 +452,16 @@ public final class Main implements Runnable {
 
         @Command(name = "tokens", mixinStandardHelpOptions = true,
                 description = "Time one token period (Algorithm 2) for every GPU of a node.")
-        static final class Tokens implements Runnable {
+        static final class Tokens implements Callable<Integer> {
             @Option(names = "--gpus", defaultValue = "8") int gpus;
             @Option(names = "--instances-per-gpu", defaultValue = "16") int perGpu;
             @Option(names = "--periods", defaultValue = "200000") int periods;
             @Option(names = "--seed", defaultValue = "7") long seed;
+            @Option(names = "--smoke", description = "CI's size: 20,000 periods") boolean smoke;
 
             @Override
-            public void run() {
-                TokenBench.run(System.out, gpus, perGpu, periods, seed);
+            public Integer call() {
+                return TokenBench.run(System.out, gpus, perGpu, smoke ? 20_000 : periods, seed, !smoke);
             }
         }
     }

@@ -57,16 +57,29 @@ public final class OpenbBench {
      * @param nodes the node list; null for the bundled one
      * @param gpuOnly leave CPU, memory and CPU-only pods out of Weng et al.'s metric
      * @param seeds how many shuffles (seeds 42, 43, …) to average
+     * @param bundled which bundled lists to read when {@code traces} is empty
      */
-    public record Options(List<Path> traces, Path nodes, boolean gpuOnly, int seeds) {
+    public record Options(List<Path> traces, Path nodes, boolean gpuOnly, int seeds, List<String> bundled) {
         public Options {
             traces = List.copyOf(traces);
+            bundled = List.copyOf(bundled);
             if (seeds < 1 || seeds > 100) {
                 throw new IllegalArgumentException("--seeds must be in 1..100, got " + seeds);
             }
+            if (!POD_LISTS.containsAll(bundled)) {
+                throw new IllegalArgumentException("bundled lists must be among " + POD_LISTS + ", got " + bundled);
+            }
+        }
+
+        /** Every bundled list. */
+        public Options(List<Path> traces, Path nodes, boolean gpuOnly, int seeds) {
+            this(traces, nodes, gpuOnly, seeds, POD_LISTS);
         }
 
         public static final Options DEFAULTS = new Options(List.of(), null, false, 1);
+
+        /** CI's smoke run: one bundled list (the default one), one seed. */
+        public static final Options SMOKE = new Options(List.of(), null, false, 1, List.of(POD_LISTS.getFirst()));
     }
 
     /** What one policy left behind. */
@@ -83,7 +96,7 @@ public final class OpenbBench {
         List<NodeInventory> nodes = readNodes(options.nodes());
         List<PodList> lists = new ArrayList<>();
         if (options.traces().isEmpty()) {
-            for (String name : POD_LISTS) {
+            for (String name : options.bundled()) {
                 try (Reader in = resource(name)) {
                     lists.add(new PodList(name, OpenbTrace.readPods(in, name)));
                 }

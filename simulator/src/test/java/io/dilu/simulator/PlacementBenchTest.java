@@ -14,7 +14,7 @@ class PlacementBenchTest {
     @Test
     void timesBothSearchesInOneRunAndFailsExactlyWhenItSaysSo() {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        int exit = PlacementBench.run(new PrintStream(bytes, true, StandardCharsets.UTF_8), 300, 7, 1, 3);
+        int exit = PlacementBench.run(new PrintStream(bytes, true, StandardCharsets.UTF_8), 300, 7, 1, 3, true);
         String out = bytes.toString(StandardCharsets.UTF_8);
         List<String> lines = out.lines().toList();
         assertThat(lines.getLast()).matches("BENCH placement instances=300 seconds=\\S+ seconds_previous=\\S+ ratio=\\S+ "
@@ -26,6 +26,16 @@ class PlacementBenchTest {
         assertThat(exit).isIn(0, 1);
         assertThat(PlacementBench.tooSlow(1.5)).isFalse();
         assertThat(PlacementBench.tooSlow(1.51)).isTrue();
+    }
+
+    @Test
+    void aSmokeRunPrintsTheRatioAndNeverFailsOnIt() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        int exit = PlacementBench.run(new PrintStream(bytes, true, StandardCharsets.UTF_8), 300, 7, 1, 3, false);
+        String out = bytes.toString(StandardCharsets.UTF_8);
+        assertThat(exit).isZero();
+        assertThat(out).contains("not judged in a smoke run").doesNotContain("FAIL:");
+        assertThat(out.lines().toList().getLast()).startsWith("BENCH placement instances=300 ");
     }
 
     @Test

@@ -93,7 +93,7 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
                         out.desired());
             }
             desired = delay.apply(now, out.desired(), knobs.scaleDownDelay());
-            return new Decision(desired, out.reason().name().toLowerCase(java.util.Locale.ROOT));
+            return new Decision(desired, out.reason().label());
         }
 
         @Override

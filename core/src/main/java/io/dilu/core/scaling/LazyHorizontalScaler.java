@@ -76,37 +76,37 @@ public final class LazyHorizontalScaler {
             throw new IllegalArgumentException("capacityAtLimit must be at least perInstanceRps (" + perInstanceRps
                     + "), got " + capacityAtLimit);
         }
-        double[] sorted = samples.clone();
-        java.util.Arrays.sort(sorted); // ascending
-        int n = sorted.length;
+        // Every test of the common path is a count over the window's few samples: no copy, no sort (the tick runs
+        // for every revision every second); only a scale-out sorts, to read the level the load held.
+        int n = samples.length;
+        double peak = max(samples);
 
         if (current == 0) {
-            if (n > 0 && sorted[n - 1] > 0) {
-                int want = Math.max(1, instancesFor(sorted[n - 1], perInstanceRps));
+            if (n > 0 && peak > 0) {
+                int want = Math.max(1, instancesFor(peak, perInstanceRps));
                 return bounded(want, ScaleDecision.Reason.ACTIVATE);
             }
             return bounded(0, ScaleDecision.Reason.HOLD);
         }
 
         int burst = burstTarget(recent, current, perInstanceRps, capacityAtLimit);
-        if (n >= params.phiOut()) {
-            double sustained = sorted[n - params.phiOut()]; // the phiOut-th largest
-            if (sustained > current * perInstanceRps) {
-                int lazy = Math.max(current + 1, instancesFor(sustained, perInstanceRps));
-                return burst > lazy ? bounded(burst, ScaleDecision.Reason.BURST_OUT)
-                        : bounded(lazy, ScaleDecision.Reason.SCALE_OUT);
-            }
+        // The phiOut-th largest sample exceeds n·c exactly when at least phiOut samples do.
+        if (n >= params.phiOut() && above(samples, current * perInstanceRps) >= params.phiOut()) {
+            double sustained = largest(samples, params.phiOut());
+            int lazy = Math.max(current + 1, instancesFor(sustained, perInstanceRps));
+            return burst > lazy ? bounded(burst, ScaleDecision.Reason.BURST_OUT)
+                    : bounded(lazy, ScaleDecision.Reason.SCALE_OUT);
         }
         if (burst > current) {
             return bounded(burst, ScaleDecision.Reason.BURST_OUT);
         }
 
-        if (n == params.windowSeconds() && sorted[n - 1] == 0) {
+        if (n == params.windowSeconds() && peak == 0) {
             return bounded(0, ScaleDecision.Reason.SCALE_IN); // a whole window without a request
         }
-        if (below(sorted, (current - 1) * perInstanceRps) > params.phiIn() && secondsSinceBurstOut > params.phiIn()) {
+        if (below(samples, (current - 1) * perInstanceRps) > params.phiIn() && secondsSinceBurstOut > params.phiIn()) {
             int target = current - 1;
-            while (target > 0 && below(sorted, (target - 1) * perInstanceRps) > params.phiIn()) {
+            while (target > 0 && below(samples, (target - 1) * perInstanceRps) > params.phiIn()) {
                 target--;
             }
             return bounded(target, ScaleDecision.Reason.SCALE_IN);
@@ -137,18 +137,40 @@ public final class LazyHorizontalScaler {
         return (int) Math.min(Integer.MAX_VALUE, Math.ceil(rps / perInstanceRps - 1e-9));
     }
 
-    /** Samples strictly below {@code level}, in a sorted array. */
-    private static int below(double[] sorted, double level) {
-        int lo = 0;
-        int hi = sorted.length;
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (sorted[mid] < level) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+    private static double max(double[] samples) {
+        double m = 0;
+        for (double v : samples) {
+            m = Math.max(m, v);
+        }
+        return m;
+    }
+
+    /** Samples strictly above {@code level}. */
+    private static int above(double[] samples, double level) {
+        int count = 0;
+        for (double v : samples) {
+            if (v > level) {
+                count++;
             }
         }
-        return lo;
+        return count;
+    }
+
+    /** Samples strictly below {@code level}. */
+    private static int below(double[] samples, double level) {
+        int count = 0;
+        for (double v : samples) {
+            if (v < level) {
+                count++;
+            }
+        }
+        return count;
+    }
+
+    /** The {@code k}-th largest sample (1: the largest). */
+    private static double largest(double[] samples, int k) {
+        double[] sorted = samples.clone();
+        java.util.Arrays.sort(sorted);
+        return sorted[sorted.length - k];
     }
 }

@@ -25,6 +25,13 @@ public record ScaleDecision(int desired, Reason reason) {
         /** Instances the function's history says it will need again soon are held ({@link FunctionHistory}). */
         KEEP_ALIVE,
         /** An instance asked for ahead of the load the function's history expects ({@link FunctionHistory}). */
-        PREWARM
+        PREWARM;
+
+        private final String label = name().toLowerCase(java.util.Locale.ROOT);
+
+        /** The reason in lower case, as logs and events show it (made once: a decision names one every tick). */
+        public String label() {
+            return label;
+        }
     }
 }

@@ -209,4 +209,44 @@ class LazyHorizontalScalerTest {
             assertThat((settled - 2) * perInstance).as("with at most one instance to spare").isLessThan(rps);
         }
     }
+
+    /**
+     * The rule as the paper states it, read off the sorted window: the decision counts instead of sorting, and must
+     * decide the same on any window (with duplicates and zeros, which sorting and counting could treat apart).
+     */
+    @Property(tries = 2000)
+    void countingDecidesAsTheSortedWindowDoes(
+            @ForAll("windows") double[] samples,
+            @ForAll @IntRange(min = 0, max = 12) int current,
+            @ForAll @IntRange(min = 1, max = 20) int steps) {
+        double perInstance = steps * 2.5; // on the samples' grid: thresholds fall exactly on samples
+        double[] sorted = samples.clone();
+        Arrays.sort(sorted);
+        int n = sorted.length;
+        ScalingParameters p = ScalingParameters.PAPER;
+        int expected;
+        if (current == 0) {
+            expected = n > 0 && sorted[n - 1] > 0 ? Math.max(1, (int) Math.ceil(sorted[n - 1] / perInstance - 1e-9)) : 0;
+        } else if (n >= p.phiOut() && sorted[n - p.phiOut()] > current * perInstance) {
+            expected = Math.max(current + 1, (int) Math.ceil(sorted[n - p.phiOut()] / perInstance - 1e-9));
+        } else if (n == p.windowSeconds() && sorted[n - 1] == 0) {
+            expected = 0;
+        } else {
+            expected = current;
+            while (expected > 0 && below(sorted, (expected - 1) * perInstance) > p.phiIn()) {
+                expected--;
+            }
+        }
+        assertThat(scaler.decide(samples, current, perInstance).desired()).isEqualTo(Math.min(p.maxScale(), expected));
+    }
+
+    private static long below(double[] sorted, double level) {
+        return Arrays.stream(sorted).filter(v -> v < level).count();
+    }
+
+    @net.jqwik.api.Provide
+    net.jqwik.api.Arbitrary<double[]> windows() {
+        // Rates on a coarse grid, so that ties and rates exactly at a threshold come up often.
+        return net.jqwik.api.Arbitraries.integers().between(0, 40).map(i -> i * 2.5).array(double[].class).ofMaxSize(40);
+    }
 }
