@@ -9,6 +9,7 @@ import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.LoadSettings;
 import io.dilu.loadgen.RateTrace;
 import io.dilu.testing.MetricsPage;
+import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -55,7 +56,6 @@ class LocalClusterIT {
     private static final Path ROOT = Path.of(System.getProperty("dilu.root", "..")).toAbsolutePath().normalize();
     private static final Path CLUSTER = ROOT.resolve("cluster/bin/dilu-cluster");
     private static final Path DIR = Path.of(System.getProperty("dilu.cluster.dir", "/var/lib/dilu-cluster"));
-    private static final Path KUBECTL = Path.of(System.getProperty("user.home"), ".cache/dilu/k8s/1.20.2/kubectl");
     private static final String NS = "e2e";
     /** One emulated A100's tokens per 5 ms period: 108 SMs × 5 ms / 100 µs blocks. */
     private static final double MAX_TOKENS_PER_SECOND = 5_400 / 0.005;
@@ -363,8 +363,8 @@ class LocalClusterIT {
     }
 
     private String exec(String pod, String command) throws Exception {
-        return run(Duration.ofMinutes(1), KUBECTL.toString(), "--kubeconfig", DIR.resolve("admin.kubeconfig").toString(),
-                "-n", NS, "exec", pod, "--", "/bin/sh", "-c", command + " 2>&1");
+        return run(Duration.ofMinutes(1), RealApiServer.kubectl().toString(), "--kubeconfig",
+                DIR.resolve("admin.kubeconfig").toString(), "-n", NS, "exec", pod, "--", "/bin/sh", "-c", command + " 2>&1");
     }
 
     private static double blocksPerSecond(String out) {
