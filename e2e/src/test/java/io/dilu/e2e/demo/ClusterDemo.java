@@ -530,8 +530,12 @@ public final class ClusterDemo {
         if (seconds < 30) {
             return out;
         }
-        int peakFirst = maxPods(p.total, 20, Math.min(seconds, 45));
         int beforeFirst = Pods.known(p.total, 19);
+        int peakFirst = maxPods(p.total, 20, Math.min(seconds, 45));
+        if (beforeFirst == Pods.UNKNOWN || peakFirst == Pods.UNKNOWN) {
+            out.add("its pods were not read from the API server before or during the first burst: no story to tell");
+            return out;
+        }
         double grant = grants.stream().filter(g -> g[0] > 20 && g[0] <= 35).mapToDouble(g -> g[1]).max().orElse(Double.NaN);
         String largestGrant = Double.isNaN(grant) ? "" : String.format(Locale.ROOT, "; its largest grant %.1f%% of a GPU", grant);
         HostLateness.Window first = host.window(20, 35);
@@ -609,8 +613,9 @@ public final class ClusterDemo {
                 + " doing nor a measure of it", when, w.p99Ms());
     }
 
+    /** The most pods read in [from, to), or {@link Pods#UNKNOWN} if none was read. */
     static int maxPods(int[] pods, int from, int to) {
-        int max = 0;
+        int max = Pods.UNKNOWN;
         for (int t = from; t < to; t++) {
             max = Math.max(max, pods[t]);
         }

@@ -93,6 +93,14 @@ class ClusterDemoTest {
     }
 
     @Test
+    void podsNeverReadTellNoStory() {
+        List<String> story = ClusterDemo.story(new ClusterDemo.Pods(120), List.of(), 120,
+                new LoadResult("bert-large", List.of()), 0.2, new HostLateness(0));
+        assertThat(story).containsExactly("its pods were not read from the API server before or during the first burst:"
+                + " no story to tell");
+    }
+
+    @Test
     void anOverloadedHostIsNamedWithItsFigureAndDiluIsNeitherCreditedNorBlamedForWhatItDid() {
         ClusterDemo.Pods pods = new ClusterDemo.Pods(120);
         for (int t = 0; t < 120; t++) {
