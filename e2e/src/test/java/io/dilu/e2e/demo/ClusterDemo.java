@@ -500,7 +500,7 @@ public final class ClusterDemo {
 
     /**
      * What the host was like over the run: its lateness, and, where it was overloaded, in how many seconds and that
-     * what the run measured then is the host's pace (the story says which of its parts fell there).
+     * what the run measured then is the host's pace (each part of the story judges its own stretch).
      */
     static List<String> hostSummary(HostLateness host, int seconds) {
         HostLateness.Window run = host.window(0, seconds);
@@ -512,8 +512,9 @@ public final class ClusterDemo {
             out.add(String.format(Locale.ROOT, "the HOST WAS OVERLOADED in %d of the run's %d seconds (a 5 ms wake-up later"
                     + " than one %.0f ms token period at p99 in that second; over the run, p99 %.1f ms): then the token"
                     + " managers, the emulated GPUs and the servers waited for this machine's CPUs as that thread did, and"
-                    + " what the run measured is the host's pace, neither Dilu's doing nor a measure of it; the story below"
-                    + " says where", overloaded, seconds, HostLateness.OVERLOADED_P99_MS, run.p99Ms()));
+                    + " what the run measured is the host's pace, neither Dilu's doing nor a measure of it; each part of the"
+                    + " story below is judged by the host's lateness over its own stretch", overloaded, seconds,
+                    HostLateness.OVERLOADED_P99_MS, run.p99Ms()));
         }
         return out;
     }
