@@ -20,7 +20,9 @@ import java.util.stream.Stream;
 
 /**
  * A real kube-apiserver with its etcd, started from the local binaries that {@code e2e/bin/kube-binaries}
- * lays out (fabric8 kube-api-test downloads nothing when they are there).
+ * lays out in Dilu's cache, {@code $DILU_CACHE/kube-api-test} (fabric8 kube-api-test downloads nothing when they are
+ * there). {@code DILU_CACHE} comes from {@code ./dilu} or Maven (the parent pom's {@code dilu.cache}), the same
+ * directory the scripts use.
  *
  * <p>Each server gets a directory of its own for what kube-api-test and the API server write (certificates, the
  * serving key), with the shared binaries linked in read-only: two test runs on one machine never regenerate each
@@ -51,16 +53,15 @@ public final class RealApiServer implements AutoCloseable {
      * by default, in 1.20: without it the API server has no pods/ephemeralcontainers).
      */
     public static RealApiServer start(List<String> flags) {
-        String dir = System.getenv("KUBE_API_TEST_DIR");
-        if (dir == null || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kube-apiserver"))
-                || !Files.isExecutable(Path.of(dir, "k8s", VERSION + "-linux-amd64", "kubectl"))) {
-            throw new IllegalStateException("no kube-apiserver and kubectl " + VERSION + " under KUBE_API_TEST_DIR=" + dir
-                    + "; run ./dilu kube-binaries (./dilu test does it for you)");
+        Path dir = kubeApiTestDir();
+        if (!Files.isExecutable(binary(dir, "kube-apiserver")) || !Files.isExecutable(binary(dir, "kubectl"))) {
+            throw new IllegalStateException("no kube-apiserver and kubectl " + VERSION + " under " + dir + " (DILU_CACHE="
+                    + System.getenv("DILU_CACHE") + "); run ./dilu kube-binaries (./dilu test does it for you)");
         }
         Path runDir;
         try {
             runDir = Files.createTempDirectory("dilu-kube-api-");
-            Files.createSymbolicLink(runDir.resolve("k8s"), Path.of(dir, "k8s").toAbsolutePath());
+            Files.createSymbolicLink(runDir.resolve("k8s"), dir.resolve("k8s").toAbsolutePath());
         } catch (IOException e) {
             throw new UncheckedIOException("cannot make a directory for the API server's certificates", e);
         }
@@ -136,11 +137,34 @@ public final class RealApiServer implements AutoCloseable {
 
     /** The kube-scheduler binary beside the API server's, from {@code e2e/bin/kube-binaries}. */
     public static Path kubeScheduler() {
-        Path p = Path.of(System.getenv("KUBE_API_TEST_DIR"), "k8s", VERSION + "-linux-amd64", "kube-scheduler");
+        return laidOut("kube-scheduler");
+    }
+
+    /** The kubectl beside the API server's, from {@code e2e/bin/kube-binaries} (the one the local cluster uses too). */
+    public static Path kubectl() {
+        return laidOut("kubectl");
+    }
+
+    private static Path laidOut(String name) {
+        Path p = binary(kubeApiTestDir(), name);
         if (!Files.isExecutable(p)) {
-            throw new IllegalStateException("no kube-scheduler at " + p + "; run ./dilu kube-binaries");
+            throw new IllegalStateException("no " + name + " at " + p + "; run ./dilu kube-binaries");
         }
         return p;
+    }
+
+    /** Where e2e/bin/kube-binaries lays the binaries out for kube-api-test; DILU_CACHE must be set, never guessed. */
+    private static Path kubeApiTestDir() {
+        String cache = System.getenv("DILU_CACHE");
+        if (cache == null || cache.isBlank()) {
+            throw new IllegalStateException("DILU_CACHE is not set: run the tests through ./dilu or Maven, which set it to "
+                    + "the cache e2e/bin/kube-binaries fills");
+        }
+        return Path.of(cache, "kube-api-test");
+    }
+
+    private static Path binary(Path kubeApiTestDir, String name) {
+        return kubeApiTestDir.resolve(Path.of("k8s", VERSION + "-linux-amd64", name));
     }
 
     /** Writes a kubeconfig for this API server (admin credentials) to {@code file}, for other processes. */

@@ -32,7 +32,7 @@ import java.util.concurrent.TimeUnit;
  * </ul>
  * Takes the cluster down at the end.
  *
- * <p>Usage: {@code ClusterBench REPO_ROOT [PODS]}.
+ * <p>Usage: {@code ClusterBench REPO_ROOT [PODS | --smoke]} (20 pods each way; smoke: 5, for CI).
  */
 public final class ClusterBench {
 
@@ -43,7 +43,7 @@ public final class ClusterBench {
 
     public static void main(String[] args) throws Exception {
         Path root = Path.of(args[0]);
-        int pods = args.length > 1 ? Integer.parseInt(args[1]) : 20;
+        int pods = args.length < 2 ? 20 : args[1].equals("--smoke") ? 5 : Integer.parseInt(args[1]);
         Path cluster = root.resolve("cluster/bin/dilu-cluster");
         Path dir = Path.of(System.getProperty("dilu.cluster.dir", "/var/lib/dilu-cluster"));
         run(cluster.toString(), "down");

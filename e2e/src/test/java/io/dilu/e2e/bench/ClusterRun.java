@@ -89,6 +89,12 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         return (System.nanoTime() - t0) / 1e9;
     }
 
+    /** When the traffic ran, in seconds from {@code originNanos}: the span the host's lateness is read over. */
+    double[] trafficSpan(long originNanos) {
+        double from = (t0 - originNanos) / 1e9;
+        return new double[] {from, from + seconds};
+    }
+
     @Override
     public Map<String, Measured> call() throws Exception {
         System.out.printf("%n== %s: deploying into namespace %s%n", policy, ns);

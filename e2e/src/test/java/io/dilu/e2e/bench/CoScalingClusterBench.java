@@ -1,5 +1,6 @@
 package io.dilu.e2e.bench;
 
+import io.dilu.e2e.cluster.HostLateness;
 import io.dilu.loadgen.RateTrace;
 import io.dilu.simulator.coscaling.DiluPolicy;
 import io.dilu.simulator.coscaling.KpaPolicy;
@@ -35,9 +36,11 @@ import java.util.Map;
  * Reported per run: cold starts (pods started during the run; each measured from creation to Ready), the SLO
  * violation rate of the measured latencies, GPU-seconds booked (Σ over seconds of the SM requests of the pods
  * that exist); beside them, the simulator's prediction for Dilu on the same traces, profiles and measured cold
- * start. Emulated GPUs: every figure is labelled so.
+ * start. Emulated GPUs: every figure is labelled so. Beside them, how late this machine woke a thread every 5 ms
+ * while the traffic ran ({@link HostLateness}): past a token period at p99, the figures are the host's pace.
  *
- * <p>Usage: {@code CoScalingClusterBench REPO_ROOT [--seconds N] [--seed S]}.
+ * <p>Usage: {@code CoScalingClusterBench REPO_ROOT [--seconds N] [--seed S] [--policies dilu,kpa] [--smoke]};
+ * {@code --smoke}, for CI: the bursty function alone, 30 s of traffic a policy.
  */
 public final class CoScalingClusterBench {
 
@@ -58,18 +61,23 @@ public final class CoScalingClusterBench {
 
     private CoScalingClusterBench() {}
 
+    /** The smoke run's traffic per policy: the whole machinery, deploy to report, in a few minutes with cluster up. */
+    static final int SMOKE_SECONDS = 30;
+
     public static void main(String[] args) throws Exception {
         Path root = Path.of(args[0]);
         int seconds = 600;
         long seed = 42;
+        boolean smoke = false;
         List<String> policies = List.of("dilu", "kpa");
         for (int i = 1; i < args.length; i++) {
             switch (args[i]) {
                 case "--seconds" -> seconds = bounded("--seconds", args[++i], 60, 3600);
                 case "--seed" -> seed = Long.parseLong(args[++i]);
                 case "--policies" -> policies = List.of(args[++i].split(","));
+                case "--smoke" -> smoke = true;
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (--seconds N, --seed S, --policies dilu,kpa)");
+                        + " (--seconds N, --seed S, --policies dilu,kpa, --smoke)");
             }
         }
         if (!List.of("dilu", "kpa").containsAll(policies) || policies.isEmpty()) {
@@ -77,20 +85,26 @@ public final class CoScalingClusterBench {
         }
         Path out = root.resolve("e2e/target/coscaling-cluster");
         Files.createDirectories(out);
-        List<Function> functions = functions(seconds, seed);
+        List<Function> functions = smoke ? functions(SMOKE_SECONDS, seed).subList(0, 1) : functions(seconds, seed);
         Path cluster = root.resolve("cluster/bin/dilu-cluster");
         Path dir = Path.of(System.getProperty("dilu.cluster.dir", "/var/lib/dilu-cluster"));
         run(cluster.toString(), "down");
-        run(cluster.toString(), "up", "--nodes", "2");
-        try (KubernetesClient client = new KubernetesClientBuilder()
-                .withConfig(Config.fromKubeconfig(Files.readString(dir.resolve("admin.kubeconfig")))).build()) {
-            Map<String, Map<String, Measured>> runs = new LinkedHashMap<>();
-            for (String policy : policies) {
-                runs.put(policy, new ClusterRun(client, policy, functions, seconds, out).call());
+        long origin = System.nanoTime();
+        try (HostLateness host = HostLateness.start(origin)) {
+            run(cluster.toString(), "up", "--nodes", "2");
+            try (KubernetesClient client = new KubernetesClientBuilder()
+                    .withConfig(Config.fromKubeconfig(Files.readString(dir.resolve("admin.kubeconfig")))).build()) {
+                Map<String, Map<String, Measured>> runs = new LinkedHashMap<>();
+                List<double[]> traffic = new ArrayList<>();
+                for (String policy : policies) {
+                    ClusterRun run = new ClusterRun(client, policy, functions, functions.getFirst().trace().seconds(), out);
+                    runs.put(policy, run.call());
+                    traffic.add(run.trafficSpan(origin));
+                }
+                report(functions, runs, out, host.over(s -> traffic.stream().anyMatch(t -> s >= t[0] && s < t[1])));
+            } finally {
+                run(cluster.toString(), "down");
             }
-            report(functions, runs, out);
-        } finally {
-            run(cluster.toString(), "down");
         }
     }
 
@@ -136,7 +150,8 @@ public final class CoScalingClusterBench {
      * Prints each run's figures per function and in all, the simulator's prediction for the same traces and
      * profiles (with the cold start measured in the Dilu run), the BENCH line, and writes the series as CSV.
      */
-    static void report(List<Function> functions, Map<String, Map<String, Measured>> runs, Path out) throws Exception {
+    static void report(List<Function> functions, Map<String, Map<String, Measured>> runs, Path out, HostLateness.Window host)
+            throws Exception {
         Files.createDirectories(out);
         // The cold start this cluster showed (the simulator's input): the mean over the runs' new pods.
         double coldStart = runs.values().stream().flatMap(r -> r.values().stream()).mapToDouble(Measured::coldStartMeanS)
@@ -211,6 +226,13 @@ public final class CoScalingClusterBench {
                         + "requests), not a GPU measurement. `dilu (model)` is the simulator's prediction for the same traces "
                         + "(docs/coscaling.md); its GPU share is what its instances hold, vertical scaling included."));
         System.out.println("figures and report: " + out.resolve("report.md"));
+        System.out.println("host: a thread of the bench waking every 5 ms on absolute deadlines, as the token loops do, came "
+                + host.describe() + " while the traffic ran");
+        if (host.overloaded()) {
+            System.out.printf(Locale.ROOT, "the HOST WAS OVERLOADED (p99 %.1f ms late, beyond one %.0f ms token period): the"
+                    + " figures above are this machine's pace, for both policies, not a measure of either%n", host.p99Ms(),
+                    HostLateness.OVERLOADED_P99_MS);
+        }
         double[] d = totals.get("dilu");
         double[] k = totals.get("kpa");
         if (d == null || k == null) {
@@ -219,7 +241,7 @@ public final class CoScalingClusterBench {
         }
         System.out.printf(Locale.ROOT, "BENCH coscaling-cluster gpu=emulated seconds=%d dilu_cold_starts=%.0f dilu_svr=%.2f "
                 + "dilu_gpu_s=%.1f kpa_cold_starts=%.0f kpa_svr=%.2f kpa_gpu_s=%.1f sim_dilu_svr=%.2f sim_kpa_svr=%.2f "
-                + "cold_start_s=%.1f%n", functions.getFirst().trace().seconds(), d[0], 100 * d[1], d[2], k[0], 100 * k[1], k[2],
-                100 * simSvr, 100 * simKpaSvr, coldStart);
+                + "cold_start_s=%.1f host_late_p99_ms=%.2f%n", functions.getFirst().trace().seconds(), d[0], 100 * d[1], d[2],
+                k[0], 100 * k[1], k[2], 100 * simSvr, 100 * simKpaSvr, coldStart, host.p99Ms());
     }
 }

@@ -19,8 +19,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ExecutorService;
@@ -34,27 +34,54 @@ import java.util.stream.IntStream;
  * kube-apiserver holding 1,000 GPU nodes of 8 GPUs and 2,000 bound GPU pods), asked over loopback HTTP what
  * kube-scheduler asks for every pod: filter, then prioritize, with all 1,000 node names. Prints the latency of
  * the pair. The pods asked about exist on the API server (pending), since the extender places no pod it cannot
- * find there.
+ * find there. Before each pair, on the same connection, the reference: the same body sent twice to prioritize
+ * while the pod holds no reservation yet, which the extender reads in full and answers with no placement.
+ *
+ * <p>The bar: the pair's p99 at most 10 ms. Missed, it prints a {@code FAIL:} line and exits 1.
+ *
+ * <p>Usage: {@code ExtenderBench [ROUNDS] | --smoke} (1,000 nodes, 2,000 rounds after 1,000 warm-up rounds; smoke:
+ * 50 nodes, 300 rounds after 300).
  */
 public final class ExtenderBench {
 
-    static final int NODES = 1000;
     static final int GPUS = 8;
-    static final int BOUND_PODS = 2000;
+    /** Bound GPU pods per node, on GPUs chosen at random. */
+    static final int BOUND_PER_NODE = 2;
+    static final LatencyBar BAR = new LatencyBar(10);
+
+    private ExtenderBench() {}
 
     public static void main(String[] args) throws Exception {
-        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 2000;
-        int warmup = Math.max(1000, rounds / 2);
+        int nodes = 1000;
+        int rounds = 2000;
+        int warmup = 1000;
+        if (args.length == 1 && args[0].equals("--smoke")) {
+            nodes = 50;
+            rounds = 300;
+            warmup = 300;
+        } else if (args.length == 1) {
+            rounds = Integer.parseInt(args[0]);
+            warmup = Math.max(1000, rounds / 2);
+        } else if (args.length > 1) {
+            throw new IllegalArgumentException("usage: ExtenderBench [ROUNDS] | --smoke");
+        }
+        int exit = run(nodes, rounds, warmup);
+        if (exit != 0) {
+            System.exit(exit);
+        }
+    }
+
+    static int run(int nodes, int rounds, int warmup) throws Exception {
         Path work = Files.createTempDirectory("dilu-bench-extender");
         try (RealApiServer api = RealApiServer.start()) {
             KubernetesClient client = api.client();
             long t0 = System.nanoTime();
-            populate(api);
+            populate(api, nodes);
             Random rnd = new Random(7);
             List<Pod> asked = createPending(client, IntStream.range(0, warmup + rounds)
                     .mapToObj(i -> new int[] {10 + rnd.nextInt(30), 1024 * (1 + rnd.nextInt(8))}).toList());
-            System.out.printf("cluster: %d nodes × %d GPUs, %d bound GPU pods, %d pending (created in %.1f s)%n", NODES,
-                    GPUS, BOUND_PODS, asked.size(), (System.nanoTime() - t0) / 1e9);
+            System.out.printf("cluster: %d nodes × %d GPUs, %d bound GPU pods, %d pending (created in %.1f s)%n", nodes,
+                    GPUS, nodes * BOUND_PER_NODE, asked.size(), (System.nanoTime() - t0) / 1e9);
             int port = LocalControlPlane.freePort();
             int management = LocalControlPlane.freePort();
             try (ChildProcess extender = ChildProcess.quarkusApp("scheduler-extender",
@@ -65,38 +92,50 @@ public final class ExtenderBench {
                 HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
                 String base = "http://127.0.0.1:" + port;
                 awaitReady(http, "http://127.0.0.1:" + management, extender);
-                String nodeNames = IntStream.range(0, NODES).mapToObj(i -> "\"node-" + i + "\"")
+                String nodeNames = IntStream.range(0, nodes).mapToObj(i -> "\"node-" + i + "\"")
                         .collect(Collectors.joining(",", "[", "]"));
-                long[] micros = new long[rounds];
+                LatencyBar.Latencies pairs = new LatencyBar.Latencies(rounds);
+                LatencyBar.Latencies reference = new LatencyBar.Latencies(rounds);
                 for (int i = 0; i < warmup + rounds; i++) {
                     String body = args(client, asked.get(i), nodeNames);
                     long start = System.nanoTime();
+                    String unreserved = post(http, base + "/prioritize", body) + post(http, base + "/prioritize", body);
+                    long middle = System.nanoTime();
                     String filter = post(http, base + "/filter", body);
                     String prioritize = post(http, base + "/prioritize", body);
-                    long took = System.nanoTime() - start;
-                    if (!filter.contains("\"NodeNames\":[\"node-") || !prioritize.contains("\"Score\":10")) {
-                        throw new IllegalStateException("unexpected answer: " + filter + " / " + prioritize);
+                    long end = System.nanoTime();
+                    if (!unreserved.equals("[][]") || !filter.contains("\"NodeNames\":[\"node-")
+                            || !prioritize.contains("\"Score\":10")) {
+                        throw new IllegalStateException("unexpected answer: " + unreserved + " / " + filter + " / " + prioritize);
                     }
                     if (i >= warmup) {
-                        micros[i - warmup] = took / 1000;
+                        reference.add(middle - start);
+                        pairs.add(end - middle);
                     }
                 }
-                Arrays.sort(micros);
-                double p50 = micros[rounds / 2] / 1000.0;
-                double p99 = micros[(int) Math.ceil(rounds * 0.99) - 1] / 1000.0;
-                System.out.printf("filter + prioritize, %d rounds after %d warm-up: p50 %.3f ms, p99 %.3f ms, max %.3f ms%n",
-                        rounds, warmup, p50, p99, micros[rounds - 1] / 1000.0);
-                System.out.printf("BENCH extender nodes=%d p50_ms=%.3f p99_ms=%.3f%n", NODES, p50, p99);
+                double p50 = pairs.percentileMs(0.5);
+                double p99 = pairs.percentileMs(0.99);
+                double refP99 = reference.percentileMs(0.99);
+                System.out.printf(Locale.ROOT, "filter + prioritize, %d rounds after %d warm-up: p50 %.3f ms, p99 %.3f ms, "
+                        + "max %.3f ms%n", rounds, warmup, p50, p99, pairs.maxMs());
+                System.out.printf(Locale.ROOT, "reference, prioritize twice before the filter (same body, same process, same "
+                        + "connection, no placement): p50 %.3f ms, p99 %.3f ms, max %.3f ms%n", reference.percentileMs(0.5),
+                        refP99, reference.maxMs());
+                var failure = BAR.verdict("filter + prioritize", p99, refP99);
+                failure.ifPresent(System.out::println);
+                System.out.printf(Locale.ROOT, "BENCH extender nodes=%d p50_ms=%.3f p99_ms=%.3f ref_p99_ms=%.3f p99_bar_ms=%.0f "
+                        + "rounds=%d%n", nodes, p50, p99, refP99, BAR.p99Ms(), rounds);
+                return failure.isPresent() ? 1 : 0;
             }
         }
     }
 
-    static void populate(RealApiServer api) throws Exception {
+    static void populate(RealApiServer api, int nodes) throws Exception {
         KubernetesClient client = api.client();
         api.createNamespace("fns", Map.of());
         ExecutorService pool = Executors.newFixedThreadPool(8);
         List<Future<?>> work = new ArrayList<>();
-        for (int n = 0; n < NODES; n++) {
+        for (int n = 0; n < nodes; n++) {
             String name = "node-" + n;
             List<GpuDevice> gpus = IntStream.range(0, GPUS)
                     .mapToObj(g -> new GpuDevice("GPU-" + name + "-" + g, g, "A100-40GB", 40_960, 108)).toList();
@@ -109,8 +148,8 @@ public final class ExtenderBench {
         }
         work.clear();
         Random rnd = new Random(11);
-        for (int p = 0; p < BOUND_PODS; p++) {
-            int node = rnd.nextInt(NODES);
+        for (int p = 0; p < nodes * BOUND_PER_NODE; p++) {
+            int node = rnd.nextInt(nodes);
             String gpu = "GPU-node-" + node + "-" + rnd.nextInt(GPUS);
             Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity("20"), DiluNames.GPU_MEMORY, new Quantity("4096"));
             var pod = new PodBuilder().withNewMetadata().withName("bound-" + p).withNamespace("fns")

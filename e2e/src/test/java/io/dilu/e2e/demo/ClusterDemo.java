@@ -2,6 +2,7 @@ package io.dilu.e2e.demo;
 
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.e2e.cluster.HostLateness;
 import io.dilu.e2e.cluster.ServingFunction;
 import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;
@@ -233,8 +234,10 @@ public final class ClusterDemo {
 
     /** A function's pods as the API server shows them each second: where its load goes, and the scaling story. */
     static final class Pods {
+        /** A second the API server was not read in (a slow answer, a busy machine): not a count of 0. */
+        static final int UNKNOWN = -1;
         final AtomicReference<List<URI>> ready = new AtomicReference<>(List.of());
-        /** Per second of the run: pods that exist (starting or ready), and ready ones. */
+        /** Per second of the run: pods that exist (starting or ready), and ready ones; {@link #UNKNOWN} where not read. */
         final int[] total;
         final int[] readyCount;
         final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
@@ -245,6 +248,18 @@ public final class ClusterDemo {
         Pods(int seconds) {
             total = new int[seconds];
             readyCount = new int[seconds];
+            Arrays.fill(total, UNKNOWN);
+            Arrays.fill(readyCount, UNKNOWN);
+        }
+
+        /** The count last read at or before second {@code t}, or {@link #UNKNOWN}. */
+        static int known(int[] perSecond, int t) {
+            for (int s = Math.min(t, perSecond.length - 1); s >= 0; s--) {
+                if (perSecond[s] != UNKNOWN) {
+                    return perSecond[s];
+                }
+            }
+            return UNKNOWN;
         }
     }
 
@@ -266,70 +281,78 @@ public final class ClusterDemo {
         }
         ScheduledExecutorService poller = Executors.newSingleThreadScheduledExecutor();
         long start = System.nanoTime();
-        // Each second: the functions' pods, from the API server (a pod gets requests once it is Ready, as behind
-        // Knative's activator), and the scaled function's story.
-        poller.scheduleAtFixedRate(() -> {
-            int t = (int) ((System.nanoTime() - start) / 1_000_000_000L);
-            for (Inference f : functions) {
-                Pods p = pods.get(f.name());
-                try {
-                    List<Pod> now = pods(client, f.name());
-                    int all = now.size();
-                    List<URI> ready = readyTargets(now);
-                    p.ready.set(ready);
-                    if (t < seconds) {
-                        p.total[t] = all;
-                        p.readyCount[t] = ready.size();
+        // How late this machine wakes a thread, from the same time zero as the run's seconds.
+        try (HostLateness host = HostLateness.start(start)) {
+            // Each second: the functions' pods, from the API server (a pod gets requests once it is Ready, as behind
+            // Knative's activator), and the scaled function's story.
+            poller.scheduleAtFixedRate(() -> {
+                int t = (int) ((System.nanoTime() - start) / 1_000_000_000L);
+                for (Inference f : functions) {
+                    Pods p = pods.get(f.name());
+                    try {
+                        List<Pod> now = pods(client, f.name());
+                        int all = now.size();
+                        List<URI> ready = readyTargets(now);
+                        p.ready.set(ready);
+                        if (t < seconds) {
+                            p.total[t] = all;
+                            p.readyCount[t] = ready.size();
+                        }
+                        if (p.last >= 0 && all != p.last) {
+                            p.events.add(String.format(Locale.ROOT, "t=%d s: %s %d → %d pods (%.0f rps offered)", t, f.name(),
+                                    p.last, all, f.rps().applyAsDouble(t)));
+                        }
+                        p.last = all;
+                    } catch (RuntimeException e) {
+                        // the API server busy for a second: the next second reads it again
                     }
-                    if (p.last >= 0 && all != p.last) {
-                        p.events.add(String.format(Locale.ROOT, "t=%d s: %s %d → %d pods (%.0f rps offered)", t, f.name(),
-                                p.last, all, f.rps().applyAsDouble(t)));
-                    }
-                    p.last = all;
-                } catch (RuntimeException e) {
-                    // the API server busy for a second: the next second reads it again
                 }
+            }, 0, 1, TimeUnit.SECONDS);
+            load.values().forEach(LoadGenerator::start);
+            Inference scaled = functions.getFirst();
+            System.out.printf(Locale.ROOT, "%ndemo: %d s of load (EMULATED GPUs), the view refreshes every 5 s:%n"
+                            + "  %s, scaled by Dilu's autoscaler (%.0f rps per instance at its %d%% SM request, %.0f at its %d%%"
+                            + " limit): 24 rps; at t=20–30 s a burst to 64 rps, beyond its request and within its limit, which"
+                            + " vertical scaling absorbs (its grant rises, no new pod); at t=45–60 s a burst to 160 rps, beyond"
+                            + " its limit, which the autoscaler scales out at once; then 24 rps, and it scales back in lazily,"
+                            + " once 30 s of the last 40 need fewer pods%n"
+                            + "  bert-base: 40 rps steady on 2 pods%n"
+                            + "  KLC ms is an instance's kernel launch cycle: from its first kernel launch to the synchronisation"
+                            + " that ends it (one batch, for an inference server). The node agent's token manager compares it"
+                            + " with the instance's best: stretched beyond 1.6× that, the GPU is in EMERGENCY and best-effort"
+                            + " neighbours shrink; every 5 ms it re-divides each GPU's thread blocks (grant %%)%n"
+                            + "  host: how late a thread of this process that wakes every 5 ms, as the token managers do, comes"
+                            + " on this machine's CPUs; past %.0f ms at p99 the host is overloaded, and what the cluster shows"
+                            + " is its pace, not Dilu's%n",
+                    seconds, scaled.name(), scaled.rpsAtRequest(), scaled.sm(), scaled.rpsAtLimit(), 2 * scaled.sm(),
+                    HostLateness.OVERLOADED_P99_MS);
+            Map<String, Double> previous = scrape();
+            long previousAt = System.nanoTime();
+            Shares shares = new Shares();
+            Map<String, Integer> read = new HashMap<>();
+            while (System.nanoTime() - start < seconds * 1_000_000_000L) {
+                Thread.sleep(5_000);
+                Map<String, Double> now = scrape();
+                long nowAt = System.nanoTime();
+                Map<String, double[]> interval = new HashMap<>();
+                for (var e : load.entrySet()) {
+                    double[] latencies = e.getValue().okLatenciesFrom(read.getOrDefault(e.getKey(), 0));
+                    read.merge(e.getKey(), latencies.length, Integer::sum);
+                    Arrays.sort(latencies);
+                    interval.put(e.getKey(), latencies);
+                }
+                view((nowAt - start) / 1e9, previous, now, (nowAt - previousAt) / 1e9, functions, load, interval, pods, shares,
+                        host.window((previousAt - start) / 1e9, (nowAt - start) / 1e9));
+                previous = now;
+                previousAt = nowAt;
             }
-        }, 0, 1, TimeUnit.SECONDS);
-        load.values().forEach(LoadGenerator::start);
-        Inference scaled = functions.getFirst();
-        System.out.printf(Locale.ROOT, "%ndemo: %d s of load (EMULATED GPUs), the view refreshes every 5 s:%n"
-                        + "  %s, scaled by Dilu's autoscaler (%.0f rps per instance at its %d%% SM request, %.0f at its %d%%"
-                        + " limit): 24 rps; at t=20–30 s a burst to 64 rps, beyond its request and within its limit, which"
-                        + " vertical scaling absorbs (its grant rises, no new pod); at t=45–60 s a burst to 160 rps, beyond"
-                        + " its limit, which the autoscaler scales out at once; then 24 rps, and it scales back in lazily,"
-                        + " once 30 s of the last 40 need fewer pods%n"
-                        + "  bert-base: 40 rps steady on 2 pods%n"
-                        + "  KLC ms is an instance's kernel launch cycle: from its first kernel launch to the synchronisation"
-                        + " that ends it (one batch, for an inference server). The node agent's token manager compares it"
-                        + " with the instance's best: stretched beyond 1.6× that, the GPU is in EMERGENCY and best-effort"
-                        + " neighbours shrink; every 5 ms it re-divides each GPU's thread blocks (grant %%)%n",
-                seconds, scaled.name(), scaled.rpsAtRequest(), scaled.sm(), scaled.rpsAtLimit(), 2 * scaled.sm());
-        Map<String, Double> previous = scrape();
-        long previousAt = System.nanoTime();
-        Shares shares = new Shares();
-        Map<String, Integer> read = new HashMap<>();
-        while (System.nanoTime() - start < seconds * 1_000_000_000L) {
-            Thread.sleep(5_000);
-            Map<String, Double> now = scrape();
-            long nowAt = System.nanoTime();
-            Map<String, double[]> interval = new HashMap<>();
+            Map<String, LoadResult> results = new TreeMap<>();
             for (var e : load.entrySet()) {
-                double[] latencies = e.getValue().okLatenciesFrom(read.getOrDefault(e.getKey(), 0));
-                read.merge(e.getKey(), latencies.length, Integer::sum);
-                Arrays.sort(latencies);
-                interval.put(e.getKey(), latencies);
+                results.put(e.getKey(), e.getValue().finished().get(2, TimeUnit.MINUTES));
             }
-            view((nowAt - start) / 1e9, previous, now, (nowAt - previousAt) / 1e9, functions, load, interval, pods, shares);
-            previous = now;
-            previousAt = nowAt;
+            poller.shutdownNow();
+            summary(client, functions, results, pods, shares, seconds, host);
         }
-        Map<String, LoadResult> results = new TreeMap<>();
-        for (var e : load.entrySet()) {
-            results.put(e.getKey(), e.getValue().finished().get(2, TimeUnit.MINUTES));
-        }
-        poller.shutdownNow();
-        summary(client, functions, results, pods, shares, seconds);
         http.shutdownNow();
     }
 
@@ -374,7 +397,8 @@ public final class ClusterDemo {
     }
 
     static void view(double t, Map<String, Double> before, Map<String, Double> now, double dt, List<Inference> functions,
-            Map<String, LoadGenerator> load, Map<String, double[]> p95, Map<String, Pods> pods, Shares shares) {
+            Map<String, LoadGenerator> load, Map<String, double[]> p95, Map<String, Pods> pods, Shares shares,
+            HostLateness.Window host) {
         StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "%n--- t=%.0f s (emulated GPUs) ---%n", t));
         out.append(String.format(Locale.ROOT, "  %-34s %-30s %8s %9s %8s %8s%n", "node / GPU", "instance", "grant %",
                 "blocks %", "KLC ms", "p95 ms"));
@@ -429,6 +453,8 @@ public final class ClusterDemo {
                 out.append("    autoscaler: ").append(event).append('\n');
             }
         }
+        out.append(String.format(Locale.ROOT, "  host: a 5 ms wake-up %s%s%n", host.describe(),
+                host.overloaded() ? " — OVERLOADED: the latencies above are this machine's pace, not Dilu's" : ""));
         System.out.print(out);
     }
 
@@ -443,7 +469,7 @@ public final class ClusterDemo {
     }
 
     static void summary(KubernetesClient client, List<Inference> functions, Map<String, LoadResult> results,
-            Map<String, Pods> pods, Shares shares, int seconds) {
+            Map<String, Pods> pods, Shares shares, int seconds, HostLateness host) {
         System.out.println();
         System.out.println("Summary (emulated GPUs; latencies measured by the load generator, end to end over HTTP, waiting"
                 + " included):");
@@ -454,9 +480,10 @@ public final class ClusterDemo {
                     1000 * r.latencyPercentile(0.50), 1000 * r.latencyPercentile(0.95), 1000 * r.latencyPercentile(0.99),
                     100 * r.sloViolationRate(f.sloMs() / 1000), f.sloMs());
         }
+        hostSummary(host, seconds).forEach(line -> System.out.println("  " + line));
         Inference scaled = functions.getFirst();
         for (String line : story(pods.get(scaled.name()), shares.scaledGrant, seconds, results.get(scaled.name()),
-                scaled.sloMs() / 1000)) {
+                scaled.sloMs() / 1000, host)) {
             System.out.println("  " + scaled.name() + ": " + line);
         }
         Pod train = client.pods().inNamespace(NS).withName("gpt2-train").get();
@@ -472,69 +499,124 @@ public final class ClusterDemo {
     }
 
     /**
+     * What the host was like over the run: its lateness, and, where it was overloaded, in how many seconds and that
+     * what the run measured then is the host's pace (each part of the story judges its own stretch).
+     */
+    static List<String> hostSummary(HostLateness host, int seconds) {
+        HostLateness.Window run = host.window(0, seconds);
+        List<String> out = new ArrayList<>();
+        out.add("host: a thread of this process waking every 5 ms on absolute deadlines, as the node agents' token loops"
+                + " do, came " + run.describe() + " over the run");
+        int overloaded = host.overloadedSeconds(seconds);
+        if (overloaded > 0) {
+            out.add(String.format(Locale.ROOT, "the HOST WAS OVERLOADED in %d of the run's %d seconds (a 5 ms wake-up later"
+                    + " than one %.0f ms token period at p99 in that second; over the run, p99 %.1f ms): then the token"
+                    + " managers, the emulated GPUs and the servers waited for this machine's CPUs as that thread did, and"
+                    + " what the run measured is the host's pace, neither Dilu's doing nor a measure of it; each part of the"
+                    + " story below is judged by the host's lateness over its own stretch", overloaded, seconds,
+                    HostLateness.OVERLOADED_P99_MS, run.p99Ms()));
+        }
+        return out;
+    }
+
+    /**
      * The scaled function's story in the run, from its pods each second and its largest grant in each view:
      * what the first burst did to its pods and grant, when the second scaled it out and when it came back in.
+     * Where the host was overloaded in a stretch, what happened there is told as it happened, with the host's
+     * lateness, and credited to Dilu or blamed on it not at all.
      */
-    static List<String> story(Pods p, List<double[]> grants, int seconds, LoadResult load, double sloSeconds) {
+    static List<String> story(Pods p, List<double[]> grants, int seconds, LoadResult load, double sloSeconds,
+            HostLateness host) {
         List<String> out = new ArrayList<>();
         if (seconds < 30) {
             return out;
         }
+        int beforeFirst = Pods.known(p.total, 19);
         int peakFirst = maxPods(p.total, 20, Math.min(seconds, 45));
+        if (beforeFirst == Pods.UNKNOWN || peakFirst == Pods.UNKNOWN) {
+            out.add("its pods were not read from the API server before or during the first burst: no story to tell");
+            return out;
+        }
         double grant = grants.stream().filter(g -> g[0] > 20 && g[0] <= 35).mapToDouble(g -> g[1]).max().orElse(Double.NaN);
-        out.add(String.format(Locale.ROOT, "the burst to 64 rps (t=20–30 s): %s%s",
-                peakFirst <= p.total[Math.min(19, seconds - 1)] ? "absorbed vertically, still " + peakFirst + " pod(s)"
-                        : "scaled out to " + peakFirst + " pods",
-                Double.isNaN(grant) ? "" : String.format(Locale.ROOT, "; its largest grant %.1f%% of a GPU", grant)));
+        String largestGrant = Double.isNaN(grant) ? "" : String.format(Locale.ROOT, "; its largest grant %.1f%% of a GPU", grant);
+        HostLateness.Window first = host.window(20, 35);
+        out.add("the burst to 64 rps (t=20–30 s): " + (first.overloaded()
+                ? (peakFirst <= beforeFirst ? "still " + peakFirst + " pod(s)" : peakFirst + " pods") + largestGrant
+                        + overloaded(first, "then")
+                : (peakFirst <= beforeFirst ? "absorbed vertically, still " + peakFirst + " pod(s)"
+                        : "scaled out to " + peakFirst + " pods") + largestGrant));
         if (seconds < 60) {
             return out;
         }
-        int before = p.total[44];
+        int end = Math.min(seconds, STORY_SECONDS);
+        HostLateness.Window second = host.window(45, 75);
+        int before = Pods.known(p.total, 44);
         int out1 = -1;
-        for (int t = 45; t < seconds && out1 < 0; t++) {
-            if (p.total[t] > before) {
+        for (int t = 45; t < end && out1 < 0; t++) {
+            if (p.total[t] != Pods.UNKNOWN && p.total[t] > before) {
                 out1 = t;
             }
         }
         if (out1 < 0) {
-            out.add("the burst to 160 rps (t=45–60 s): no scale-out");
+            out.add("the burst to 160 rps (t=45–60 s): no scale-out"
+                    + (second.overloaded() ? overloaded(second, "at t=45–75 s") : ""));
             return out;
         }
-        int peak = maxPods(p.total, 45, Math.min(seconds, 70));
+        // From the scale-out on: its peak, and when the pods were back to what they were before it; never earlier.
+        int peak = 0;
+        int back = -1;
+        for (int t = out1; t < end && back < 0; t++) {
+            if (p.total[t] == Pods.UNKNOWN) {
+                continue;
+            }
+            if (p.total[t] <= before) {
+                back = t;
+            } else {
+                peak = Math.max(peak, p.total[t]);
+            }
+        }
         int ready = -1;
-        for (int t = out1; t < seconds && ready < 0; t++) {
+        for (int t = out1; t < (back < 0 ? end : back) && ready < 0; t++) {
             if (p.readyCount[t] >= peak) {
                 ready = t;
             }
         }
-        int back = -1;
-        for (int t = 60; t < Math.min(seconds, STORY_SECONDS) && back < 0; t++) {
-            if (p.total[t] <= before) {
-                back = t;
-            }
-        }
-        out.add(String.format(Locale.ROOT, "the burst to 160 rps (t=45–60 s): scaled out at t=%d s to %d pods%s; %s", out1,
+        out.add(String.format(Locale.ROOT, "the burst to 160 rps (t=45–60 s): scaled out at t=%d s to %d pods%s; %s%s", out1,
                 peak, ready < 0 ? "" : ", all ready at t=" + ready + " s",
                 back < 0 ? "not yet back to " + before + " when the run ended"
-                        : "back to " + before + " at t=" + back + " s (scale-in waits until 30 of 40 seconds need fewer pods)"));
+                        : "back to " + before + " at t=" + back + " s (scale-in waits until 30 of 40 seconds need fewer pods)",
+                second.overloaded() ? overloaded(second, "at t=45–75 s") : ""));
         // Where the late requests were: those of the second burst that came before its pods, and the backlog they left.
         long[] late = new long[2];
         long[] all = new long[2];
         for (RequestRecord r : load.requests()) {
-            int phase = r.second() % STORY_SECONDS >= 45 && r.second() % STORY_SECONDS < 75 ? 0 : 1;
+            int phase = burst(r.second()) ? 0 : 1;
             all[phase]++;
             if (!(r.outcome() instanceof Outcome.Answered a && a.ok() && a.latencySeconds() <= sloSeconds)) {
                 late[phase]++;
             }
         }
-        out.add(String.format(Locale.ROOT, "late or failed: %.1f%% of the requests due at t=45–75 s (the burst before its new"
-                + " pods were ready, and the queue it left), %.2f%% of the others", 100.0 * late[0] / Math.max(1, all[0]),
-                100.0 * late[1] / Math.max(1, all[1])));
+        HostLateness.Window others = host.over(t -> t < seconds && !burst((int) t));
+        out.add(String.format(Locale.ROOT, "late or failed: %.1f%% of the requests due at t=45–75 s%s, %.2f%% of the others%s",
+                100.0 * late[0] / Math.max(1, all[0]), second.overloaded() ? overloaded(second, "then")
+                        : " (the burst before its new pods were ready, and the queue it left)",
+                100.0 * late[1] / Math.max(1, all[1]), others.overloaded() ? overloaded(others, "in the other seconds") : ""));
         return out;
     }
 
+    /** The seconds of a story whose late requests the second burst explains: the burst, and the queue it leaves. */
+    private static boolean burst(int second) {
+        return second % STORY_SECONDS >= 45 && second % STORY_SECONDS < 75;
+    }
+
+    private static String overloaded(HostLateness.Window w, String when) {
+        return String.format(Locale.ROOT, "; the host was overloaded %s (a 5 ms wake-up late by p99 %.1f ms): neither Dilu's"
+                + " doing nor a measure of it", when, w.p99Ms());
+    }
+
+    /** The most pods read in [from, to), or {@link Pods#UNKNOWN} if none was read. */
     static int maxPods(int[] pods, int from, int to) {
-        int max = 0;
+        int max = Pods.UNKNOWN;
         for (int t = from; t < to; t++) {
             max = Math.max(max, pods[t]);
         }

@@ -2,11 +2,13 @@ package io.dilu.e2e.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.e2e.cluster.HostLateness;
 import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.Outcome;
 import io.dilu.loadgen.RequestRecord;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntToDoubleFunction;
 import org.junit.jupiter.api.Test;
 
 /** The demo's load story and the summary it tells from what the run saw, on made-up runs. */
@@ -37,7 +39,8 @@ class ClusterDemoTest {
         }
         requests.add(new RequestRecord(10, 0, new Outcome.Failed(Outcome.Failure.TIMEOUT)));
 
-        List<String> story = ClusterDemo.story(pods, grants, seconds, new LoadResult("bert-large", requests), 0.2);
+        List<String> story = ClusterDemo.story(pods, grants, seconds, new LoadResult("bert-large", requests), 0.2,
+                host(t -> 0.2));
 
         assertThat(story).hasSize(3);
         assertThat(story.get(0)).contains("absorbed vertically, still 1 pod(s)").contains("37.6%");
@@ -51,9 +54,95 @@ class ClusterDemoTest {
         ClusterDemo.Pods pods = new ClusterDemo.Pods(120);
         java.util.Arrays.fill(pods.total, 1);
         java.util.Arrays.fill(pods.readyCount, 1);
-        List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2);
+        List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
+                new HostLateness(0));
         assertThat(story).containsExactly(
                 "the burst to 64 rps (t=20–30 s): absorbed vertically, still 1 pod(s)",
                 "the burst to 160 rps (t=45–60 s): no scale-out");
+    }
+
+    /**
+     * The run of issue 34 (a machine at load 8–16): the scale-out came at t=61 s, after the burst, and the summary said
+     * "scaled out at t=61 s … back to 1 at t=60 s", the scale-in read from before the scale-out.
+     */
+    @Test
+    void aScaleOutAfterTheBurstIsNeverSaidToEndBeforeItBegan() {
+        ClusterDemo.Pods pods = new ClusterDemo.Pods(120);
+        for (int t = 0; t < 120; t++) {
+            pods.total[t] = t >= 61 && t < 101 ? 2 : 1;
+            pods.readyCount[t] = t >= 63 && t < 101 ? 2 : 1;
+        }
+        List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
+                new HostLateness(0));
+        assertThat(story.get(1)).contains("scaled out at t=61 s to 2 pods", "all ready at t=63 s", "back to 1 at t=101 s");
+    }
+
+    @Test
+    void aSecondThePodsWereNotReadInIsNeitherAScaleOutNorAScaleIn() {
+        ClusterDemo.Pods pods = new ClusterDemo.Pods(120);
+        for (int t = 0; t < 120; t++) {
+            pods.total[t] = t >= 49 && t < 92 ? 3 : 1;
+            pods.readyCount[t] = t >= 52 && t < 92 ? 3 : 1;
+        }
+        pods.total[46] = ClusterDemo.Pods.UNKNOWN;
+        pods.total[70] = ClusterDemo.Pods.UNKNOWN;
+        pods.readyCount[70] = ClusterDemo.Pods.UNKNOWN;
+        List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
+                new HostLateness(0));
+        assertThat(story.get(1)).contains("scaled out at t=49 s to 3 pods", "all ready at t=52 s", "back to 1 at t=92 s");
+    }
+
+    @Test
+    void podsNeverReadTellNoStory() {
+        List<String> story = ClusterDemo.story(new ClusterDemo.Pods(120), List.of(), 120,
+                new LoadResult("bert-large", List.of()), 0.2, new HostLateness(0));
+        assertThat(story).containsExactly("its pods were not read from the API server before or during the first burst:"
+                + " no story to tell");
+    }
+
+    @Test
+    void anOverloadedHostIsNamedWithItsFigureAndDiluIsNeitherCreditedNorBlamedForWhatItDid() {
+        ClusterDemo.Pods pods = new ClusterDemo.Pods(120);
+        for (int t = 0; t < 120; t++) {
+            pods.total[t] = t >= 61 && t < 101 ? 2 : 1;
+            pods.readyCount[t] = t >= 70 && t < 101 ? 2 : 1;
+        }
+        List<RequestRecord> requests = new ArrayList<>();
+        for (int t = 0; t < 120; t++) {
+            requests.add(new RequestRecord(t, 0, new Outcome.Answered(200, t >= 45 && t < 75 ? 20.7 : 0.05)));
+        }
+        // 40 ms late through both bursts, 0.2 ms otherwise
+        HostLateness host = host(t -> t >= 20 && t < 75 ? 40 : 0.2);
+
+        List<String> story = ClusterDemo.story(pods, List.of(new double[] {25, 38}), 120, new LoadResult("bert-large", requests),
+                0.2, host);
+
+        assertThat(story.get(0)).doesNotContain("absorbed vertically")
+                .contains("still 1 pod(s); its largest grant 38.0% of a GPU; the host was overloaded then (a 5 ms wake-up late"
+                        + " by p99 40.0 ms): neither Dilu's doing nor a measure of it");
+        assertThat(story.get(1)).contains("scaled out at t=61 s to 2 pods", "the host was overloaded at t=45–75 s");
+        assertThat(story.get(2)).contains("100.0% of the requests due at t=45–75 s; the host was overloaded then")
+                .doesNotContain("before its new pods were ready")
+                .contains("0.00% of the others; the host was overloaded in the other seconds (a 5 ms wake-up late by p99 40.0");
+        assertThat(ClusterDemo.hostSummary(host, 120)).hasSize(2).last().asString()
+                .startsWith("the HOST WAS OVERLOADED in 55 of the run's 120 seconds (a 5 ms wake-up later than one 5 ms token"
+                        + " period at p99 in that second; over the run, p99 40.0 ms)")
+                .contains("neither Dilu's doing nor a measure of it");
+    }
+
+    @Test
+    void aHostThatKeptUpIsOneLineOfItsLateness() {
+        assertThat(ClusterDemo.hostSummary(host(t -> 0.2), 120)).containsExactly("host: a thread of this process"
+                + " waking every 5 ms on absolute deadlines, as the node agents' token loops do, came late by p50 0.20 ms,"
+                + " p99 0.20 ms, max 0.2 ms over the run");
+    }
+
+    /** A probe's record of 120 s: every 5 ms wake-up of second t late by {@code lateMs} of t. */
+    private static HostLateness host(IntToDoubleFunction lateMs) {
+        HostLateness host = new HostLateness(0);
+        for (long deadline = 0; deadline < 120_000_000_000L; deadline += HostLateness.PERIOD_NANOS) {
+            host.record(deadline, Math.round(lateMs.applyAsDouble((int) (deadline / 1_000_000_000L)) * 1e6));
+        }
+        return host;
     }
 }
