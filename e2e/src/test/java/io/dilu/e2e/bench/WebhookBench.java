@@ -29,7 +29,8 @@ import java.util.Random;
  * bytes as a review of an object the webhook does not admit: parsed and answered, no admission — the reference
  * that says what transport and the machine cost in this run.
  *
- * <p>The bar: p99 at most 10 ms, and no server error. Missed, it prints a {@code FAIL:} line and exits 1.
+ * <p>The bar: p99 at most 10 ms, and no server error. Missed, it prints a {@code FAIL:} line and exits 1 (a smoke run
+ * judges the server errors only: it is too short to judge a timing on a busy machine).
  *
  * <p>Usage: {@code WebhookBench [ROUNDS] | --smoke} (3,000 rounds and 1,000 malformed reviews; smoke: 300 and 100).
  */
@@ -71,7 +72,8 @@ public final class WebhookBench {
     public static void main(String[] args) throws Exception {
         int rounds = 3000;
         int malformedCount = 1000;
-        if (args.length == 1 && args[0].equals("--smoke")) {
+        boolean smoke = args.length == 1 && args[0].equals("--smoke");
+        if (smoke) {
             rounds = 300;
             malformedCount = 100;
         } else if (args.length == 1) {
@@ -79,13 +81,14 @@ public final class WebhookBench {
         } else if (args.length > 1) {
             throw new IllegalArgumentException("usage: WebhookBench [ROUNDS] | --smoke");
         }
-        int exit = run(rounds, malformedCount);
+        int exit = run(rounds, malformedCount, !smoke);
         if (exit != 0) {
             System.exit(exit);
         }
     }
 
-    static int run(int rounds, int malformedCount) throws Exception {
+    /** Returns 0, or 1 when a server error was answered or, when {@code judge}, the latency bar was missed. */
+    static int run(int rounds, int malformedCount, boolean judge) throws Exception {
         Path work = Files.createTempDirectory("dilu-bench-webhook");
         SelfSignedCert cert = SelfSignedCert.create(work);
         int management;
@@ -143,7 +146,10 @@ public final class WebhookBench {
                     + "errors%n", malformed.size(), denied, patched, malformed.size() - denied - patched - serverErrors,
                     serverErrors);
             List<String> failures = new ArrayList<>();
-            BAR.verdict("admission reviews'", p99, refP99).ifPresent(failures::add);
+            // A smoke run is too short to judge a timing on a busy machine; server errors it always judges.
+            if (judge) {
+                BAR.verdict("admission reviews'", p99, refP99).ifPresent(failures::add);
+            }
             if (serverErrors > 0) {
                 failures.add(String.format(Locale.ROOT, "FAIL: %d of %d malformed reviews answered with a server error or "
                         + "no AdmissionReview (the bar: none)", serverErrors, malformed.size()));
