@@ -64,7 +64,9 @@ public final class AgentBench {
         int seconds = parsed.seconds(0, 10, 2);
         TokenParameters params = ColocationBench.shippedParameters();
         int refillSteps = ColocationBench.shippedRefillSteps();
-        int samples = Lateness.samplesFor(seconds);
+        // Room for twice a slice's periods (a slice whose end is late keeps its latest): the threads are made afresh for
+        // every slice, and records sized for the whole run would be megabytes of garbage a slice.
+        int samples = (int) (2 * SLICE_MILLIS * 1_000_000 / params.period().toNanos());
         Path root = Files.createTempDirectory(Path.of(Files.isDirectory(Path.of("/dev/shm")) ? "/dev/shm" : "/tmp"),
                 "dilu-agent-bench-");
         List<ControlBlock> blocks = new ArrayList<>();
