@@ -34,7 +34,8 @@ import java.util.stream.LongStream;
  * the slices: a long stall releases eight token threads with work to do at once, and would otherwise decide it).
  * The bare wake-ups' lateness is the host's ({@code host_late_p99_ms}).
  *
- * <p>Usage: {@code AgentBench [SECONDS | --smoke]}: SECONDS (default 10), {@code --smoke} 2.
+ * <p>Usage: {@code AgentBench [SECONDS | --smoke]}: SECONDS (default 10), {@code --smoke} 2 (CI's size, as every
+ * bench's smoke run too short to judge a timing on a busy machine: it prints the figures and judges no bar).
  */
 public final class AgentBench {
 
@@ -113,15 +114,17 @@ public final class AgentBench {
                 slices.size(), token.samples(), token, tokenCpu);
         System.out.printf(Locale.ROOT, "bare wake-ups, %d threads doing nothing half a period out of phase, %d wake-ups:"
                 + " lateness %s (the host's); %.2f%% of one core%n", GPUS, host.samples(), host, bareCpu);
+        boolean judge = !parsed.smoke();
         System.out.printf(Locale.ROOT, "the token work: %.2f%% of one core (bar %.0f); p99 lateness over the bare wake-ups',"
-                + " median of the slices %+.3f ms (bar %.1f)%n", work, CPU_BAR_PERCENT, jitterOver, JITTER_BAR_MS);
+                + " median of the slices %+.3f ms (bar %.1f)%s%n", work, CPU_BAR_PERCENT, jitterOver, JITTER_BAR_MS,
+                judge ? "" : "; not judged in a smoke run");
         boolean failed = false;
-        if (work > CPU_BAR_PERCENT) {
+        if (judge && work > CPU_BAR_PERCENT) {
             failed = true;
             System.out.printf(Locale.ROOT, "FAIL: the token work costs %.2f%% of a core beyond the bare wake-ups' %.2f%%,"
                     + " over the %.0f%% bar%n", work, bareCpu, CPU_BAR_PERCENT);
         }
-        if (jitterOver > JITTER_BAR_MS) {
+        if (judge && jitterOver > JITTER_BAR_MS) {
             failed = true;
             System.out.printf(Locale.ROOT, "FAIL: the token threads' p99 lateness is %.3f ms over the bare wake-ups' (the"
                     + " median of the slices), more than the %.1f ms bar; the host's p99 lateness was %.3f ms%n", jitterOver,
