@@ -6,13 +6,17 @@
  * The hook is loaded with dlopen rather than LD_PRELOAD so this program can hold both the raw driver
  * function and the hook's wrapper. The hook reads its control block only at its fixed path, so the program
  * creates one and runs the measurement again inside dilu-contain, which mounts it there (as hook_test does).
- * Prints "BENCH hook ns_per_launch_added=A ns_per_launch_added_8threads=B".
+ * A thread waking on absolute 5 ms deadlines beside the rounds says how late the host ran it (a loaded machine's
+ * figures are not an idle one's). --smoke runs fewer rounds, the size CI runs on every commit.
+ * Prints "BENCH hook ns_per_launch_added=A ns_per_launch_added_8threads=B rounds=R host_late_p99_ms=P
+ * host_late_max_ms=M".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +33,12 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
 
 #define BATCH 20000
 #define ROUNDS 101
+#define ROUNDS_8 15
+#define SMOKE_ROUNDS 11
+#define SMOKE_ROUNDS_8 3
 #define THREADS 8
+#define PROBE_PERIOD_NS 5000000ull
+#define PROBE_SAMPLES 65536
 
 static CUfunction kernel;
 
@@ -56,6 +65,30 @@ static double per_launch_ns(launch_fn launch, int count) {
 static int compare(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* The host probe: written by its thread only, read after it is joined. */
+static double probe_late_ms[PROBE_SAMPLES];
+static size_t probe_wakeups;
+static atomic_int probe_running = 1;
+
+static void *probe(void *arg) {
+    (void)arg;
+    uint64_t next = clock_ns(CLOCK_MONOTONIC) + PROBE_PERIOD_NS;
+    while (atomic_load(&probe_running)) {
+        struct timespec at = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR) {
+        }
+        uint64_t now = clock_ns(CLOCK_MONOTONIC);
+        if (probe_wakeups < PROBE_SAMPLES) {
+            probe_late_ms[probe_wakeups++] = (double)(now - next) / 1e6;
+        }
+        next += PROBE_PERIOD_NS;
+        if (next + 10 * PROBE_PERIOD_NS < now) {
+            next = now + PROBE_PERIOD_NS; /* fell far behind (suspended?): do not replay missed periods */
+        }
+    }
+    return NULL;
 }
 
 static void *load(const char *path, int flags) {
@@ -116,7 +149,7 @@ static void control_block(void) {
 }
 
 /* Runs this program again inside dilu-contain with the block mounted; returns its exit status. */
-static int run_contained(char **argv) {
+static int run_contained(char **argv, int smoke) {
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n <= 0) {
@@ -131,7 +164,8 @@ static int run_contained(char **argv) {
         return 3;
     }
     if (pid == 0) {
-        char *args[] = {CONTAIN, "--control", dir, "--", self, "--contained", argv[1], argv[2], NULL};
+        char *args[] = {CONTAIN, "--control", dir, "--", self, "--contained", argv[1], argv[2],
+                        smoke ? "--smoke" : NULL, NULL};
         execv(CONTAIN, args);
         perror(CONTAIN);
         _exit(127);
@@ -187,14 +221,17 @@ static double eight_threads(int hooked) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3) {
-        return run_contained(argv);
+    int smoke = strcmp(argv[argc - 1], "--smoke") == 0;
+    int args = argc - smoke;
+    if (args == 3) {
+        return run_contained(argv, smoke);
     }
-    if (argc != 4 || strcmp(argv[1], "--contained") != 0) {
-        fprintf(stderr, "usage: dilu-hook-bench EMULATED_LIBCUDA HOOK_LIBRARY\n");
+    if (args != 4 || strcmp(argv[1], "--contained") != 0) {
+        fprintf(stderr, "usage: dilu-hook-bench EMULATED_LIBCUDA HOOK_LIBRARY [--smoke]\n");
         return 2;
     }
     argv++; /* past --contained: argv[1] and argv[2] are the libraries again */
+    int rounds = smoke ? SMOKE_ROUNDS : ROUNDS, rounds8 = smoke ? SMOKE_ROUNDS_8 : ROUNDS_8;
     /* The hook first: it stops a process where an object loaded before it defines the driver's functions
      * (docs/hook.md, "The dynamic loader"). It opens the driver itself only at its first call, by then loaded. */
     void *hook = load(argv[2], RTLD_NOW | RTLD_LOCAL);
@@ -215,25 +252,41 @@ int main(int argc, char **argv) {
     }
     per_launch_ns(raw_launch, BATCH); /* warm-up */
     per_launch_ns(hooked_launch, BATCH);
+    pthread_t prober;
+    if (pthread_create(&prober, NULL, probe, NULL) != 0) {
+        perror("pthread_create");
+        exit(3);
+    }
     double raw[ROUNDS], hooked[ROUNDS], added[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) {
+    for (int r = 0; r < rounds; r++) {
         raw[r] = per_launch_ns(raw_launch, BATCH);
         hooked[r] = per_launch_ns(hooked_launch, BATCH);
         added[r] = hooked[r] - raw[r];
     }
-    qsort(raw, ROUNDS, sizeof(double), compare);
-    qsort(hooked, ROUNDS, sizeof(double), compare);
-    qsort(added, ROUNDS, sizeof(double), compare);
-    double added8[15];
-    for (int r = 0; r < 15; r++) {
+    qsort(raw, (size_t)rounds, sizeof(double), compare);
+    qsort(hooked, (size_t)rounds, sizeof(double), compare);
+    qsort(added, (size_t)rounds, sizeof(double), compare);
+    double added8[ROUNDS_8];
+    for (int r = 0; r < rounds8; r++) {
         double base = eight_threads(0);
         added8[r] = eight_threads(1) - base;
     }
-    qsort(added8, 15, sizeof(double), compare);
+    qsort(added8, (size_t)rounds8, sizeof(double), compare);
+    atomic_store(&probe_running, 0);
+    if (pthread_join(prober, NULL) != 0) {
+        perror("pthread_join");
+        exit(3);
+    }
+    qsort(probe_late_ms, probe_wakeups, sizeof(double), compare);
+    double late_p99 = probe_wakeups > 0 ? probe_late_ms[probe_wakeups * 99 / 100] : 0;
+    double late_max = probe_wakeups > 0 ? probe_late_ms[probe_wakeups - 1] : 0;
     printf("emulated driver alone: %.1f ns per cuLaunchKernel; with the hook: %.1f ns (medians of %d interleaved "
-           "rounds of %d launches, thread CPU time; emulated GPU)\n", raw[ROUNDS / 2], hooked[ROUNDS / 2], ROUNDS, BATCH);
-    printf("added by the hook: median %.1f ns, p90 %.1f ns; with %d threads sharing one budget: median %.1f ns\n",
-           added[ROUNDS / 2], added[ROUNDS * 9 / 10], THREADS, added8[7]);
-    printf("BENCH hook ns_per_launch_added=%.1f ns_per_launch_added_8threads=%.1f\n", added[ROUNDS / 2], added8[7]);
+           "rounds of %d launches, thread CPU time; emulated GPU)\n", raw[rounds / 2], hooked[rounds / 2], rounds, BATCH);
+    printf("added by the hook: median %.1f ns, p90 %.1f ns; with %d threads sharing one budget: median %.1f ns (%d rounds)\n",
+           added[rounds / 2], added[rounds * 9 / 10], THREADS, added8[rounds8 / 2], rounds8);
+    printf("host: a thread waking every 5 ms beside the rounds woke up to %.3f ms late (p99), %.3f ms at worst\n",
+           late_p99, late_max);
+    printf("BENCH hook ns_per_launch_added=%.1f ns_per_launch_added_8threads=%.1f rounds=%d host_late_p99_ms=%.3f "
+           "host_late_max_ms=%.3f\n", added[rounds / 2], added8[rounds8 / 2], rounds, late_p99, late_max);
     return 0;
 }

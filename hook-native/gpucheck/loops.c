@@ -1,6 +1,8 @@
 /*
  * load and train: dilu_compute grids for --seconds of host time, as a best-effort tenant runs them. The host's
  * synchronisations are what the node agent sees as kernel launch cycles, so their spacing is part of the load.
+ * load also times each batch on the GPU (events around it): its blocks per second of the GPU's own time are what
+ * the GPU can do, however late a busy host was to launch the next batch.
  */
 #include <stdio.h>
 
@@ -14,20 +16,34 @@
 int mode_load(const gpu *g, const args *a) {
     unsigned int blocks = a->blocks > 0 ? a->blocks : grid_per_sm(g, DEFAULT_BLOCKS_PER_SM);
     CUstream s;
+    CUevent first, last;
     CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU(cuEventCreate(&first, CU_EVENT_DEFAULT));
+    CU(cuEventCreate(&last, CU_EVENT_DEFAULT));
     unsigned long long kernels = 0;
+    double gpu_ms = 0;
     uint64_t start = host_now_ns(), stop = start + (uint64_t)(a->seconds * 1e9), now = start;
     while (now < stop) {
+        CU(cuEventRecord(first, s));
         for (int i = 0; i < LOAD_SYNC_EVERY; i++) {
             CU(gpu_launch_compute(g, blocks, a->iters, s));
         }
+        CU(cuEventRecord(last, s));
         CU(cuStreamSynchronize(s));
+        /* Both events are complete after the stream's synchronisation; no cuEventSynchronize, which the hook would
+         * count as one more synchronisation point of the load. */
+        float ms = 0;
+        CU(cuEventElapsedTime(&ms, first, last));
+        gpu_ms += ms;
         kernels += LOAD_SYNC_EVERY;
         now = host_now_ns();
     }
     double seconds = (double)(now - start) / 1e9;
-    printf("GPUCHECK load kernels=%llu blocks=%llu seconds=%.6f blocks_per_s=%.1f\n", kernels, kernels * blocks,
-           seconds, (double)(kernels * blocks) / seconds);
+    printf("GPUCHECK load kernels=%llu blocks=%llu seconds=%.6f blocks_per_s=%.1f gpu_seconds=%.6f blocks_per_gpu_s=%.1f\n",
+           kernels, kernels * blocks, seconds, (double)(kernels * blocks) / seconds, gpu_ms / 1e3,
+           (double)(kernels * blocks) / (gpu_ms / 1e3));
+    CU(cuEventDestroy(first));
+    CU(cuEventDestroy(last));
     CU(cuStreamDestroy(s));
     return 0;
 }

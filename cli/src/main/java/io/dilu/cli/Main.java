@@ -436,17 +436,25 @@ public final class Main implements Runnable {
 
         @Command(name = "profiling", mixinStandardHelpOptions = true,
                 description = "Profile four emulated inference models by Hybrid Growth Search and by the traversal, and a "
-                        + "training job by the binary search, every trial a run on the emulated GPU; one BENCH line per model.")
+                        + "training job by the binary search, every trial a run on the emulated GPU; one BENCH line per model, "
+                        + "with how late the host ran a probe beside its trials.")
         static final class Profiling implements Callable<Integer> {
+            /** The model --smoke profiles: the smallest kernels, so the quickest trials. */
+            static final String SMOKE_MODEL = "mobilenet-v1";
+
             @Option(names = "--native", paramLabel = "DIR", description = "The CMake build of hook-native (default ${DEFAULT-VALUE})")
             Path nativeDir = LocalCommand.defaultNativeDir();
+
+            @Option(names = "--smoke", description = "CI's small size: one model (" + SMOKE_MODEL + "), both searches")
+            boolean smoke;
 
             @CommandLine.Spec
             CommandLine.Model.CommandSpec spec;
 
             @Override
             public Integer call() {
-                return LocalCommand.run(spec.commandLine().getOut(), spec.commandLine().getErr(), nativeDir, List.of(), null);
+                return LocalCommand.run(spec.commandLine().getOut(), spec.commandLine().getErr(), nativeDir,
+                        smoke ? List.of(SMOKE_MODEL) : List.of(), null);
             }
         }
 

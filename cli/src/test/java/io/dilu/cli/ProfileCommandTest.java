@@ -110,6 +110,15 @@ class ProfileCommandTest {
         assertThat(run("profile", "--help").out()).contains("--local", "--model", "--out=DIR");
     }
 
+    @Test
+    void benchProfilingsSmokeSizeIsOneModelOfTheCatalogue() {
+        assertThat(io.dilu.trials.EmulatedModels.named(Main.Bench.Profiling.SMOKE_MODEL)).isPresent();
+        assertThat(run("bench", "profiling", "--help").out()).contains("--smoke", Main.Bench.Profiling.SMOKE_MODEL);
+        TestingCli.Run unbuilt = run("bench", "profiling", "--smoke", "--native", dir.resolve("nothing").toString());
+        assertThat(unbuilt.exit()).isEqualTo(2);
+        assertThat(unbuilt.err()).contains("the emulated GPU's workloads are not built");
+    }
+
     private static ProfileTable read(String body) throws Exception {
         return ProfileTable.read(new StringReader(ProfileTable.HEADER + "\n" + body), "sweep.csv");
     }

@@ -75,8 +75,14 @@ public final class LocalProfiling {
         found.clear();
         for (EmulatedModel m : models) {
             long start = System.nanoTime();
-            bench.add(m.training() ? training(m) : inference(m));
-            out.printf(Locale.ROOT, "%s: profiled in %.1f s of wall-clock time%n", m.name(), (System.nanoTime() - start) / 1e9);
+            try (HostLatenessProbe probe = HostLatenessProbe.start()) {
+                String line = m.training() ? training(m) : inference(m);
+                HostLatenessProbe.Summary host = probe.stop();
+                bench.add(line + " " + host.keys());
+                out.printf(Locale.ROOT, "%s: profiled in %.1f s of wall-clock time; the host ran a thread waking every %d ms"
+                        + " up to %.3f ms late (p99), %.3f ms at worst%n", m.name(), (System.nanoTime() - start) / 1e9,
+                        HostLatenessProbe.PERIOD.toMillis(), host.p99Ms(), host.maxMs());
+            }
         }
         out.println();
         if (profiles != null) {

@@ -58,9 +58,13 @@ public final class TokenController {
     private final TokenParameters params;
     private final Map<String, Instance> instances = new HashMap<>();
     private ControllerState state = ControllerState.NONE;
+    /** Periods issued so far: an instance the latest period's samples did not name is forgotten. */
+    private long periods;
 
     /** Per-instance memory between periods. */
     private final class Instance {
+        /** The latest period whose samples named it. */
+        long namedIn;
         final long[] window = new long[params.rateWindow()];
         int cursor;
         long windowSum;
@@ -134,12 +138,22 @@ public final class TokenController {
      * @param now the time of this period, from the caller's clock
      */
     public TokenPlan issue(Instant now, List<InstanceSample> samples) {
-        instances.keySet().retainAll(samples.stream().map(InstanceSample::id).toList());
+        long period = ++periods;
+        int named = 0;
         Instance[] memory = new Instance[samples.size()];
         long totalWindow = 0;
         for (int i = 0; i < samples.size(); i++) {
             InstanceSample s = samples.get(i);
-            Instance inst = instances.computeIfAbsent(s.id(), id -> newInstance(s));
+            // Neither a stream nor a capturing lambda: the node agent runs this every 5 ms for every GPU.
+            Instance inst = instances.get(s.id());
+            if (inst == null) {
+                inst = newInstance(s);
+                instances.put(s.id(), inst);
+            }
+            if (inst.namedIn != period) {
+                inst.namedIn = period;
+                named++;
+            }
             inst.record(s.blocksLaunched());
             inst.newCycle = !Double.isNaN(s.klcMillis());
             if (inst.newCycle) {
@@ -149,6 +163,9 @@ public final class TokenController {
             }
             memory[i] = inst;
             totalWindow += inst.windowSum;
+        }
+        if (named < instances.size()) {
+            instances.values().removeIf(inst -> inst.namedIn != period);
         }
 
         double[] issued = new double[samples.size()];

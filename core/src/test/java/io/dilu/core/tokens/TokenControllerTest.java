@@ -209,6 +209,19 @@ class TokenControllerTest {
     }
 
     @Test
+    void aDepartedInstanceThatReturnsIsJudgedAfresh() {
+        period(slo(100, 10), train(500));
+        period(train(500));
+        assertThat(period(slo(100, 20), train(500)).state()).as("its best cycle of 10 ms was forgotten with it")
+                .isNotEqualTo(ControllerState.EMERGENCY);
+
+        TokenController stayed = new TokenController(P);
+        stayed.issue(now, List.of(slo(100, 10), train(500)));
+        assertThat(stayed.issue(now.plus(P.period()), List.of(slo(100, 20), train(500))).state())
+                .as("the same cycles without the departure").isEqualTo(ControllerState.EMERGENCY);
+    }
+
+    @Test
     void theSmallestCycleIsForgottenAfterKlcMemory() {
         TokenController c = new TokenController(new TokenParameters(
                 10_000, 1.6, 1.3, Duration.ofMillis(5), 20, 0.05, Duration.ofSeconds(1)));

@@ -50,6 +50,9 @@ public final class GpuTokenLoop {
     private final AtomicLong lastTickNanos = new AtomicLong(System.nanoTime());
     private final AtomicLong emergencies = new AtomicLong();
     private ControllerState lastState = ControllerState.NONE; // the GPU's own thread only
+    // The GPU's own thread only: a period's readings, kept for the next so that a period allocates less.
+    private final List<Tracked> read = new ArrayList<>();
+    private final List<InstanceSample> samples = new ArrayList<>();
 
     private static final class Tracked {
         volatile Tenant tenant; // its quota may change; its control block never does
@@ -139,8 +142,8 @@ public final class GpuTokenLoop {
      * @param monotonicNanos the same moment on CLOCK_MONOTONIC, the hook's clock, for the heartbeat
      */
     public TokenPlan tick(Instant now, long monotonicNanos) {
-        List<Tracked> read = new ArrayList<>(tenants.size());
-        List<InstanceSample> samples = new ArrayList<>(tenants.size());
+        read.clear();
+        samples.clear();
         long launchedThisPeriod = 0;
         for (Tracked t : tenants.values()) {
             Tenant tenant = t.tenant;
@@ -148,7 +151,9 @@ public final class GpuTokenLoop {
                 ReportReading r = ReportReading.of(t.lastLaunched, t.lastKlcCount,
                         tenant.block().blocksLaunched(tenant.device()), tenant.block().klcCount(tenant.device()),
                         n -> tenant.block().klcNanos(tenant.device(), n), MAX_BLOCKS_PER_PERIOD);
-                r.faults().forEach(f -> faults.incrementAndGet(f.ordinal()));
+                for (ReportReading.Fault f : r.faults()) {
+                    faults.incrementAndGet(f.ordinal());
+                }
                 samples.add(new InstanceSample(tenant.id(), tenant.sloSensitive(), tenant.request(), tenant.limit(),
                         r.launchedDelta(), r.klcMillis(), tenant.klcThreshold()));
                 t.lastLaunched = r.launched();

@@ -1,31 +1,24 @@
 package io.dilu.deviceplugin.tokens;
 
 import io.dilu.core.tokens.TokenParameters;
-import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 import org.jboss.logging.Logger;
 
 /**
- * Runs one {@link GpuTokenLoop} per GPU, each on a platform thread of its own that wakes on absolute
- * deadlines every period (so lateness never accumulates), and between them to release best-effort tokens in
- * parts, and records how late each period's tick was.
+ * Runs one {@link GpuTokenLoop} per GPU, each on a platform thread of its own that wakes every period on
+ * {@link PeriodicWakeups} (absolute deadlines, lateness recorded); best-effort tokens are released in parts over
+ * the period by the hooks themselves.
  */
 public final class TokenManager implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(TokenManager.class);
 
     private final List<GpuTokenLoop> loops = new ArrayList<>();
-    private final List<Thread> threads = new ArrayList<>();
-    private final long periodNanos;
     private final InstantSource clock;
-    private final long[][] lateness;
-    private final int[] ticks;
-    private volatile boolean running = true;
+    private final PeriodicWakeups wakeups;
 
     /**
      * One loop per GPU, each with its own parameters (MaxTokens follows the GPU's SM count), all with one
@@ -35,13 +28,12 @@ public final class TokenManager implements AutoCloseable {
         if (perGpu.isEmpty() || perGpu.stream().map(TokenParameters::period).distinct().count() != 1) {
             throw new IllegalArgumentException("every GPU needs parameters, all with the same period");
         }
-        this.periodNanos = perGpu.getFirst().period().toNanos();
         this.clock = clock;
-        this.lateness = new long[perGpu.size()][latenessSamples];
-        this.ticks = new int[perGpu.size()];
         for (TokenParameters params : perGpu) {
             loops.add(new GpuTokenLoop(params, refillSteps));
         }
+        this.wakeups = new PeriodicWakeups("dilu-tokens-gpu", perGpu.size(), perGpu.getFirst().period(),
+                latenessSamples, this::tick);
     }
 
     /** {@code gpus} GPUs with the same parameters. */
@@ -55,65 +47,28 @@ public final class TokenManager implements AutoCloseable {
 
     /** The token threads, for measuring what they cost. */
     public List<Thread> threads() {
-        return List.copyOf(threads);
+        return wakeups.threads();
     }
 
     public void start() {
-        for (int g = 0; g < loops.size(); g++) {
-            int gpu = g;
-            Thread t = Thread.ofPlatform().name("dilu-tokens-gpu" + g).daemon().unstarted(() -> run(gpu));
-            t.setPriority(Thread.MAX_PRIORITY);
-            threads.add(t);
-            t.start();
+        wakeups.start();
+    }
+
+    private void tick(int gpu, long wokeNanos) {
+        try {
+            loops.get(gpu).tick(clock.instant(), wokeNanos);
+        } catch (RuntimeException e) {
+            LOG.errorf(e, "token period of GPU %d failed; the next period retries", gpu);
         }
     }
 
-    private void run(int gpu) {
-        GpuTokenLoop loop = loops.get(gpu);
-        long next = System.nanoTime() + periodNanos;
-        while (running) {
-            long wait;
-            while ((wait = next - System.nanoTime()) > 0) {
-                LockSupport.parkNanos(wait);
-            }
-            long start = System.nanoTime();
-            long[] samples = lateness[gpu];
-            samples[ticks[gpu]++ % samples.length] = start - next;
-            try {
-                Instant now = clock.instant();
-                loop.tick(now, start);
-            } catch (RuntimeException e) {
-                LOG.errorf(e, "token period of GPU %d failed; the next period retries", gpu);
-            }
-            next += periodNanos;
-            if (next < System.nanoTime() - 10 * periodNanos) {
-                next = System.nanoTime() + periodNanos; // fell far behind (suspended?): do not replay missed periods
-            }
-        }
-    }
-
-    /** Lateness of the recorded ticks of all GPUs, in nanoseconds, sorted. */
+    /** Lateness of the recorded ticks of all GPUs, in nanoseconds, sorted ({@link PeriodicWakeups#sortedLateness}). */
     public long[] sortedLateness() {
-        int total = 0;
-        for (int g = 0; g < lateness.length; g++) {
-            total += Math.min(ticks[g], lateness[g].length);
-        }
-        long[] all = new long[total];
-        int n = 0;
-        for (int g = 0; g < lateness.length; g++) {
-            int count = Math.min(ticks[g], lateness[g].length);
-            System.arraycopy(lateness[g], 0, all, n, count);
-            n += count;
-        }
-        Arrays.sort(all);
-        return all;
+        return wakeups.sortedLateness();
     }
 
     @Override
     public void close() throws InterruptedException {
-        running = false;
-        for (Thread t : threads) {
-            t.join(1000);
-        }
+        wakeups.close();
     }
 }

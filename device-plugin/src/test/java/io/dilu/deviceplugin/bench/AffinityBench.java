@@ -39,12 +39,16 @@ import java.util.concurrent.TimeUnit;
  * load balancer would), so a burst reaches both replicas at once. Inference: the worse replica's p95 of each
  * function, then the worse function. Training: the job's iteration time is its slowest worker's mean
  * iteration (the workers are not synchronised here, so this is the barrel effect's lower bound). Every figure
- * is from the emulated GPU.
+ * is from the emulated GPU. How late the host ran each layout is the lateness of its token loop's 5 ms periods; the
+ * BENCH line carries the worse layout's.
  *
- * <p>Usage: {@code AffinityBench NATIVE_BUILD_DIR [SECONDS]}.
+ * <p>Usage: {@code AffinityBench NATIVE_BUILD_DIR [SECONDS | --smoke]}: 20 s per layout by default,
+ * {@value #SMOKE_SECONDS} s with {@code --smoke}.
  */
 public final class AffinityBench {
 
+    static final String USAGE = "AffinityBench NATIVE_BUILD_DIR [SECONDS | --smoke]";
+    static final int SMOKE_SECONDS = 2;
     private static final int GPUS = 4;
     private static final Inference STEADY = new Inference("steady", 0.20, 0.40, 100, 1, 8, 4, 20, 108, 100);
     private static final Inference BURSTY = new Inference("bursty", 0.20, 0.40, 100, 4, 8, 4, 10, 216, 100);
@@ -54,7 +58,8 @@ public final class AffinityBench {
     record Placed(String name, Workload workload, int gpu, int replica) {}
 
     /** What one layout measured. */
-    record Outcome(double worstP95Ms, double iterationMs, Map<String, Double> p95ByFunction, Map<String, Double> iterByWorker) {}
+    record Outcome(double worstP95Ms, double iterationMs, Map<String, Double> p95ByFunction, Map<String, Double> iterByWorker,
+            Lateness host) {}
 
     private final Path nativeDir;
     private final int seconds;
@@ -112,8 +117,9 @@ public final class AffinityBench {
     Outcome run(String label, List<Placed> layout) throws Exception {
         Path dir = Files.createDirectories(work.resolve(label));
         TokenManager manager = new TokenManager(GPUS, ColocationBench.shippedParameters(),
-                ColocationBench.shippedRefillSteps(), InstantSource.system(), 4096);
+                ColocationBench.shippedRefillSteps(), InstantSource.system(), Lateness.samplesFor(seconds));
         List<Process> processes = new ArrayList<>();
+        Lateness host;
         try {
             for (Placed p : layout) {
                 ControlBlock block = ControlBlock.create(dir.resolve("control-" + p.name()), 1);
@@ -137,6 +143,7 @@ public final class AffinityBench {
                     throw new IllegalStateException(label + ": a workload failed or did not finish, see " + dir.resolve("stderr.log"));
                 }
             }
+            host = Lateness.of(manager.sortedLateness());
         } finally {
             processes.forEach(Process::destroyForcibly);
             manager.close();
@@ -153,7 +160,7 @@ public final class AffinityBench {
         }
         double worst = p95.values().stream().mapToDouble(Double::doubleValue).max().orElseThrow();
         double slowest = iter.values().stream().mapToDouble(Double::doubleValue).max().orElseThrow();
-        return new Outcome(worst, slowest, p95, iter);
+        return new Outcome(worst, slowest, p95, iter, host);
     }
 
     /** Every other request of the function's one arrival process (round robin over its two replicas). */
@@ -173,12 +180,13 @@ public final class AffinityBench {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 1) {
-            System.err.println("usage: AffinityBench NATIVE_BUILD_DIR [SECONDS]");
+        BenchArgs parsed = BenchArgs.parse(USAGE, args);
+        if (parsed.positional().isEmpty() || parsed.positional().size() > 2) {
+            System.err.println("usage: " + USAGE);
             System.exit(2);
         }
-        int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 20;
-        AffinityBench bench = new AffinityBench(Path.of(args[0]), seconds);
+        int seconds = parsed.seconds(1, 20, SMOKE_SECONDS);
+        AffinityBench bench = new AffinityBench(Path.of(parsed.positional().getFirst()), seconds);
         System.out.printf(Locale.ROOT, "EMULATED GPUs (4 × 108 SMs), %d s per layout, node agent defaults%n", seconds);
         Map<String, List<Placed>> layouts = new LinkedHashMap<>();
         layouts.put("stacked", stacked());
@@ -187,13 +195,14 @@ public final class AffinityBench {
         for (var layout : layouts.entrySet()) {
             Outcome o = bench.run(layout.getKey(), layout.getValue());
             outcomes.put(layout.getKey(), o);
-            System.out.printf(Locale.ROOT, "  %-8s GPUs %s: p95 ms %s, iteration ms %s%n", layout.getKey(),
-                    describe(layout.getValue()), o.p95ByFunction(), o.iterByWorker());
+            System.out.printf(Locale.ROOT, "  %-8s GPUs %s: p95 ms %s, iteration ms %s; host late p99 %.3f ms, max %.3f ms%n",
+                    layout.getKey(), describe(layout.getValue()), o.p95ByFunction(), o.iterByWorker(), o.host().p99Ms(),
+                    o.host().maxMs());
         }
         Outcome stacked = outcomes.get("stacked");
         Outcome paper = outcomes.get("paper");
-        System.out.printf(Locale.ROOT, "BENCH affinity gpu=emulated stacked_p95_ms=%.2f paper_p95_ms=%.2f "
-                + "stacked_train_iter_ms=%.2f paper_train_iter_ms=%.2f%n", stacked.worstP95Ms(), paper.worstP95Ms(),
-                stacked.iterationMs(), paper.iterationMs());
+        System.out.printf(Locale.ROOT, "BENCH affinity gpu=emulated seconds=%d stacked_p95_ms=%.2f paper_p95_ms=%.2f "
+                + "stacked_train_iter_ms=%.2f paper_train_iter_ms=%.2f %s%n", seconds, stacked.worstP95Ms(), paper.worstP95Ms(),
+                stacked.iterationMs(), paper.iterationMs(), Lateness.worst(List.of(stacked.host(), paper.host())).hostKeys());
     }
 }

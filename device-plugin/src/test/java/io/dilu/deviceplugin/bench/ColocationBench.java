@@ -7,6 +7,7 @@ import io.dilu.deviceplugin.agent.NodeAgent;
 import io.dilu.deviceplugin.agent.NodeAgentConfig;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.testing.TestingContainers;
+import io.dilu.deviceplugin.tokens.PeriodicWakeups;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import io.smallrye.config.SmallRyeConfig;
@@ -32,9 +33,12 @@ import java.util.regex.Pattern;
  * five ways — every workload on a GPU of its own (Exclusive), sharing one GPU without control, under MPS
  * limits at each workload's request (MPS-r) and at its limit (MPS-l), and with Dilu's token manager. The
  * emulated GPU dispatches thread blocks in launch order (its default model, like MPS); MPS limits are the
- * emulator's model of CUDA_MPS_ACTIVE_THREAD_PERCENTAGE. Every figure is from the emulated GPU.
+ * emulator's model of CUDA_MPS_ACTIVE_THREAD_PERCENTAGE. Every figure is from the emulated GPU. How late the host
+ * ran each run is measured beside it: the token loop's 5 ms periods under Dilu, a bare probe waking on the same
+ * deadlines in the other modes; a scenario's BENCH line carries its worst run's.
  *
- * <p>Usage: {@code ColocationBench NATIVE_BUILD_DIR [SECONDS] [SCENARIO...]}.
+ * <p>Usage: {@code ColocationBench NATIVE_BUILD_DIR [SECONDS | --smoke] [SCENARIO...]}: 30 s per run by default,
+ * {@value #SMOKE_SECONDS} s with {@code --smoke}.
  */
 public final class ColocationBench {
 
@@ -83,8 +87,12 @@ public final class ColocationBench {
 
     public record Scenario(String name, List<Workload> workloads) {}
 
-    /** What one run measured: per workload, p50/p95 latency (inference) or blocks per second (training). */
-    public record Outcome(Map<String, double[]> latencyMs, Map<String, Double> trainingRate, long emergencyPeriods) {
+    /**
+     * What one run measured: per workload, p50/p95 latency (inference) or blocks per second (training); and how late
+     * the host ran it.
+     */
+    public record Outcome(Map<String, double[]> latencyMs, Map<String, Double> trainingRate, long emergencyPeriods,
+            Lateness host) {
 
         double p95(String name) {
             return latencyMs.get(name)[1];
@@ -107,6 +115,10 @@ public final class ColocationBench {
             new Training("train-b", 0.40, 0.70, 4, 864, 100, 5)));
 
     public static final List<Scenario> SCENARIOS = List.of(TRAIN_INF, INF_INF, TRAIN_TRAIN);
+
+    static final String USAGE = "ColocationBench NATIVE_BUILD_DIR [SECONDS | --smoke] [train-inf|inf-inf|train-train ...]";
+    /** Seconds per run with {@code --smoke}: all three scenarios, five runs each, within a minute. */
+    static final int SMOKE_SECONDS = 2;
 
     private static final GpuDevice EMULATED_GPU = new GpuDevice("GPU-emu-bench-0", 0, "A100-40GB", 40_960, 108);
 
@@ -159,14 +171,20 @@ public final class ColocationBench {
             blocks.put(w.name(), block);
         }
         TokenManager manager = null;
+        PeriodicWakeups probe = null;
         if (mode == Mode.DILU) {
-            manager = new TokenManager(1, shippedParameters(), shippedRefillSteps(), InstantSource.system(), 4096);
+            manager = new TokenManager(1, shippedParameters(), shippedRefillSteps(), InstantSource.system(),
+                    Lateness.samplesFor(seconds));
             for (Workload w : workloads) {
                 manager.gpu(0).add(new Tenant(w.name(), blocks.get(w.name()), 0, w.request(), w.limit(), w.slo()));
             }
             manager.start();
+        } else {
+            probe = Lateness.probe(seconds);
+            probe.start();
         }
         List<Process> processes = new ArrayList<>();
+        Lateness host;
         try {
             for (int i = 0; i < workloads.size(); i++) {
                 Workload w = workloads.get(i);
@@ -194,10 +212,14 @@ public final class ColocationBench {
                             + dir.resolve("stderr.log"));
                 }
             }
+            host = Lateness.of(manager != null ? manager.sortedLateness() : probe.sortedLateness());
         } finally {
             processes.forEach(Process::destroyForcibly);
             if (manager != null) {
                 manager.close();
+            }
+            if (probe != null) {
+                probe.close();
             }
         }
         Map<String, double[]> latency = new LinkedHashMap<>();
@@ -211,7 +233,7 @@ public final class ColocationBench {
             }
         }
         long emergencies = manager == null ? 0 : manager.gpu(0).periods(ControllerState.EMERGENCY);
-        return new Outcome(latency, rate, emergencies);
+        return new Outcome(latency, rate, emergencies, host);
     }
 
     private static String percent(double share) {
@@ -285,8 +307,14 @@ public final class ColocationBench {
         return worst;
     }
 
-    static String benchLine(Scenario s, Map<Mode, Outcome> o, double threshold) {
-        String head = String.format(Locale.ROOT, "BENCH colocation scenario=%s gpu=emulated threshold=%.2f", s.name(), threshold);
+    static String benchLine(Scenario s, Map<Mode, Outcome> o, double threshold, int seconds) {
+        String head = String.format(Locale.ROOT, "BENCH colocation scenario=%s gpu=emulated seconds=%d threshold=%.2f",
+                s.name(), seconds, threshold);
+        String host = " " + Lateness.worst(o.values().stream().map(Outcome::host).toList()).hostKeys();
+        return figures(s, o, head) + host;
+    }
+
+    private static String figures(Scenario s, Map<Mode, Outcome> o, String head) {
         return switch (s.name()) {
             case "train-inf" -> head + String.format(Locale.ROOT,
                     " inference_p95_vs_exclusive=%.3f nocontrol_p95_vs_exclusive=%.3f mps_l_p95_vs_exclusive=%.3f"
@@ -314,14 +342,23 @@ public final class ColocationBench {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 1) {
-            System.err.println("usage: ColocationBench NATIVE_BUILD_DIR [SECONDS] [train-inf|inf-inf|train-train ...]");
+        BenchArgs parsed = BenchArgs.parse(USAGE, args);
+        if (parsed.positional().isEmpty()) {
+            System.err.println("usage: " + USAGE);
             System.exit(2);
         }
-        int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 30;
-        List<String> wanted = args.length > 2 ? List.of(args).subList(2, args.length) : List.of();
+        int seconds = parsed.seconds(1, 30, SMOKE_SECONDS);
+        List<String> positional = parsed.positional();
+        List<String> wanted = positional.subList(Math.min(positional.size(), parsed.smoke() ? 1 : 2), positional.size());
+        List<String> names = SCENARIOS.stream().map(Scenario::name).toList();
+        for (String w : wanted) {
+            if (!names.contains(w)) {
+                System.err.println("SCENARIO must be one of " + String.join(", ", names) + ", got '" + w + "'; usage: " + USAGE);
+                System.exit(2);
+            }
+        }
         TokenParameters params = shippedParameters();
-        ColocationBench bench = new ColocationBench(Path.of(args[0]), seconds);
+        ColocationBench bench = new ColocationBench(Path.of(positional.getFirst()), seconds);
         System.out.printf(Locale.ROOT, "EMULATED GPU (108 SMs, blocks dispatched in launch order), %d s per run;"
                 + " node agent defaults: MaxTokens %d, KLC threshold %.2f, η_increase %.2f%n", seconds,
                 params.maxTokens(), params.etaViolation(), params.etaIncrease());
@@ -338,9 +375,11 @@ public final class ColocationBench {
                         String.format(Locale.ROOT, "  %s p50 %6.2f p95 %6.2f ms", name, l[0], l[1])));
                 o.get(mode).trainingRate().forEach((name, r) -> row.append(
                         String.format(Locale.ROOT, "  %s %8.0f blocks/s", name, r)));
+                row.append(String.format(Locale.ROOT, "  host late p99 %.3f ms, max %.3f ms", o.get(mode).host().p99Ms(),
+                        o.get(mode).host().maxMs()));
                 System.out.println(row);
             }
-            lines.add(benchLine(s, o, params.etaViolation()));
+            lines.add(benchLine(s, o, params.etaViolation(), seconds));
         }
         lines.forEach(System.out::println);
     }

@@ -31,12 +31,17 @@ import java.util.concurrent.TimeUnit;
  * Stage 1 serves the request arrivals, batching as the model does; stage 2 then serves stage 1's departures
  * without waiting to batch (a second run on the other GPU, so stage 2 sees exactly the stream stage 1
  * produced). A request's latency is the sum of its two stage
- * latencies; the neighbours' training rate is the cost to the GPUs' other tenants. Every figure is emulated.
+ * latencies; the neighbours' training rate is the cost to the GPUs' other tenants. Every figure is emulated. How
+ * late the host ran each stage's run is the lateness of its token loop's 5 ms periods; the BENCH line carries the
+ * worst run's.
  *
- * <p>Usage: {@code SplitBench NATIVE_BUILD_DIR [SECONDS]}.
+ * <p>Usage: {@code SplitBench NATIVE_BUILD_DIR [SECONDS | --smoke]}: 20 s of arrivals by default,
+ * {@value #SMOKE_SECONDS} s with {@code --smoke}.
  */
 public final class SplitBench {
 
+    static final String USAGE = "SplitBench NATIVE_BUILD_DIR [SECONDS | --smoke]";
+    static final int SMOKE_SECONDS = 2;
     private static final int KERNELS = 20;
     private static final int[] STAGE_KERNELS = {12, 8};
     private static final Inference MODEL = new Inference("llm", 0.20, 0.40, 80, 2, 4, 4, KERNELS, 108, 100);
@@ -48,6 +53,8 @@ public final class SplitBench {
     private final Path nativeDir;
     private final int seconds;
     private final Path work;
+    /** How late the host ran each stage's run, in order. */
+    private final List<Lateness> hostLateness = new ArrayList<>();
 
     SplitBench(Path nativeDir, int seconds) throws Exception {
         this.nativeDir = nativeDir;
@@ -67,9 +74,11 @@ public final class SplitBench {
         arrivals.forEach(t -> lines.append(String.format(Locale.ROOT, "%.6f%n", t)));
         Files.writeString(arrivalFile, lines);
         Path latencies = dir.resolve("latencies.txt");
+        int trainSeconds = (int) Math.ceil(arrivals.getLast()) + 1;
         TokenManager manager = new TokenManager(1, ColocationBench.shippedParameters(),
-                ColocationBench.shippedRefillSteps(), InstantSource.system(), 4096);
+                ColocationBench.shippedRefillSteps(), InstantSource.system(), Lateness.samplesFor(trainSeconds));
         List<Process> processes = new ArrayList<>();
+        Lateness host;
         try {
             for (String tenant : List.of("stage", "train")) {
                 ControlBlock block = ControlBlock.create(dir.resolve("control-" + tenant), 1);
@@ -83,7 +92,6 @@ public final class SplitBench {
                     "--batch", Integer.toString(MODEL.batch()), "--max-wait-ms", Double.toString(maxWaitMs),
                     "--kernels", Integer.toString(kernels), "--blocks", Integer.toString(MODEL.blocks()),
                     "--block-us", Double.toString(MODEL.blockUs()), "--latencies", latencies.toString());
-            int trainSeconds = (int) Math.ceil(arrivals.getLast()) + 1;
             List<String> train = ColocationBench.command(nativeDir, trainSeconds, NEIGHBOUR, null);
             for (var run : List.of(List.of("stage", stage), List.of("train", train))) {
                 @SuppressWarnings("unchecked")
@@ -99,6 +107,7 @@ public final class SplitBench {
                     throw new IllegalStateException(label + ": a workload failed or did not finish, see " + dir.resolve("stderr.log"));
                 }
             }
+            host = Lateness.of(manager.sortedLateness());
         } finally {
             processes.forEach(Process::destroyForcibly);
             manager.close();
@@ -107,6 +116,7 @@ public final class SplitBench {
                 .mapToDouble(Double::parseDouble).toArray();
         double rate = ColocationBench.number(Files.readString(dir.resolve("train.out"), StandardCharsets.UTF_8),
                 "blocks_per_second");
+        hostLateness.add(host);
         return new StageRun(latency, rate);
     }
 
@@ -136,12 +146,13 @@ public final class SplitBench {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 1) {
-            System.err.println("usage: SplitBench NATIVE_BUILD_DIR [SECONDS]");
+        BenchArgs parsed = BenchArgs.parse(USAGE, args);
+        if (parsed.positional().isEmpty() || parsed.positional().size() > 2) {
+            System.err.println("usage: " + USAGE);
             System.exit(2);
         }
-        int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 20;
-        SplitBench bench = new SplitBench(Path.of(args[0]), seconds);
+        int seconds = parsed.seconds(1, 20, SMOKE_SECONDS);
+        SplitBench bench = new SplitBench(Path.of(parsed.positional().getFirst()), seconds);
         List<Double> arrivals = ColocationBench.arrivalTimes(MODEL, seconds, 42);
         long[] weights = Arrays.stream(STAGE_KERNELS).asLongStream().toArray();
         int[] requestPercent = Apportion.largestRemainder((int) Math.round(MODEL.request() * 100), weights);
@@ -164,9 +175,13 @@ public final class SplitBench {
                 p95(full), fullRates[0], fullRates[1]);
         System.out.printf(Locale.ROOT, "  unsplit, one GPU (20%%/40%%):       p95 %.2f ms, neighbour %.0f blocks/s%n",
                 p95(unsplit.latencyMs()), unsplit.neighbourRate());
-        System.out.printf(Locale.ROOT, "BENCH split gpu=emulated proportional_p95_ms=%.2f full_p95_ms=%.2f unsplit_p95_ms=%.2f "
-                + "proportional_neighbour_rate=%.0f full_neighbour_rate=%.0f sm_booked_proportional=%d sm_booked_full=%d%n",
-                p95(proportional), p95(full), p95(unsplit.latencyMs()), (propRates[0] + propRates[1]) / 2,
-                (fullRates[0] + fullRates[1]) / 2, requestPercent[0] + requestPercent[1], 2 * Math.round(MODEL.request() * 100));
+        Lateness host = Lateness.worst(bench.hostLateness);
+        System.out.printf(Locale.ROOT, "  host late, the worst of the %d runs: p99 %.3f ms, max %.3f ms%n", bench.hostLateness.size(),
+                host.p99Ms(), host.maxMs());
+        System.out.printf(Locale.ROOT, "BENCH split gpu=emulated seconds=%d proportional_p95_ms=%.2f full_p95_ms=%.2f unsplit_p95_ms=%.2f "
+                + "proportional_neighbour_rate=%.0f full_neighbour_rate=%.0f sm_booked_proportional=%d sm_booked_full=%d %s%n",
+                seconds, p95(proportional), p95(full), p95(unsplit.latencyMs()), (propRates[0] + propRates[1]) / 2,
+                (fullRates[0] + fullRates[1]) / 2, requestPercent[0] + requestPercent[1], 2 * Math.round(MODEL.request() * 100),
+                host.hostKeys());
     }
 }
