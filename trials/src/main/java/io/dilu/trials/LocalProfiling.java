@@ -75,13 +75,16 @@ public final class LocalProfiling {
         found.clear();
         for (EmulatedModel m : models) {
             long start = System.nanoTime();
-            try (HostLatenessProbe probe = HostLatenessProbe.start()) {
+            try (HostLateness probe = HostLateness.start(start)) {
                 String line = m.training() ? training(m) : inference(m);
-                HostLatenessProbe.Summary host = probe.stop();
+                HostLateness.Window host = probe.window(0, Double.MAX_VALUE);
                 bench.add(line + " " + host.keys());
                 out.printf(Locale.ROOT, "%s: profiled in %.1f s of wall-clock time; the host ran a thread waking every %d ms"
-                        + " up to %.3f ms late (p99), %.3f ms at worst%n", m.name(), (System.nanoTime() - start) / 1e9,
-                        HostLatenessProbe.PERIOD.toMillis(), host.p99Ms(), host.maxMs());
+                        + " %s%n", m.name(), (System.nanoTime() - start) / 1e9, HostLateness.PERIOD_NANOS / 1_000_000,
+                        host.describe());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while profiling " + m.name(), e);
             }
         }
         out.println();

@@ -1,6 +1,6 @@
 package io.dilu.e2e.bench;
 
-import io.dilu.e2e.cluster.HostLateness;
+import io.dilu.trials.HostLateness;
 import io.dilu.loadgen.RateTrace;
 import io.dilu.simulator.coscaling.DiluPolicy;
 import io.dilu.simulator.coscaling.KpaPolicy;

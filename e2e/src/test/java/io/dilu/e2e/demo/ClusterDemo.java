@@ -2,7 +2,7 @@ package io.dilu.e2e.demo;
 
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
-import io.dilu.e2e.cluster.HostLateness;
+import io.dilu.trials.HostLateness;
 import io.dilu.e2e.cluster.ServingFunction;
 import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;

@@ -2,7 +2,7 @@ package io.dilu.e2e.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.dilu.e2e.cluster.HostLateness;
+import io.dilu.trials.HostLateness;
 import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.Outcome;
 import io.dilu.loadgen.RequestRecord;

@@ -1,4 +1,4 @@
-package io.dilu.e2e.cluster;
+package io.dilu.trials;
 
 import java.util.Arrays;
 import java.util.Locale;
@@ -6,12 +6,13 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.DoublePredicate;
 
 /**
- * How late this machine wakes a thread, measured beside what runs on the local cluster: a platform thread that
- * sleeps to absolute deadlines every 5 ms, as each node agent's token loop does ({@code TokenManager}), and records
- * by how much each wake-up missed its deadline. The cluster, the load generator and this probe share the machine's
- * cores: on an idle machine a wake-up is a fraction of a millisecond late; when the p99 passes one token period, the
- * token loops, the emulated GPUs' processes and the servers wait for CPU as this thread does, and what the cluster
- * measures then is the machine, not Dilu.
+ * How late this machine wakes a thread, measured beside what runs on the emulated GPU — trials, the local cluster:
+ * a platform thread that sleeps to absolute deadlines every 5 ms, as each node agent's token loop does ({@code
+ * TokenManager}), and records by how much each wake-up missed its deadline. What is measured, the measuring process
+ * and this probe share the machine's cores: on an idle machine a wake-up is a fraction of a millisecond late; when
+ * the p99 passes one token period, the token loops, the emulated GPUs' processes and the servers wait for CPU as
+ * this thread does, and what is measured then is the machine, not Dilu. The figure goes into the BENCH lines of
+ * what it ran beside ({@link Window#keys}).
  *
  * <p>The node agents measure their own ticks' lateness but do not export it; a probe in the measuring process
  * sees the same cores without asking them.
@@ -120,6 +121,11 @@ public final class HostLateness implements AutoCloseable {
         /** More than one token period late at p99: the host, not Dilu, set the pace. */
         public boolean overloaded() {
             return samples > 0 && p99Ms > OVERLOADED_P99_MS;
+        }
+
+        /** The BENCH keys: {@code host_late_p99_ms=… host_late_max_ms=…}. */
+        public String keys() {
+            return String.format(Locale.ROOT, "host_late_p99_ms=%.3f host_late_max_ms=%.3f", p99Ms, maxMs);
         }
 
         /** "late by p50 0.06 ms, p99 0.21 ms, max 3.4 ms", or that nothing was measured. */

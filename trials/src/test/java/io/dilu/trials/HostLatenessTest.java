@@ -1,4 +1,4 @@
-package io.dilu.e2e.cluster;
+package io.dilu.trials;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
