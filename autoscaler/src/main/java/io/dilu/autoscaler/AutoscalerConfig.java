@@ -63,12 +63,13 @@ public interface AutoscalerConfig {
     double maxPodRps();
 
     /**
-     * How long a new instance takes from being asked for to serving (its cold start), for pre-warming ahead of load
-     * a revision's history expects: an instance is asked for this long before it is due. 10 s covers the local
-     * cluster's emulated models (8.5 s measured, docs/coscaling.md); a model that loads longer wants more.
+     * Whether an instance of Dilu's class that the lazy rule releases while the revision's history expects it back
+     * is parked — kept with its model in GPU memory, its SM booking given back, out of the request path — instead of
+     * removed, so that the next scale-out wakes it in about a second instead of a cold start (core's {@code
+     * RevisionScaler}; docs/autoscaler.md, "Parking"). Off: the paper's rule, instances go.
      */
-    @WithDefault("10s")
-    Duration coldStart();
+    @WithDefault("true")
+    boolean parking();
 
     /** Requests per second one instance serves, when neither the profile nor {@code dilu.io/serving-rps} says. */
     @WithDefault("10")

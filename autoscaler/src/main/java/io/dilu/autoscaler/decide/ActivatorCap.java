@@ -1,5 +1,8 @@
 package io.dilu.autoscaler.decide;
 
+import io.dilu.core.scaling.Knobs;
+import io.dilu.core.scaling.Readings;
+
 /**
  * The most of a revision's load the activators' reports may claim: what its {@code max-scale} instances carry at the
  * per-instance figure its class scales by ({@link Knobs#totalPerPod}: the serving rate for Dilu's class, the target of

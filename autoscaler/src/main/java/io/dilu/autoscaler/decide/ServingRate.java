@@ -2,6 +2,8 @@ package io.dilu.autoscaler.decide;
 
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.InstanceRate;
+import io.dilu.core.scaling.Knobs;
 import io.dilu.kube.profile.ProfileSettings;
 import java.util.List;
 import java.util.Locale;
@@ -18,50 +20,32 @@ import java.util.function.Function;
  * (named by {@code dilu.io/profile}, else the one for its {@code dilu.io/function} or Knative service); else a
  * configured default. A malformed annotation is reported and skipped, so scaling goes on.
  *
- * <p>Beside it, what one instance serves at its SM limit ({@link Rate#rpsAtLimit}), when the profile measured it
+ * <p>Beside it, what one instance serves at its SM limit ({@link InstanceRate#rpsAtLimit}), when the profile measured it
  * ({@code servingThroughputRpsAtLimit}): how much of a burst vertical scaling can take before another instance is
- * needed: the burst guard's threshold ({@link RevisionScaler}).
+ * needed: the burst guard's threshold ({@link io.dilu.core.scaling.RevisionScaler}).
  */
 public final class ServingRate {
 
-    public static final String METRIC = "autoscaling.knative.dev/metric";
-    public static final String TARGET = "autoscaling.knative.dev/target";
-    public static final String TARGET_UTILIZATION = "autoscaling.knative.dev/target-utilization-percentage";
     /** Knative's default target utilization (config-autoscaler's {@code container-concurrency-target-percentage}). */
     static final double DEFAULT_UTILIZATION_PERCENT = 70;
-    /** Knative's smallest target ({@code autoscaling.knative.dev/target} must be at least 0.01). */
-    static final double MIN_TARGET = 0.01;
     static final String SERVICE_LABEL = "serving.knative.dev/service";
 
     private ServingRate() {}
 
     /**
-     * What one instance serves, and where that came from, for logs and status.
+     * What one instance serves at its SM request, and at its limit: {@link InstanceRate#rpsAtLimit} is the profile's
+     * {@code servingThroughputRpsAtLimit} when {@code rps} is its {@code servingThroughputRps}; when {@code rps} came
+     * from an annotation, {@code rps} times the profile's ratio of the two (the headroom it measured, applied to the
+     * rate chosen), where the profile has both; NaN otherwise.
      *
-     * @param rps requests per second one instance serves at its SM request: the capacity scaling compares with
-     * @param source where {@code rps} came from
-     * @param rpsAtLimit requests per second one instance serves at its SM limit, NaN when unknown: the profile's
-     *     {@code servingThroughputRpsAtLimit} when {@code rps} is its {@code servingThroughputRps}; when {@code rps}
-     *     came from an annotation, {@code rps} times the profile's ratio of the two (the headroom it measured, applied to
-     *     the rate chosen), where the profile has both
-     */
-    public record Rate(double rps, String source, double rpsAtLimit) {
-
-        /** A rate whose value at the limit is unknown. */
-        public Rate(double rps, String source) {
-            this(rps, source, Double.NaN);
-        }
-    }
-
-    /**
      * @param byName a profile's settings by profile name
      * @param byFunction a profile's settings by the function it describes
      * @param problems where malformed annotations are reported, naming the field and the allowed range
      */
-    public static Rate of(Map<String, String> annotations, Map<String, String> labels,
+    public static InstanceRate of(Map<String, String> annotations, Map<String, String> labels,
             Function<String, Optional<ProfileSettings>> byName, Function<String, Optional<ProfileSettings>> byFunction,
             double fallback, List<FieldError> problems) {
-        Optional<Double> annotated = number(annotations, DiluNames.SERVING_RPS, Double.MIN_VALUE, Double.MAX_VALUE,
+        Optional<Double> annotated = Knobs.number(annotations, DiluNames.SERVING_RPS, Double.MIN_VALUE, Double.MAX_VALUE,
                 "a number > 0", problems);
         Optional<ProfileSettings> profile = Optional.ofNullable(annotations.get(DiluNames.PROFILE)).flatMap(byName);
         if (profile.isEmpty()) {
@@ -72,21 +56,21 @@ public final class ServingRate {
         double headroom = profile.map(ServingRate::headroom).orElse(Double.NaN);
         if (annotated.isPresent()) {
             // Dilu's own override at the limit too, when given (at least the rate at the request).
-            Optional<Double> atLimit = number(annotations, DiluNames.SERVING_RPS_AT_LIMIT, annotated.get(), Double.MAX_VALUE,
+            Optional<Double> atLimit = Knobs.number(annotations, DiluNames.SERVING_RPS_AT_LIMIT, annotated.get(), Double.MAX_VALUE,
                     "a number >= " + DiluNames.SERVING_RPS + " (" + annotated.get() + ")", problems);
-            return new Rate(annotated.get(), DiluNames.SERVING_RPS, atLimit.orElse(annotated.get() * headroom));
+            return new InstanceRate(annotated.get(), DiluNames.SERVING_RPS, atLimit.orElse(annotated.get() * headroom));
         }
-        Optional<Rate> knative = knativeTarget(annotations, profile, problems);
+        Optional<InstanceRate> knative = knativeTarget(annotations, profile, problems);
         if (knative.isPresent()) {
-            Rate k = knative.get();
-            return new Rate(k.rps(), k.source(), k.rps() * headroom);
+            InstanceRate k = knative.get();
+            return new InstanceRate(k.rps(), k.source(), k.rps() * headroom);
         }
         Optional<Double> profiled = profile.flatMap(ProfileSettings::servingThroughputRps).filter(v -> v > 0);
         if (profiled.isPresent()) {
-            return new Rate(profiled.get(), "GpuFunctionProfile of " + profile.get().function(),
+            return new InstanceRate(profiled.get(), "GpuFunctionProfile of " + profile.get().function(),
                     profile.get().servingThroughputRpsAtLimit().orElse(Double.NaN));
         }
-        return new Rate(fallback, "default");
+        return new InstanceRate(fallback, "default");
     }
 
     /** The profile's rate at the limit over its rate at the request (≥ 1, as settings() checks); NaN when either is unknown. */
@@ -96,48 +80,29 @@ public final class ServingRate {
     }
 
     /** Knative's target and utilization as a per-instance rate; empty without a target (or one this class cannot read). */
-    private static Optional<Rate> knativeTarget(Map<String, String> annotations, Optional<ProfileSettings> profile,
+    private static Optional<InstanceRate> knativeTarget(Map<String, String> annotations, Optional<ProfileSettings> profile,
             List<FieldError> problems) {
-        Optional<Double> target = number(annotations, TARGET, MIN_TARGET, Double.MAX_VALUE, "a number >= 0.01", problems);
-        Optional<Double> utilization = number(annotations, TARGET_UTILIZATION, 1, 100, "a number in 1..100", problems);
+        Optional<Double> target = Knobs.number(annotations, Knobs.TARGET, Knobs.MIN_TARGET, Double.MAX_VALUE, "a number >= 0.01", problems);
+        Optional<Double> utilization = Knobs.number(annotations, Knobs.TARGET_UTILIZATION, 1, 100, "a number in 1..100", problems);
         if (target.isEmpty()) {
             return Optional.empty();
         }
         double share = utilization.orElse(DEFAULT_UTILIZATION_PERCENT) / 100;
-        String metric = annotations.getOrDefault(METRIC, "concurrency").strip().toLowerCase(Locale.ROOT);
-        String basis = String.format(Locale.ROOT, "%s=%s at %s%%", TARGET, annotations.get(TARGET), fmt(share * 100));
+        String metric = annotations.getOrDefault(Knobs.METRIC, "concurrency").strip().toLowerCase(Locale.ROOT);
+        String basis = String.format(Locale.ROOT, "%s=%s at %s%%", Knobs.TARGET, annotations.get(Knobs.TARGET), fmt(share * 100));
         return switch (metric) {
-            case "rps" -> Optional.of(new Rate(target.get() * share, basis + " (rps)"));
+            case "rps" -> Optional.of(new InstanceRate(target.get() * share, basis + " (rps)"));
             case "concurrency" -> profile.filter(p -> p.servingThroughputRps().orElse(0.0) > 0).map(p -> {
                 // One request takes about one batch's latency, batch / throughput: in-flight / latency is a rate.
                 double latencySeconds = p.batchSize().orElse(1) / p.servingThroughputRps().get();
-                return new Rate(target.get() * share / latencySeconds, basis + " (concurrency, through the profile's "
+                return new InstanceRate(target.get() * share / latencySeconds, basis + " (concurrency, through the profile's "
                         + fmt(latencySeconds * 1000) + " ms)");
             });
             default -> {
-                problems.add(new FieldError(METRIC, annotations.get(METRIC), "rps or concurrency for this class"));
+                problems.add(new FieldError(Knobs.METRIC, annotations.get(Knobs.METRIC), "rps or concurrency for this class"));
                 yield Optional.empty();
             }
         };
-    }
-
-    /** An annotation's number within [min, max]; a malformed one is reported naming the key and {@code allowed}. */
-    static Optional<Double> number(Map<String, String> annotations, String key, double min, double max, String allowed,
-            List<FieldError> problems) {
-        String value = annotations.get(key);
-        if (value == null) {
-            return Optional.empty();
-        }
-        try {
-            double v = Double.parseDouble(value.strip());
-            if (v >= min && v <= max) {
-                return Optional.of(v);
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        problems.add(new FieldError(key, value, allowed));
-        return Optional.empty();
     }
 
     private static String fmt(double v) {

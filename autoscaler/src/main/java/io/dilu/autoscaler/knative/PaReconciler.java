@@ -2,13 +2,14 @@ package io.dilu.autoscaler.knative;
 
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.ActivatorCap;
-import io.dilu.autoscaler.decide.Knobs;
-import io.dilu.autoscaler.decide.Readings;
-import io.dilu.autoscaler.decide.RevisionScaler;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
+import io.dilu.core.scaling.Knobs;
+import io.dilu.core.scaling.Readings;
+import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.core.scaling.ScalingParameters;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSettings;
@@ -210,7 +211,7 @@ public final class PaReconciler {
     }
 
     /** What one instance of a revision serves, as a tick reads it now, with the problems met reading it (for tests). */
-    ServingRate.Rate servingRate(String namespace, String revision, List<FieldError> problems) {
+    InstanceRate servingRate(String namespace, String revision, List<FieldError> problems) {
         return servingRate(pas.getStore().getByKey(namespace + "/" + revision), problems);
     }
 
@@ -249,8 +250,7 @@ public final class PaReconciler {
         Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
         if (r.scaler == null || !r.scaler.fits(knobs.policy())) {
             // A new revision, or one whose class or window changed: a new window, the scale asked so far kept.
-            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, r.scaler == null ? -1 : r.scaler.desired(),
-                    config.coldStart());
+            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, r.scaler == null ? -1 : r.scaler.desired());
         }
         if (r.meters.isEmpty()) {
             Tags tags = Tags.of("namespace", pa.getMetadata().getNamespace(), "revision", pa.getMetadata().getName());
@@ -293,7 +293,8 @@ public final class PaReconciler {
             long cc = pa.getSpec() == null || pa.getSpec().containerConcurrency() == null ? 0 : pa.getSpec().containerConcurrency();
             return Knobs.kpa(pa.annotations(), Math.max(0, cc), cluster, toZero, problems);
         }
-        return Knobs.lazy(pa.annotations(), cluster, config.windowSamples(), servingRate(pa, problems), toZero, problems);
+        return Knobs.lazy(pa.annotations(), cluster, config.windowSamples(), servingRate(pa, problems), toZero,
+                config.parking(), problems);
     }
 
     /** The tick's readings of a revision: its pods' answers, estimated for all ready pods, and the activators' reports. */
@@ -312,7 +313,7 @@ public final class PaReconciler {
             }
         }
         ActivatorLoad.Load load = activators.of(pa.getMetadata().getNamespace(), pa.getMetadata().getName(), now);
-        return new Readings(ready, answered == 0 ? OptionalDouble.empty() : OptionalDouble.of(rps / answered * ready),
+        return new Readings(ready, 0, answered == 0 ? OptionalDouble.empty() : OptionalDouble.of(rps / answered * ready),
                 answered == 0 ? OptionalDouble.empty() : OptionalDouble.of(concurrency / answered * ready),
                 load.rps(), load.concurrency());
     }
@@ -339,7 +340,7 @@ public final class PaReconciler {
                 .map(p -> p.getStatus().getPodIP()).toList();
     }
 
-    private ServingRate.Rate servingRate(PodAutoscaler pa, List<FieldError> problems) {
+    private InstanceRate servingRate(PodAutoscaler pa, List<FieldError> problems) {
         String ns = pa.getMetadata().getNamespace();
         return ServingRate.of(pa.annotations(), pa.labels(),
                 name -> Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name)).flatMap(p -> settings(p, problems)),

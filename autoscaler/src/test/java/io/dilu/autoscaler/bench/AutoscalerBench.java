@@ -3,15 +3,16 @@ package io.dilu.autoscaler.bench;
 import com.sun.net.httpserver.HttpServer;
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.ActivatorCap;
-import io.dilu.autoscaler.decide.Knobs;
-import io.dilu.autoscaler.decide.Readings;
-import io.dilu.autoscaler.decide.RevisionScaler;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.autoscaler.scrape.proto.Stat;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
+import io.dilu.core.scaling.Knobs;
+import io.dilu.core.scaling.Readings;
+import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.core.scaling.ScalingParameters;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.smallrye.config.SmallRyeConfigBuilder;
@@ -187,10 +188,10 @@ public final class AutoscalerBench {
             for (int f = 0; f < functions; f++) {
                 Knobs knobs = knobs(annotations.get(f), cluster, config, toZero);
                 if (today[f] == null) {
-                    today[f] = RevisionScaler.of(knobs.policy(), lazyDefaults, -1, config.coldStart());
+                    today[f] = RevisionScaler.of(knobs.policy(), lazyDefaults, -1);
                 }
                 int ready = Math.max(0, today[f].desired());
-                Readings readings = ActivatorCap.capped(new Readings(ready, ready > 0 ? OptionalDouble.of(rates[f])
+                Readings readings = ActivatorCap.capped(new Readings(ready, 0, ready > 0 ? OptionalDouble.of(rates[f])
                         : OptionalDouble.empty(), OptionalDouble.empty(), ready > 0 ? 0 : rates[f], 0), knobs);
                 sink += today[f].decide(readings, knobs, t).desired();
             }
@@ -210,9 +211,9 @@ public final class AutoscalerBench {
     private static Knobs knobs(Map<String, String> annotations, KnativeAutoscalerConfig cluster, AutoscalerConfig config,
             boolean toZero) {
         List<FieldError> problems = new ArrayList<>(0);
-        ServingRate.Rate rate = ServingRate.of(annotations, Map.of(), n -> Optional.empty(), n -> Optional.empty(),
+        InstanceRate rate = ServingRate.of(annotations, Map.of(), n -> Optional.empty(), n -> Optional.empty(),
                 config.defaultServingRps(), problems);
-        return Knobs.lazy(annotations, cluster, config.windowSamples(), rate, toZero, problems);
+        return Knobs.lazy(annotations, cluster, config.windowSamples(), rate, toZero, config.parking(), problems);
     }
 
     private static double median(double[] values) {

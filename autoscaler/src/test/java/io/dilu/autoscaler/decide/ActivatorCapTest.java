@@ -3,7 +3,10 @@ package io.dilu.autoscaler.decide;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
+import io.dilu.core.scaling.Knobs;
+import io.dilu.core.scaling.Readings;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -13,7 +16,7 @@ import org.junit.jupiter.api.Test;
 class ActivatorCapTest {
 
     static final List<FieldError> PROBLEMS = new ArrayList<>();
-    static final Readings ABSURD = new Readings(0, OptionalDouble.empty(), OptionalDouble.empty(), 999_999, 999_999);
+    static final Readings ABSURD = new Readings(0, 0, OptionalDouble.empty(), OptionalDouble.empty(), 999_999, 999_999);
 
     @Test
     void knativesClassIsCappedOnItsMetricAtWhatMaxScalePodsCarryAtTheirTarget() {
@@ -36,11 +39,11 @@ class ActivatorCapTest {
     @Test
     void dilusClassIsCappedOnTheRateAtItsServingRate() {
         Knobs lazy = Knobs.lazy(Map.of("autoscaling.knative.dev/max-scale", "4"), KnativeAutoscalerConfig.DEFAULTS, 40,
-                new ServingRate.Rate(25, "test"), true, PROBLEMS);
+                new InstanceRate(25, "test"), true, true, PROBLEMS);
         Readings r = ActivatorCap.capped(ABSURD, lazy);
         assertThat(r.activatorRps()).isEqualTo(100);
         assertThat(r.activatorConcurrency()).isEqualTo(999_999);
-        Readings small = new Readings(1, OptionalDouble.of(3), OptionalDouble.of(1), 7, 2);
+        Readings small = new Readings(1, 0, OptionalDouble.of(3), OptionalDouble.of(1), 7, 2);
         assertThat(ActivatorCap.capped(small, lazy)).as("what is below the cap is left alone").isEqualTo(small);
     }
 }

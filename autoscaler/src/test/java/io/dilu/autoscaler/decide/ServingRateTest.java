@@ -1,10 +1,12 @@
 package io.dilu.autoscaler.decide;
 
-import io.dilu.core.contract.DiluNames;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.offset;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.InstanceRate;
+import io.dilu.core.scaling.Knobs;
 import io.dilu.kube.profile.ProfileSettings;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,7 +32,7 @@ class ServingRateTest {
         return Optional.empty();
     }
 
-    static ServingRate.Rate rate(Map<String, String> annotations, List<FieldError> problems) {
+    static InstanceRate rate(Map<String, String> annotations, List<FieldError> problems) {
         return ServingRate.of(annotations, Map.of(), ServingRateTest::bert, ServingRateTest::none, 10, problems);
     }
 
@@ -38,12 +40,12 @@ class ServingRateTest {
     void theAnnotationThenTheNamedProfileThenTheFunctionsProfileThenTheDefault() {
         List<FieldError> problems = new ArrayList<>();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40", "dilu.io/profile", "bert"), problems).rps()).isEqualTo(40);
-        assertThat(rate(Map.of("dilu.io/profile", "bert"), problems)).isEqualTo(new ServingRate.Rate(120, "GpuFunctionProfile of bert"));
+        assertThat(rate(Map.of("dilu.io/profile", "bert"), problems)).isEqualTo(new InstanceRate(120, "GpuFunctionProfile of bert"));
         assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), ServingRateTest::none,
                 ServingRateTest::bert, 10, problems).rps()).isEqualTo(120);
         assertThat(problems).isEmpty();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "-3"), problems)).as("a bad annotation is skipped")
-                .isEqualTo(new ServingRate.Rate(10, "default"));
+                .isEqualTo(new InstanceRate(10, "default"));
         assertThat(problems).extracting(FieldError::message)
                 .containsExactly("dilu.io/serving-rps=-3 is not allowed: must be a number > 0");
     }
@@ -52,7 +54,7 @@ class ServingRateTest {
     void theRateAtTheLimitCanBeAnnotatedBesideTheRate() {
         List<FieldError> problems = new ArrayList<>();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40", DiluNames.SERVING_RPS_AT_LIMIT, "64"), problems))
-                .isEqualTo(new ServingRate.Rate(40, DiluNames.SERVING_RPS, 64));
+                .isEqualTo(new InstanceRate(40, DiluNames.SERVING_RPS, 64));
         assertThat(problems).isEmpty();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40", DiluNames.SERVING_RPS_AT_LIMIT, "30"), problems).rpsAtLimit())
                 .as("below the rate at the request: refused, unknown").isNaN();
@@ -63,15 +65,15 @@ class ServingRateTest {
     @Test
     void theProfilesRateAtTheLimitIsReadBesideItsRateAtTheRequest() {
         List<FieldError> problems = new ArrayList<>();
-        ServingRate.Rate r = ServingRate.of(Map.of("dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured,
+        InstanceRate r = ServingRate.of(Map.of("dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured,
                 ServingRateTest::none, 10, problems);
-        assertThat(r).isEqualTo(new ServingRate.Rate(120, "GpuFunctionProfile of bert", 192));
+        assertThat(r).isEqualTo(new InstanceRate(120, "GpuFunctionProfile of bert", 192));
         assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), ServingRateTest::none,
                 ServingRateTest::measured, 10, problems).rpsAtLimit()).as("the function's profile").isEqualTo(192);
         // A rate chosen by annotation keeps the headroom the profile measured: 192 / 120 = 1.6 times it.
         assertThat(ServingRate.of(Map.of(DiluNames.SERVING_RPS, "50", "dilu.io/profile", "bert"), Map.of(),
                 ServingRateTest::measured, ServingRateTest::none, 10, problems).rpsAtLimit()).isCloseTo(80, offset(1e-9));
-        assertThat(ServingRate.of(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", ServingRate.TARGET_UTILIZATION,
+        assertThat(ServingRate.of(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "50", Knobs.TARGET_UTILIZATION,
                 "100", "dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured, ServingRateTest::none, 10, problems)
                 .rpsAtLimit()).isCloseTo(80, offset(1e-9));
         assertThat(problems).isEmpty();
@@ -90,11 +92,11 @@ class ServingRateTest {
     @Test
     void knativesTargetForRpsIsTakenAtItsUtilization() {
         List<FieldError> problems = new ArrayList<>();
-        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50"), problems).rps())
+        assertThat(rate(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "50"), problems).rps())
                 .as("70%% by default, as Knative").isEqualTo(35.0, org.assertj.core.data.Offset.offset(1e-9));
-        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", ServingRate.TARGET_UTILIZATION, "100",
+        assertThat(rate(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "50", Knobs.TARGET_UTILIZATION, "100",
                 "dilu.io/profile", "bert"), problems).rps()).as("over the profile").isEqualTo(50);
-        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "50", DiluNames.SERVING_RPS, "12"), problems).rps())
+        assertThat(rate(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "50", DiluNames.SERVING_RPS, "12"), problems).rps())
                 .as("dilu.io/serving-rps overrides").isEqualTo(12);
         assertThat(problems).isEmpty();
     }
@@ -103,20 +105,20 @@ class ServingRateTest {
     void aConcurrencyTargetBecomesARateThroughTheProfilesLatency() {
         List<FieldError> problems = new ArrayList<>();
         // 4 requests in flight at 100%, each 4/120 s: 120 rps; 2 in flight: 60.
-        assertThat(rate(Map.of(ServingRate.METRIC, "concurrency", ServingRate.TARGET, "2", ServingRate.TARGET_UTILIZATION, "100",
+        assertThat(rate(Map.of(Knobs.METRIC, "concurrency", Knobs.TARGET, "2", Knobs.TARGET_UTILIZATION, "100",
                 "dilu.io/profile", "bert"), problems).rps()).isEqualTo(60.0, org.assertj.core.data.Offset.offset(1e-9));
-        assertThat(rate(Map.of(ServingRate.TARGET, "2", ServingRate.TARGET_UTILIZATION, "100"), problems))
+        assertThat(rate(Map.of(Knobs.TARGET, "2", Knobs.TARGET_UTILIZATION, "100"), problems))
                 .as("concurrency is Knative's default metric; without a profile there is no latency to go through")
-                .isEqualTo(new ServingRate.Rate(10, "default"));
+                .isEqualTo(new InstanceRate(10, "default"));
         assertThat(problems).isEmpty();
     }
 
     @Test
     void badKnativeAnnotationsAreReportedNamingTheFieldAndSkipped() {
         List<FieldError> problems = new ArrayList<>();
-        assertThat(rate(Map.of(ServingRate.METRIC, "cpu", ServingRate.TARGET, "50", "dilu.io/profile", "bert"), problems).rps())
+        assertThat(rate(Map.of(Knobs.METRIC, "cpu", Knobs.TARGET, "50", "dilu.io/profile", "bert"), problems).rps())
                 .isEqualTo(120);
-        assertThat(rate(Map.of(ServingRate.METRIC, "rps", ServingRate.TARGET, "0", ServingRate.TARGET_UTILIZATION, "150"), problems)
+        assertThat(rate(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "0", Knobs.TARGET_UTILIZATION, "150"), problems)
                 .rps()).isEqualTo(10);
         assertThat(problems).extracting(FieldError::message).containsExactly(
                 "autoscaling.knative.dev/metric=cpu is not allowed: must be rps or concurrency for this class",

@@ -1,6 +1,5 @@
 package io.dilu.autoscaler.knative;
 
-import io.dilu.core.contract.DiluNames;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.autoscaler.AutoscalerConfig;
@@ -8,7 +7,10 @@ import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.FakeQueueProxy;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.autoscaler.scrape.proto.Stat;
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.InstanceRate;
+import io.dilu.core.scaling.Knobs;
 import io.dilu.core.scaling.ScaleBounds;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSpec;
@@ -188,7 +190,7 @@ class PaReconcilerTest {
         // knative.dev, "Configuring targets": a target of 10 at 70% utilization means a pod per 7 concurrent
         // requests, so 35 in flight ask for 5 pods.
         start("dilu.autoscaler.mode", "replace");
-        revision("kpa", null, Map.of(ServingRate.TARGET, "10"));
+        revision("kpa", null, Map.of(Knobs.TARGET, "10"));
         readyPod("kpa", 1, stat(35, 35));
         ticks(3);
         assertThat(replicas("kpa")).isEqualTo(5);
@@ -228,10 +230,10 @@ class PaReconcilerTest {
                 && reconciler.servingRate(NS, "h", problems).source().startsWith("GpuFunctionProfile"));
         problems.clear();
 
-        ServingRate.Rate r = reconciler.servingRate(NS, "r", problems);
+        InstanceRate r = reconciler.servingRate(NS, "r", problems);
         assertThat(r.rps()).isEqualTo(120);
         assertThat(r.rpsAtLimit()).isEqualTo(192);
-        ServingRate.Rate h = reconciler.servingRate(NS, "h", problems);
+        InstanceRate h = reconciler.servingRate(NS, "h", problems);
         assertThat(h.rps()).isEqualTo(120);
         assertThat(h.rpsAtLimit()).isNaN();
         assertThat(problems).extracting(FieldError::message).containsExactly("GpuFunctionProfile hostile "

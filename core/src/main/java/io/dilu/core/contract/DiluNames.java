@@ -52,6 +52,31 @@ public final class DiluNames {
     /** Pod annotation written at bind and corrected by the node agent: see {@link AssignedGpus}. */
     public static final String ASSIGNED_GPUS = "dilu.io/assigned-gpus";
 
+    /**
+     * Pod annotation, written by the autoscaler: the time (RFC 3339) it parked the pod — kept with its model in GPU
+     * memory, its SM booking given back, out of the request path ({@code RevisionScaler}). Present while parked. The
+     * scheduler extender books a parked pod at its memory alone; the node agent grants it no tokens.
+     */
+    public static final String PARKED = "dilu.io/parked";
+    /**
+     * Pod annotation, written by the autoscaler beside removing {@link #PARKED}: the time (RFC 3339) it asked the
+     * parked pod to serve again. The scheduler extender books its SM request back where its GPU has room and turns
+     * {@link #SERVING_CONDITION} true, or answers {@link #WAKE_FAILED}; either way it removes this annotation.
+     */
+    public static final String WAKE = "dilu.io/wake";
+    /**
+     * Pod annotation, written by the scheduler extender: why a {@link #WAKE} found no room on the pod's GPU. The
+     * autoscaler then deletes the pod, and its replacement is placed elsewhere: a cold start, counted as a failed wake.
+     */
+    public static final String WAKE_FAILED = "dilu.io/wake-failed";
+    /**
+     * Pod condition type, a readiness gate of every pod of Dilu's autoscaling class with a GPU share (the webhook adds
+     * it): true while the pod's SM request is booked and it may serve — set by the scheduler extender at bind and at a
+     * wake — false while it is parked (the autoscaler), so that a parked pod is not ready and leaves its Services'
+     * endpoints, whatever routes to them.
+     */
+    public static final String SERVING_CONDITION = "dilu.io/serving";
+
     /** Node annotation: the node's GPUs as JSON, written by the node agent. */
     public static final String GPU_INVENTORY = "dilu.io/gpu-inventory";
 

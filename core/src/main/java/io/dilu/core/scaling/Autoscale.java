@@ -20,9 +20,6 @@ public final class Autoscale {
      */
     public static final String DEFAULT_SCALE_TO_ZERO = "false";
 
-    /** How long the scaler must keep wanting zero before the last instance goes: Knative's scale-to-zero-grace-period default (ISO-8601). */
-    public static final String DEFAULT_SCALE_TO_ZERO_GRACE = "PT30S";
-
     private Autoscale() {}
 
     /**
@@ -34,22 +31,10 @@ public final class Autoscale {
      *     perInstanceRps; infinite when unknown, which leaves bursts to the lazy rule)
      * @param zeroWantedSince since when the scaler has wanted zero, if it does
      * @param burstOutAt when the burst guard last scaled out, if it did
-     * @param idleKeepAlive for a function idle now, its history's word on its last instance ({@link FunctionHistory#idle})
-     * @param betweenBursts between bursts, its history's word on the last burst's instances
      */
     public record Input(double[] samples, double[] recent, int current, double perInstanceRps, double capacityAtLimit,
             ScaleBounds bounds, boolean scaleToZero, Duration grace, Optional<Instant> zeroWantedSince,
-            Optional<Instant> burstOutAt, Optional<KeepAlive.Decision> idleKeepAlive,
-            Optional<FunctionHistory.Burst> betweenBursts, Instant now) {
-
-        /** Without a history (no keep-alive beyond Knative's grace). */
-        public Input(double[] samples, double[] recent, int current, double perInstanceRps, double capacityAtLimit,
-                ScaleBounds bounds, boolean scaleToZero, Duration grace, Optional<Instant> zeroWantedSince,
-                Optional<Instant> burstOutAt, Instant now) {
-            this(samples, recent, current, perInstanceRps, capacityAtLimit, bounds, scaleToZero, grace, zeroWantedSince,
-                    burstOutAt, Optional.empty(), Optional.empty(), now);
-        }
-    }
+            Optional<Instant> burstOutAt, Instant now) {}
 
     /** The scale to ask for, why, and the timers to carry to the next tick. */
     public record Output(int desired, ScaleDecision.Reason reason, Optional<Instant> zeroWantedSince,
@@ -68,32 +53,13 @@ public final class Autoscale {
                         (int) Math.min(Integer.MAX_VALUE, Math.max(0, since)));
         Optional<Instant> burstOutAt = d.reason() == ScaleDecision.Reason.BURST_OUT ? Optional.of(in.now())
                 : in.burstOutAt();
-        int desired = d.desired();
-        ScaleDecision.Reason reason = d.reason();
-        // A burst's instances the history expects to be needed again soon: held, or asked for ahead of it.
-        Optional<FunctionHistory.Burst> burst = in.betweenBursts().filter(x -> x.decision().warm(in.now()));
-        if (burst.isPresent() && burst.get().instances() > desired) {
-            desired = Math.min(b.max(), burst.get().instances());
-            reason = desired > in.current() ? ScaleDecision.Reason.PREWARM : ScaleDecision.Reason.KEEP_ALIVE;
-        }
-        if (desired > 0 || (in.current() == 0 && !warmIdle(in))) {
-            return new Output(desired, reason, Optional.empty(), burstOutAt);
-        }
-        if (in.current() == 0) {
-            return new Output(1, ScaleDecision.Reason.PREWARM, Optional.empty(), burstOutAt); // expected back soon
+        if (d.desired() > 0 || in.current() == 0) {
+            return new Output(d.desired(), d.reason(), Optional.empty(), burstOutAt);
         }
         Instant zeroSince = in.zeroWantedSince().orElse(in.now());
         if (in.now().isBefore(zeroSince.plus(in.grace()))) {
             return new Output(1, ScaleDecision.Reason.HOLD, Optional.of(zeroSince), burstOutAt); // the grace: keep one warm
         }
-        if (warmIdle(in)) {
-            return new Output(1, ScaleDecision.Reason.KEEP_ALIVE, Optional.of(zeroSince), burstOutAt);
-        }
         return new Output(0, ScaleDecision.Reason.SCALE_IN, Optional.of(zeroSince), burstOutAt);
-    }
-
-    /** Whether the function's idle history says its last instance should be warm now. */
-    private static boolean warmIdle(Input in) {
-        return in.scaleToZero() && in.idleKeepAlive().map(k -> k.warm(in.now())).orElse(false);
     }
 }

@@ -143,6 +143,9 @@ public final class KeepAlive {
 
         Instant lastActive();
 
+        /** After this, no instance is held for the function. */
+        Instant keepUntil();
+
         /** Whether one instance should be held at {@code now} (not before {@link #lastActive()}). */
         boolean warm(Instant now);
 

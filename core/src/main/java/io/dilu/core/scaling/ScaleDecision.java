@@ -21,11 +21,7 @@ public record ScaleDecision(int desired, Reason reason) {
         /** Bursts shorter than φ_out seconds are left to vertical scaling. */
         HOLD,
         /** The count was outside min/max scale and was brought back. */
-        BOUNDS,
-        /** Instances the function's history says it will need again soon are held ({@link FunctionHistory}). */
-        KEEP_ALIVE,
-        /** An instance asked for ahead of the load the function's history expects ({@link FunctionHistory}). */
-        PREWARM;
+        BOUNDS;
 
         private final String label = name().toLowerCase(java.util.Locale.ROOT);
 

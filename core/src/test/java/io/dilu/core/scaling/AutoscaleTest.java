@@ -64,39 +64,6 @@ class AutoscaleTest {
     }
 
     @Test
-    void aFunctionThatReturnsEveryFourMinutesIsPrewarmedBeforeItDoes() {
-        // 25 spells of 10 s at 20 rps, one every 240 s: the history learns the 230 s idle times, then the last instance
-        // goes between spells and comes back one cold start (8 s) before the function is expected.
-        FunctionHistory history = new FunctionHistory(Duration.ofSeconds(70), Duration.ofSeconds(31));
-        RateWindow window = new RateWindow(40);
-        Duration coldStart = Duration.ofSeconds(8);
-        int current = 1;
-        Optional<Instant> zeroSince = Optional.empty();
-        int[] desired = new int[25 * 240];
-        for (int t = 0; t < desired.length; t++) {
-            Instant now = T0.plusSeconds(t);
-            double rps = t % 240 < 10 ? 20 : 0;
-            window.record(now, rps);
-            Autoscale.Output out = Autoscale.decide(ScalingParameters.DEFAULTS, new Autoscale.Input(window.samples(now),
-                    window.recent(now, 4), current, 10, 20, FREE, true, Duration.ofSeconds(30), zeroSince, Optional.empty(),
-                    history.idle(coldStart), history.betweenBursts(coldStart), now));
-            history.observe(now, rps, 20, out.desired());
-            current = out.desired();
-            zeroSince = out.zeroWantedSince();
-            desired[t] = current;
-        }
-        int last = 24 * 240; // the 25th spell starts here
-        assertThat(desired[last - 120]).as("between spells, once learned: at zero").isZero();
-        assertThat(desired[last - 1]).as("pre-warmed before the spell").isPositive();
-        assertThat(desired[last - 60]).as("but not a minute early").isZero();
-        int early = 0;
-        for (int t = 0; t < 240; t++) {
-            early += desired[t + 120] > 0 ? 1 : 0;
-        }
-        assertThat(early).as("before anything is learned: no pre-warm, zero after the window and the grace").isLessThan(120);
-    }
-
-    @Test
     void maxScaleCapsAndMinScaleFloors() {
         ScaleBounds bounds = ScaleBounds.of(Map.of(ScaleBounds.MIN, "2", ScaleBounds.MAX, "4"));
         assertThat(decide(window(100, 40), 2, bounds, Optional.empty(), T0).desired()).isEqualTo(4);

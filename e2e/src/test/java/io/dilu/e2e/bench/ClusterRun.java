@@ -246,7 +246,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                 instances.get(f.name())[t] = c[0];
                 share.get(f.name())[t] = c[0] * f.profile().requestShare();
                 if (policy.equals("kpa")) {
-                    int want = kpa.get(f.name()).desired(arrivals.get(f.name()), t, c[1], c[0] - c[1]);
+                    int want = kpa.get(f.name()).decide(arrivals.get(f.name()), t, c[1], c[0] - c[1], 0).desired();
                     if (want != replicas.get(f.name())) {
                         client.apps().deployments().inNamespace(ns).withName(f.name()).scale(want);
                         replicas.put(f.name(), want);

@@ -1,13 +1,14 @@
 package io.dilu.e2e.bench;
 
-import io.dilu.trials.HostLateness;
 import io.dilu.loadgen.RateTrace;
-import io.dilu.simulator.coscaling.DiluPolicy;
-import io.dilu.simulator.coscaling.KpaPolicy;
+import io.dilu.simulator.ClusterShape;
 import io.dilu.simulator.coscaling.CoScalingReport;
 import io.dilu.simulator.coscaling.CoScalingSimulation;
+import io.dilu.simulator.coscaling.DiluPolicy;
 import io.dilu.simulator.coscaling.FunctionProfile;
+import io.dilu.simulator.coscaling.KpaPolicy;
 import io.dilu.simulator.coscaling.RatePatterns;
+import io.dilu.trials.HostLateness;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -56,6 +57,21 @@ public final class CoScalingClusterBench {
 
         double svr() {
             return requests == 0 ? 0 : violations / requests;
+        }
+
+        /**
+         * The books as measured: the pods' booked SM share second by second, and what their memory holds; a pod that
+         * started after the deployment is a scale-out's cold start.
+         */
+        CoScalingSimulation.Books books(FunctionProfile profile) {
+            double memoryShare = (double) profile.memoryMiB() / ClusterShape.PAPER.gpuMemoryMib();
+            double memoryMibSeconds = 0;
+            double dominant = 0;
+            for (int t = 0; t < instances.length; t++) {
+                memoryMibSeconds += (double) instances[t] * profile.memoryMiB();
+                dominant += instances[t] == 0 ? 0 : instances[t] * Math.max(share[t] / instances[t], memoryShare);
+            }
+            return new CoScalingSimulation.Books(Math.max(0, coldStarts - 1), 0, 0, 0, memoryMibSeconds / 1024, dominant);
         }
     }
 
@@ -212,11 +228,11 @@ public final class CoScalingClusterBench {
             for (var run : runs.entrySet()) {
                 Measured m = run.getValue().get(f.name());
                 lines.add(new CoScalingSimulation.Result(run.getKey() + " (measured)", m.coldStarts(), m.requests(),
-                        m.violations(), m.gpuSeconds(), m.instances(), m.share(), m.late()));
+                        m.violations(), m.gpuSeconds(), m.instances(), m.share(), m.late(), m.books(f.profile())));
             }
             CoScalingSimulation.Result model = sim.get(f.name());
             lines.add(new CoScalingSimulation.Result("dilu (model)", model.coldStarts(), model.requests(), model.violations(),
-                    model.gpuSeconds(), model.instances(), model.share(), model.late()));
+                    model.gpuSeconds(), model.instances(), model.share(), model.late(), model.books()));
             figures.add(new CoScalingReport.TraceRuns(f.trace(), lines));
         }
         CoScalingReport.write(out, functions.getFirst().profile(), figures, new CoScalingReport.Provenance(

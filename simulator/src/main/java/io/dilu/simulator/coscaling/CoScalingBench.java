@@ -39,6 +39,7 @@ public final class CoScalingBench {
         Map<String, Function<FunctionProfile, CoScalingPolicy>> p = new LinkedHashMap<>();
         p.put("dilu", DiluPolicy::new);
         p.put("dilu-alongside", DiluPolicy::alongside);
+        p.put("dilu-no-parking", DiluPolicy::withoutParking);
         p.put("dilu-paper", f -> DiluPolicy.paper(f, 1.0));
         p.put("kpa", KpaPolicy::kpa);
         p.put("fastgs", FastGsPolicy::new);
@@ -153,18 +154,32 @@ public final class CoScalingBench {
                     }
                 }
             }
+            out.printf(Locale.ROOT, "  %-15s %11s %6s %5s %8s %9s %10s %10s  %s%n", "", "cold starts", "", "wakes",
+                    "SVR", "SM GPU-s", "mem GiB-s", "DRF GPU-s", "instances");
+            out.printf(Locale.ROOT, "  %-15s %5s %5s %5s %5s %8s %9s %10s %10s  %s%n", "", "out", "wake", "all", "", "", "", "",
+                    "", "peak mean");
             results.forEach((name, r) -> {
                 double beside = training == null ? Double.NaN : training.meanShareBeside(r);
-                out.printf(Locale.ROOT, "  %-9s cold starts %4d  SVR %6.2f%%  GPU-s %8.1f  instances peak %3d mean %5.2f%s%n",
-                        name, r.coldStarts(), 100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances(),
+                CoScalingSimulation.Books b = r.books();
+                out.printf(Locale.ROOT, "  %-15s %5d %5d %5d %5d %7.2f%% %9.1f %10.0f %10.1f  %4d %4.2f%s%n", name,
+                        b.scaleOutColdStarts(), b.failedWakeColdStarts(), r.coldStarts(), b.wakes(), 100 * r.violationRate(),
+                        r.gpuSeconds(), b.memoryGibSeconds(), b.dominantGpuSeconds(), r.peakInstances(), r.meanInstances(),
                         training == null ? "" : Double.isNaN(beside) ? "  training: not beside"
                                 : String.format(Locale.ROOT, "  training beside: %.1f%% of its GPU", 100 * beside));
             });
+            out.printf(Locale.ROOT, "  (cold starts: out = asked by a scale-out after t=0, wake = a wake that found its GPU "
+                    + "full, all = every start, the deployment at t=0 included; a parked instance holds no SM, only its "
+                    + "memory)%n");
             StringBuilder bench = new StringBuilder("BENCH coscaling model=fluid trace=").append(trace.name());
             for (String name : policyNames) {
                 CoScalingSimulation.Result r = results.get(name);
+                CoScalingSimulation.Books b = r.books();
                 bench.append(String.format(Locale.ROOT, " %s_cold_starts=%d %s_svr=%.2f %s_gpu_s=%.1f", name, r.coldStarts(), name,
                         100 * r.violationRate(), name, r.gpuSeconds()));
+                bench.append(String.format(Locale.ROOT, " %s_scale_out_cold_starts=%d %s_failed_wake_cold_starts=%d %s_wakes=%d"
+                        + " %s_wake_s=%.2f %s_mem_gib_s=%.0f %s_drf_gpu_s=%.1f", name, b.scaleOutColdStarts(), name,
+                        b.failedWakeColdStarts(), name, b.wakes(), name, b.meanWakeSeconds(), name, b.memoryGibSeconds(), name,
+                        b.dominantGpuSeconds()));
             }
             out.println(bench);
             runs.add(new CoScalingReport.TraceRuns(trace, List.copyOf(results.values())));

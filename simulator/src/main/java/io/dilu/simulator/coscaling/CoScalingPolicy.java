@@ -1,16 +1,21 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.core.scaling.RevisionScaler;
+
 /**
  * How a serving system scales one function, as the co-scaling simulator drives it: once a second it sees the
- * request rates so far and its instances, and says how many it wants, how fast each serves and what each
- * books of a GPU.
+ * request rates so far and its instances, and says how many it wants serving and parked, how fast each serves and
+ * what each books of a GPU.
  */
 public sealed interface CoScalingPolicy permits DiluPolicy, KpaPolicy, CoScalingPolicy.AtRequest {
 
     String name();
 
-    /** Instances wanted, from the rates of seconds 0..now (inclusive) and the instances running and starting. */
-    int desired(double[] rates, int now, int ready, int starting);
+    /**
+     * Instances wanted, from the rates of seconds 0..now (inclusive) and the instances there: serving ones (ready,
+     * starting or waking) and parked ones (Dilu's: kept at their memory alone, {@link RevisionScaler}).
+     */
+    RevisionScaler.Decision decide(double[] rates, int now, int ready, int starting, int parked);
 
     /** Requests per second {@code ready} instances serve together when {@code demand} wait to be served. */
     double serviceRate(int ready, double demand);
@@ -26,10 +31,18 @@ public sealed interface CoScalingPolicy permits DiluPolicy, KpaPolicy, CoScaling
         return bookedShare();
     }
 
-    /** A policy whose instances keep a static share at their SM request: they serve its rate and book it. */
+    /** A policy whose instances keep a static share at their SM request: they serve its rate and book it. Nothing parks. */
     sealed interface AtRequest extends CoScalingPolicy permits FastGsPolicy, InflessPolicy {
 
         FunctionProfile profile();
+
+        /** Instances wanted, from the rates of seconds 0..now (inclusive) and the instances running and starting. */
+        int desired(double[] rates, int now, int ready, int starting);
+
+        @Override
+        default RevisionScaler.Decision decide(double[] rates, int now, int ready, int starting, int parked) {
+            return new RevisionScaler.Decision(desired(rates, now, ready, starting), 0, name());
+        }
 
         @Override
         default double serviceRate(int ready, double demand) {

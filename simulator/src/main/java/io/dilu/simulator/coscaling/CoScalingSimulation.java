@@ -1,35 +1,71 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.loadgen.RateTrace;
+import io.dilu.simulator.ClusterShape;
 import java.util.ArrayDeque;
 import java.util.Deque;
 
 /**
- * One function's trace under one policy, second by second: the policy decides how many instances it wants
- * from the rates seen so far; a new instance serves after the profile's cold start (each start is a cold
- * start); the requests queue on the ready instances' service rate ({@link FluidQueue}); every instance
- * holds its share of a GPU: the booked one while starting, what the policy's vertical scaling gives it once
- * ready.
+ * One function's trace under one policy, second by second: the policy decides how many instances it wants serving
+ * and how many parked, from the rates seen so far; a new instance serves after the profile's cold start (each start
+ * is a cold start), a parked one woken serves after {@link #WAKE_SECONDS}; the requests queue on the ready
+ * instances' service rate ({@link FluidQueue}); every instance holds its share of a GPU — the booked one while starting
+ * or waking, what the policy's vertical scaling gives it once ready, none while parked — and its memory throughout.
  *
- * <p>Order within a second: instances whose cold start has elapsed become ready; the policy decides (new
- * instances start now, surplus ones stop — starting ones first, the newest first); the second's requests are
- * served. Requests still waiting when the trace ends count as SLO violations.
+ * <p>Order within a second: instances whose cold start or wake has elapsed become ready; the policy decides (parked
+ * instances are woken first, new instances start for the rest; surplus ones stop — starting ones first, the newest
+ * first — and ready ones it parks are parked, the others go); the second's requests are served. Requests still
+ * waiting when the trace ends count as SLO violations.
  */
 public final class CoScalingSimulation {
+
+    /**
+     * From the decision to wake a parked instance to its serving: one tick. The local cluster measures the wake
+     * itself in {@code ./dilu bench coscaling-cluster} (its {@code wake_s}); a second covers it there.
+     */
+    public static final int WAKE_SECONDS = 1;
 
     private CoScalingSimulation() {}
 
     /**
-     * @param coldStarts instances started (each waited its cold start)
+     * What the instances cost, booked honestly: a parked instance holds no SM, only its memory.
+     *
+     * @param scaleOutColdStarts cold starts after the deployment at t=0 (a new instance asked for by a scale-out)
+     * @param failedWakeColdStarts cold starts of an instance whose wake found its GPU full (none for one function
+     *     alone on its GPUs; the fleet bench has them)
+     * @param wakes parked instances woken
+     * @param wakeSeconds from a wake's decision to its instance serving, summed over the wakes
+     * @param memoryGibSeconds Σ over seconds of the GPU memory every instance holds (starting, serving, parked)
+     * @param dominantGpuSeconds Σ over seconds and instances of the larger of its SM share and its memory share of
+     *     its GPU (Ghodsi et al., DRF, NSDI'11): what an instance keeps others from, whichever resource that is
+     */
+    public record Books(int scaleOutColdStarts, int failedWakeColdStarts, int wakes, double wakeSeconds,
+            double memoryGibSeconds, double dominantGpuSeconds) {
+
+        /** Cold starts after the deployment: scale-outs and failed wakes. */
+        public int coldStarts() {
+            return scaleOutColdStarts + failedWakeColdStarts;
+        }
+
+        /** The mean wake, in seconds; 0 without one. */
+        public double meanWakeSeconds() {
+            return wakes == 0 ? 0 : wakeSeconds / wakes;
+        }
+    }
+
+    /**
+     * @param coldStarts instances started (each waited its cold start), the deployment at t=0 included
      * @param requests requests that arrived
      * @param violations of those, served later than the SLO or never
-     * @param gpuSeconds Σ over seconds of the GPU share held by every instance
-     * @param instances instances (starting or ready) in each second
+     * @param gpuSeconds Σ over seconds of the GPU share held by every instance: SM GPU-seconds (a parked one holds 0)
+     * @param instances instances (starting, serving or parked) in each second
      * @param share GPUs' worth of SM held by the function's instances in each second
      * @param late requests served late or left waiting in each second (the SLO violations, second by second)
+     * @param books the rest of the books ({@link Books})
      */
     public record Result(String policy, int coldStarts, double requests, double violations, double gpuSeconds,
-            int[] instances, double[] share, double[] late) {
+            int[] instances, double[] share, double[] late, Books books) {
 
         /** SLO violation rate: violations over requests (0 without requests). */
         public double violationRate() {
@@ -45,29 +81,31 @@ public final class CoScalingSimulation {
         }
     }
 
-    /** A function's instances: the ready ones, and the second each starting one becomes ready, oldest first. */
+    /** A function's instances: the ready ones, the seconds starting and waking ones serve from, the parked ones. */
     private static final class Fleet {
         final Deque<Integer> starting = new ArrayDeque<>();
+        final Deque<Integer> waking = new ArrayDeque<>();
         int ready;
+        int parked;
 
         void promote(int now) {
             while (!starting.isEmpty() && starting.peekFirst() <= now) {
                 starting.removeFirst();
                 ready++;
             }
-        }
-
-        /** Stops the newest starting instance, or a ready one when none is starting. */
-        void stopOne() {
-            if (!starting.isEmpty()) {
-                starting.removeLast();
-            } else {
-                ready--;
+            while (!waking.isEmpty() && waking.peekFirst() <= now) {
+                waking.removeFirst();
+                ready++;
             }
         }
 
+        /** Serving instances: ready, or on their way (starting, waking). */
+        int serving() {
+            return ready + starting.size() + waking.size();
+        }
+
         int size() {
-            return ready + starting.size();
+            return serving() + parked;
         }
     }
 
@@ -88,22 +126,45 @@ public final class CoScalingSimulation {
         Fleet fleet = new Fleet();
         fleet.ready = warm;
         int coldStarts = 0;
+        int scaleOuts = 0;
+        int wakes = 0;
         double backlog = 0;
         double violations = 0;
         double gpuSeconds = 0;
+        double memoryMibSeconds = 0;
+        double dominant = 0;
+        double memoryShare = (double) profile.memoryMiB() / ClusterShape.PAPER.gpuMemoryMib();
         double[] share = new double[rates.length];
         double[] late = new double[rates.length];
         for (int t = 0; t < rates.length; t++) {
             fleet.promote(t);
-            int wanted = Math.max(0, policy.desired(rates, t, fleet.ready, fleet.starting.size()));
-            int have = fleet.size();
-            for (int i = have; i < wanted; i++) {
-                fleet.starting.addLast(t + profile.coldStartSeconds());
-                coldStarts++;
+            RevisionScaler.Decision d = policy.decide(rates, t, fleet.ready, fleet.starting.size() + fleet.waking.size(),
+                    fleet.parked);
+            int serving = fleet.serving();
+            for (int i = serving; i < d.desired(); i++) {
+                if (fleet.parked > 0) {
+                    fleet.parked--;
+                    fleet.waking.addLast(t + WAKE_SECONDS);
+                    wakes++;
+                } else {
+                    fleet.starting.addLast(t + profile.coldStartSeconds());
+                    coldStarts++;
+                    scaleOuts += t > 0 ? 1 : 0;
+                }
             }
-            for (int i = wanted; i < have; i++) {
-                fleet.stopOne();
+            for (int i = d.desired(); i < serving; i++) {
+                // The newest of those on their way go first; a ready instance released is parked if the policy says.
+                if (!fleet.starting.isEmpty()) {
+                    fleet.starting.removeLast();
+                } else if (!fleet.waking.isEmpty()) {
+                    fleet.waking.removeLast();
+                    fleet.parked++;
+                } else {
+                    fleet.ready--;
+                    fleet.parked++;
+                }
             }
+            fleet.parked = Math.min(fleet.parked, d.parked()); // those it no longer wants go
             fleet.promote(t); // an instance without a cold start serves the second it starts in
             double demand = backlog + rates[t];
             double rate = policy.serviceRate(fleet.ready, demand);
@@ -112,12 +173,19 @@ public final class CoScalingSimulation {
             violations += step.violations();
             late[t] = step.violations();
             instances[t] = fleet.size();
-            share[t] = fleet.starting.size() * policy.bookedShare() + fleet.ready * policy.heldShare(fleet.ready, demand);
+            int onTheirWay = fleet.starting.size() + fleet.waking.size();
+            double held = fleet.ready == 0 ? 0 : policy.heldShare(fleet.ready, demand);
+            share[t] = onTheirWay * policy.bookedShare() + fleet.ready * held;
             gpuSeconds += share[t];
+            memoryMibSeconds += (double) fleet.size() * profile.memoryMiB();
+            dominant += onTheirWay * Math.max(policy.bookedShare(), memoryShare) + fleet.ready * Math.max(held, memoryShare)
+                    + fleet.parked * memoryShare;
         }
         if (rates.length > 0) {
             late[rates.length - 1] += backlog;
         }
-        return new Result(policy.name(), coldStarts, trace.total(), violations + backlog, gpuSeconds, instances, share, late);
+        Books books = new Books(scaleOuts, 0, wakes, (double) wakes * WAKE_SECONDS, memoryMibSeconds / 1024, dominant);
+        return new Result(policy.name(), coldStarts, trace.total(), violations + backlog, gpuSeconds, instances, share,
+                late, books);
     }
 }

@@ -1,31 +1,41 @@
 package io.dilu.simulator.coscaling;
 
-import io.dilu.core.scaling.KnativeMetricWindow;
-import io.dilu.core.scaling.KnativePodAutoscaler;
+import io.dilu.core.quota.FieldError;
+import io.dilu.core.scaling.KnativeAutoscalerConfig;
+import io.dilu.core.scaling.Knobs;
+import io.dilu.core.scaling.RevisionScaler;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 
 /**
- * Knative's Pod Autoscaler on the rps metric with its defaults (core's {@link KnativePodAutoscaler}), each
- * instance with a static share: at its SM request ({@link #kpa}), or a whole GPU ({@link #exclusive}, the
- * per-pod target then its rate with the whole GPU). It carries the autoscaler's state from one second to
- * the next, so use one per run.
+ * Knative's Pod Autoscaler on the rps metric with its defaults, as the autoscaler runs it in replace mode (core's
+ * {@link RevisionScaler} for Knative's class: a revision annotated {@code metric: rps} and {@code target} its
+ * per-instance rate, on a cluster with Knative's defaults), each instance with a static share: at its SM request
+ * ({@link #kpa}), or a whole GPU ({@link #exclusive}, the per-pod target then its rate with the whole GPU). It carries
+ * the autoscaler's state from one second to the next, so use one per run.
  */
 public final class KpaPolicy implements CoScalingPolicy {
 
     private final String name;
     private final double perInstanceRps;
     private final double share;
-    private final KnativePodAutoscaler autoscaler;
-    private KnativePodAutoscaler.State state = KnativePodAutoscaler.State.INITIAL;
-    /** The metric as Knative's autoscaler averages it: written each second the revision has a pod or a request. */
-    private final KnativeMetricWindow metric;
+    private final Knobs knobs;
+    private final RevisionScaler scaler;
 
     private KpaPolicy(String name, double perInstanceRps, double share) {
         this.name = name;
         this.perInstanceRps = perInstanceRps;
         this.share = share;
-        this.autoscaler = new KnativePodAutoscaler(KnativePodAutoscaler.Parameters.defaults(perInstanceRps));
-        this.metric = new KnativeMetricWindow(autoscaler.parameters().stableWindow());
+        List<FieldError> problems = new ArrayList<>();
+        this.knobs = Knobs.kpa(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, String.format(Locale.ROOT, "%s", perInstanceRps)), 0,
+                KnativeAutoscalerConfig.DEFAULTS, true, problems);
+        if (!problems.isEmpty()) {
+            throw new IllegalStateException("the KPA's annotations read as " + problems);
+        }
+        this.scaler = RevisionScaler.of(knobs.policy(), io.dilu.core.scaling.ScalingParameters.DEFAULTS, -1);
     }
 
     public static KpaPolicy kpa(FunctionProfile profile) {
@@ -42,17 +52,8 @@ public final class KpaPolicy implements CoScalingPolicy {
     }
 
     @Override
-    public int desired(double[] rates, int now, int ready, int starting) {
-        KnativePodAutoscaler.Parameters p = autoscaler.parameters();
-        Instant at = Instant.ofEpochSecond(now);
-        if (ready + starting > 0 || rates[now] > 0) {
-            metric.record(at, rates[now]);
-        }
-        double stable = metric.average(p.stableWindow(), at);
-        double panic = metric.average(p.panicWindow(), at);
-        KnativePodAutoscaler.Decision d = autoscaler.decide(stable, panic, ready, state, at);
-        state = d.next();
-        return d.desired();
+    public RevisionScaler.Decision decide(double[] rates, int now, int ready, int starting, int parked) {
+        return scaler.decide(DiluPolicy.readings(rates[now], ready, parked), knobs, Instant.ofEpochSecond(now));
     }
 
     @Override

@@ -38,8 +38,8 @@ class CoScalingPolicyTest {
         DiluPolicy dilu = new DiluPolicy(MID);
         double[] rates = new double[60];
         Arrays.fill(rates, 70); // above one instance's request rate, within its limit
-        assertThat(dilu.desired(rates, 18, 1, 0)).as("19 seconds above").isEqualTo(1);
-        assertThat(dilu.desired(rates, 19, 1, 0)).as("20 seconds above").isEqualTo(2);
+        assertThat(dilu.decide(rates, 18, 1, 0, 0).desired()).as("19 seconds above").isEqualTo(1);
+        assertThat(dilu.decide(rates, 19, 1, 0, 0).desired()).as("20 seconds above").isEqualTo(2);
     }
 
     @Test
@@ -51,17 +51,17 @@ class CoScalingPolicyTest {
         // Five seconds of 70 rps from a revision's start: the average is 70, not 70 × 5 / 60.
         int atStart = 0;
         for (int t = 0; t < 5; t++) {
-            atStart = kpa.desired(rates, t, 1, 0);
+            atStart = kpa.decide(rates, t, 1, 0, 0).desired();
         }
         assertThat(atStart).as("70 rps at 70% of 50").isEqualTo(2);
         int ready = atStart;
         for (int t = 5; t < 300; t++) {
-            ready = kpa.desired(rates, t, ready, 0);
+            ready = kpa.decide(rates, t, ready, 0, 0).desired();
         }
         assertThat(ready).as("scaled to zero in the gap").isZero();
         int again = 0;
         for (int t = 300; t < 305; t++) {
-            again = kpa.desired(rates, t, again, 0);
+            again = kpa.decide(rates, t, again, 0, 0).desired();
         }
         assertThat(again).as("the average starts over: 70 rps again, not diluted by the idle minute").isEqualTo(2);
     }
@@ -74,11 +74,11 @@ class CoScalingPolicyTest {
         Arrays.fill(rates, 100, 110, 200);
         int calm = 0;
         for (int t = 0; t < 100; t++) {
-            calm = kpa.desired(rates, t, Math.max(1, calm), 0);
+            calm = kpa.decide(rates, t, Math.max(1, calm), 0, 0).desired();
         }
         assertThat(calm).as("30 rps at 70% of 50").isEqualTo(1);
-        kpa.desired(rates, 100, 1, 0); // driven once a second, as the simulation does
-        int burst = kpa.desired(rates, 101, 1, 0);
+        kpa.decide(rates, 100, 1, 0, 0); // driven once a second, as the simulation does
+        int burst = kpa.decide(rates, 101, 1, 0, 0).desired();
         assertThat(burst).as("the panic window sees 200 rps").isGreaterThan(2);
         assertThat(KpaPolicy.exclusive(MID).bookedShare()).isEqualTo(1.0);
         assertThat(KpaPolicy.exclusive(MID).serviceRate(2, 1000)).isEqualTo(220);

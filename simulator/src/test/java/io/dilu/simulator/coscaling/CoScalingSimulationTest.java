@@ -1,6 +1,7 @@
 package io.dilu.simulator.coscaling;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import io.dilu.loadgen.RateTrace;
 import java.util.Arrays;
@@ -58,7 +59,7 @@ class CoScalingSimulationTest {
         assertThat(shipped.coldStarts()).as("beside Knative's autoscaler, no scale to zero: one instance stays").isEqualTo(1);
         assertThat(shipped.instances()[250]).isEqualTo(1);
 
-        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, DiluPolicy.scalingToZero(MID));
+        CoScalingSimulation.Result dilu = CoScalingSimulation.run(trace, MID, DiluPolicy.withoutParking(MID));
         CoScalingSimulation.Result kpa = CoScalingSimulation.run(trace, MID, KpaPolicy.kpa(MID));
         for (CoScalingSimulation.Result result : java.util.List.of(dilu, kpa)) {
             assertThat(result.coldStarts()).as(result.policy()).isEqualTo(2);
@@ -69,8 +70,29 @@ class CoScalingSimulationTest {
         assertThat(dilu.instances()[80]).isEqualTo(1);
         assertThat(dilu.instances()[100]).isZero();
         assertThat(shipped.violations()).as("warm: the second spell queues behind no cold start").isLessThan(dilu.violations());
-        assertThat(CoScalingSimulation.run(trace, MID, DiluPolicy.scalingToZero(MID)).violations())
+        assertThat(CoScalingSimulation.run(trace, MID, DiluPolicy.withoutParking(MID)).violations())
                 .as("deterministic").isEqualTo(dilu.violations());
+    }
+
+    @Test
+    void parkedBetweenSpellsTheInstanceHoldsOnlyItsMemoryAndTheNextSpellWakesItWithoutAColdStart() {
+        double[] r = new double[600];
+        Arrays.fill(r, 0, 20, 10);
+        Arrays.fill(r, 300, 320, 10);
+        FunctionProfile bert = FunctionProfiles.bench();
+        CoScalingSimulation.Result parked = CoScalingSimulation.run(new RateTrace("sporadic", r), bert, new DiluPolicy(bert));
+        CoScalingSimulation.Result gone = CoScalingSimulation.run(new RateTrace("sporadic", r), bert,
+                DiluPolicy.withoutParking(bert));
+        assertThat(parked.instances()[250]).as("parked between the spells").isEqualTo(1);
+        assertThat(parked.share()[250]).as("no SM booked while parked").isZero();
+        assertThat(parked.books().scaleOutColdStarts()).as("the second spell woke it").isZero();
+        assertThat(parked.books().wakes()).isEqualTo(1);
+        assertThat(gone.books().scaleOutColdStarts()).as("without parking it was a cold start").isEqualTo(1);
+        assertThat(parked.violations()).isLessThan(gone.violations());
+        assertThat(parked.gpuSeconds()).as("parking books no SM").isEqualTo(gone.gpuSeconds(), within(1.0));
+        assertThat(parked.books().memoryGibSeconds()).as("but memory").isGreaterThan(gone.books().memoryGibSeconds());
+        assertThat(parked.books().dominantGpuSeconds()).as("memory is a small share of the GPU")
+                .isLessThan(parked.gpuSeconds() + 300);
     }
 
     @Test

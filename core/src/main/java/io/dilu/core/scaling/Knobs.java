@@ -1,10 +1,6 @@
-package io.dilu.autoscaler.decide;
+package io.dilu.core.scaling;
 
 import io.dilu.core.quota.FieldError;
-import io.dilu.core.scaling.KnativeAutoscalerConfig;
-import io.dilu.core.scaling.KnativePodAutoscaler;
-import io.dilu.core.scaling.ScaleBounds;
-import io.dilu.core.scaling.ScalingAnnotations;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -28,6 +24,11 @@ import java.util.Optional;
 public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace, boolean scaleToZero, double burstCapacity,
         double totalPerPod, Policy policy) {
 
+    public static final String METRIC = "autoscaling.knative.dev/metric";
+    public static final String TARGET = "autoscaling.knative.dev/target";
+    public static final String TARGET_UTILIZATION = "autoscaling.knative.dev/target-utilization-percentage";
+    /** Knative's smallest target ({@code autoscaling.knative.dev/target} must be at least 0.01). */
+    public static final double MIN_TARGET = 0.01;
     public static final String TARGET_BURST_CAPACITY = "autoscaling.knative.dev/target-burst-capacity";
     public static final String PANIC_WINDOW = "autoscaling.knative.dev/panic-window-percentage";
     public static final String PANIC_THRESHOLD = "autoscaling.knative.dev/panic-threshold-percentage";
@@ -36,10 +37,11 @@ public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace,
     public sealed interface Policy permits Lazy, Kpa {}
 
     /**
-     * Dilu's lazy scaling: its window, in one-second samples, and what one instance serves at its SM request
-     * ({@code servingRate.rps()}) and, when known, at its SM limit ({@code servingRate.rpsAtLimit()}, NaN otherwise).
+     * Dilu's lazy scaling: its window, in one-second samples, what one instance serves at its SM request
+     * ({@code servingRate.rps()}) and, when known, at its SM limit ({@code servingRate.rpsAtLimit()}, NaN otherwise),
+     * and whether instances its history expects back are parked rather than removed ({@link RevisionScaler}).
      */
-    public record Lazy(int windowSeconds, ServingRate.Rate servingRate) implements Policy {}
+    public record Lazy(int windowSeconds, InstanceRate servingRate, boolean parking) implements Policy {}
 
     /** Knative's KPA: its parameters and which metric they are about. */
     public record Kpa(KnativePodAutoscaler.Parameters parameters, boolean rps) implements Policy {}
@@ -48,15 +50,16 @@ public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace,
      * Dilu's class.
      *
      * @param defaultWindowSeconds the lazy window when neither the annotation nor the ConfigMap sets one
-     * @param servingRate what one instance serves ({@link ServingRate})
+     * @param servingRate what one instance serves
      * @param scaleToZero whether this installation lets revisions reach zero
+     * @param parking whether this installation parks instances instead of removing them
      */
     public static Knobs lazy(Map<String, String> annotations, KnativeAutoscalerConfig cluster, int defaultWindowSeconds,
-            ServingRate.Rate servingRate, boolean scaleToZero, List<FieldError> problems) {
+            InstanceRate servingRate, boolean scaleToZero, boolean parking, List<FieldError> problems) {
         ScalingAnnotations timing = ScalingAnnotations.of(annotations, problems);
         int window = timing.windowSeconds().orElse(cluster.stableWindow().map(d -> (int) d.toSeconds()).orElse(defaultWindowSeconds));
         return common(annotations, cluster, ScaleBounds.of(annotations, cluster, problems), timing, scaleToZero,
-                servingRate.rps(), new Lazy(window, servingRate), problems);
+                servingRate.rps(), new Lazy(window, servingRate, parking), problems);
     }
 
     /**
@@ -69,27 +72,27 @@ public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace,
     public static Knobs kpa(Map<String, String> annotations, long containerConcurrency, KnativeAutoscalerConfig cluster,
             boolean scaleToZero, List<FieldError> problems) {
         ScalingAnnotations timing = ScalingAnnotations.of(annotations, problems);
-        String metric = annotations.getOrDefault(ServingRate.METRIC, "concurrency").strip().toLowerCase(Locale.ROOT);
+        String metric = annotations.getOrDefault(METRIC, "concurrency").strip().toLowerCase(Locale.ROOT);
         if (!metric.equals("rps") && !metric.equals("concurrency")) {
-            problems.add(new FieldError(ServingRate.METRIC, annotations.get(ServingRate.METRIC), "concurrency or rps"));
+            problems.add(new FieldError(METRIC, annotations.get(METRIC), "concurrency or rps"));
             metric = "concurrency";
         }
         boolean rps = metric.equals("rps");
         double total = rps ? cluster.rpsTargetDefault()
                 : containerConcurrency > 0 ? containerConcurrency : cluster.containerConcurrencyTargetDefault();
-        Optional<Double> target = ServingRate.number(annotations, ServingRate.TARGET, ServingRate.MIN_TARGET, 1e9, "a number >= 0.01", problems);
+        Optional<Double> target = number(annotations, TARGET, MIN_TARGET, 1e9, "a number >= 0.01", problems);
         if (target.isPresent()) {
             total = !rps && containerConcurrency > 0 ? Math.min(target.get(), containerConcurrency) : target.get();
         }
-        double utilization = ServingRate.number(annotations, ServingRate.TARGET_UTILIZATION, 1, 100, "a number in 1..100", problems)
+        double utilization = number(annotations, TARGET_UTILIZATION, 1, 100, "a number in 1..100", problems)
                 .map(v -> v / 100).orElse(cluster.containerConcurrencyTargetFraction());
         // Knative keeps target × utilization at least its smallest target, 0.01.
-        utilization = Math.max(utilization, ServingRate.MIN_TARGET / total);
+        utilization = Math.max(utilization, MIN_TARGET / total);
         Duration window = timing.windowSeconds().isPresent() ? Duration.ofSeconds(timing.windowSeconds().getAsInt())
                 : cluster.kpaStableWindow();
-        double panicWindow = ServingRate.number(annotations, PANIC_WINDOW, 1, 100, "a percentage in 1..100", problems)
+        double panicWindow = number(annotations, PANIC_WINDOW, 1, 100, "a percentage in 1..100", problems)
                 .orElse(cluster.panicWindowPercentage());
-        double panicThreshold = ServingRate.number(annotations, PANIC_THRESHOLD, 110, 1000, "a percentage in 110..1000", problems)
+        double panicThreshold = number(annotations, PANIC_THRESHOLD, 110, 1000, "a percentage in 110..1000", problems)
                 .orElse(cluster.panicThresholdPercentage());
         ScaleBounds bounds = ScaleBounds.of(annotations, cluster, problems);
         KnativePodAutoscaler.Parameters p = new KnativePodAutoscaler.Parameters(total, Math.min(1, utilization), window,
@@ -111,5 +114,24 @@ public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace,
     private static Duration grace(ScalingAnnotations timing, KnativeAutoscalerConfig cluster) {
         Duration retention = timing.retention().orElse(cluster.scaleToZeroPodRetentionPeriod());
         return retention.compareTo(cluster.scaleToZeroGracePeriod()) > 0 ? retention : cluster.scaleToZeroGracePeriod();
+    }
+
+    /** An annotation's number within [min, max]; a malformed one is reported naming the key and {@code allowed}. */
+    public static Optional<Double> number(Map<String, String> annotations, String key, double min, double max,
+            String allowed, List<FieldError> problems) {
+        String value = annotations.get(key);
+        if (value == null) {
+            return Optional.empty();
+        }
+        try {
+            double v = Double.parseDouble(value.strip());
+            if (v >= min && v <= max) {
+                return Optional.of(v);
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        problems.add(new FieldError(key, value, allowed));
+        return Optional.empty();
     }
 }

@@ -1,68 +1,81 @@
-package io.dilu.autoscaler.decide;
+package io.dilu.core.scaling;
 
-import io.dilu.core.scaling.Autoscale;
-import io.dilu.core.scaling.FunctionHistory;
-import io.dilu.core.scaling.KnativeMetricWindow;
-import io.dilu.core.scaling.KnativePodAutoscaler;
-import io.dilu.core.scaling.RateWindow;
-import io.dilu.core.scaling.ScaleDownDelay;
-import io.dilu.core.scaling.ScalingParameters;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.OptionalDouble;
 
 /**
- * What the autoscaler remembers of one revision between ticks, and the decision it makes each tick from the
- * tick's {@link Readings}, the revision's {@link Knobs} and the time: core's lazy scaler for Dilu's class,
- * core's {@link KnativePodAutoscaler} for Knative's. The decisions are core's pure functions; this keeps the
- * windows and timers they are fed, and adds what both classes share: the initial scale of a new revision and
- * the scale-down delay.
+ * What an autoscaler remembers of one revision between ticks, and the decision it makes each tick from the tick's
+ * {@link Readings}, the revision's {@link Knobs} and the time: core's lazy scaler for Dilu's class, core's {@link
+ * KnativePodAutoscaler} for Knative's. The autoscaler's reconciler and the co-scaling simulator both run this one
+ * object (as the Flink operator's autoscaler and its model run one library), so what the model predicts is what the
+ * product decides. Explicitly owned mutable state, one per revision; the decisions inside are pure functions.
+ *
+ * <p><b>Parking</b> (Dilu's class, {@link Knobs.Lazy#parking}). An instance the lazy rule would remove while the
+ * revision's history ({@link FunctionHistory#expectedBack}) expects the function back with it is parked instead: it
+ * keeps its process, CUDA context and model in GPU memory, gives its SM booking back, leaves the request path and gets
+ * no guaranteed tokens, so keeping it warm costs its memory and nothing else (the paper, §3.4.2: an instance kept by
+ * lazy scaling "only occupies a small portion of GPU memory"). A scale-out wakes parked instances before it asks for
+ * new ones, and parked instances the history no longer expects are let go. Placement may evict one to use its memory:
+ * the next reading has one parked pod fewer, and the decision goes on from what is there.
  */
 public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScaler.Kpa {
 
-    /** The scale to ask for and why, in words for logs. */
-    record Decision(int desired, String reason) {}
+    /**
+     * The instances to ask for: {@code desired} serving ones, each booked at its SM request, and beside them
+     * {@code parked} ones, booked at their memory alone; and why, in words for logs.
+     */
+    record Decision(int desired, int parked, String reason) {
+
+        public Decision {
+            if (desired < 0 || parked < 0) {
+                throw new IllegalArgumentException("desired and parked must be >= 0, got " + desired + ", " + parked);
+            }
+        }
+
+        /** Every instance asked for: the pods the revision's Deployment runs. */
+        public int instances() {
+            return desired + parked;
+        }
+    }
 
     Decision decide(Readings readings, Knobs knobs, Instant now);
 
-    /** The scale asked for at the last tick; -1 before the first. */
+    /** The serving instances asked for at the last tick; -1 before the first. */
     int desired();
 
     /** Whether this state can go on deciding for {@code policy} (same class, same window). */
     boolean fits(Knobs.Policy policy);
 
-    /**
-     * A new revision's state, or one whose class or window changed (its scale asked so far carried over).
-     *
-     * @param coldStart how long an instance takes to serve once asked for: how early the history pre-warms
-     */
-    static RevisionScaler of(Knobs.Policy policy, ScalingParameters lazyDefaults, int carriedDesired, Duration coldStart) {
+    /** A new revision's state, or one whose class or window changed (its scale asked so far carried over). */
+    static RevisionScaler of(Knobs.Policy policy, ScalingParameters lazyDefaults, int carriedDesired) {
         return switch (policy) {
-            case Knobs.Lazy l -> new Lazy(lazyDefaults.withWindow(l.windowSeconds()), carriedDesired, coldStart);
+            case Knobs.Lazy l -> new Lazy(lazyDefaults.withWindow(l.windowSeconds()), carriedDesired);
             case Knobs.Kpa k -> new Kpa(k.parameters(), carriedDesired);
         };
     }
 
     /**
      * Dilu's class: the paper's lazy scaling over per-second request rates, with its burst guard (once the capacity
-     * at the SM limit is known) and the revision's own history for keeping instances warm.
+     * at the SM limit is known), and the revision's own history for parking instances it will want back.
      */
     final class Lazy implements RevisionScaler {
         private final ScalingParameters params;
         private final RateWindow window;
         private final ScaleDownDelay delay = new ScaleDownDelay();
-        private final Duration coldStart;
         private FunctionHistory history;
         private Optional<Instant> zeroWantedSince = Optional.empty();
         private Optional<Instant> burstOutAt = Optional.empty();
         private int desired;
+        private int parked;
+        /** Until when the parked instances stay: extended by every release, by the history's word on it. */
+        private Instant parkedUntil = Instant.MIN;
 
-        Lazy(ScalingParameters params, int desired, Duration coldStart) {
+        Lazy(ScalingParameters params, int desired) {
             this.params = params;
             this.window = new RateWindow(params.windowSeconds());
             this.desired = desired;
-            this.coldStart = coldStart;
         }
 
         @Override
@@ -84,16 +97,35 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
             double capacityAtLimit = Double.isNaN(atLimit) ? Double.POSITIVE_INFINITY : Math.max(atRequest, atLimit);
             Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(window.samples(now),
                     window.recent(now, params.burstWindowSeconds()), desired, atRequest, capacityAtLimit,
-                    knobs.bounds(), knobs.scaleToZero(), knobs.grace(), zeroWantedSince, burstOutAt,
-                    history.idle(coldStart), history.betweenBursts(coldStart), now));
+                    knobs.bounds(), knobs.scaleToZero(), knobs.grace(), zeroWantedSince, burstOutAt, now));
             zeroWantedSince = out.zeroWantedSince();
             burstOutAt = out.burstOutAt();
             if (rps.isPresent()) {
-                history.observe(now, rps.getAsDouble(), Double.isInfinite(capacityAtLimit) ? atRequest : capacityAtLimit,
-                        out.desired());
+                history.observe(now, rps.getAsDouble(), Double.isInfinite(capacityAtLimit) ? atRequest : capacityAtLimit);
             }
-            desired = delay.apply(now, out.desired(), knobs.scaleDownDelay());
-            return new Decision(desired, out.reason().label());
+            int serving = delay.apply(now, out.desired(), knobs.scaleDownDelay());
+            int before = Math.max(desired, 0);
+            // Parked instances evicted since the last tick (placement took their memory) are gone.
+            int parkedNow = Math.min(parked, readings.parkedPods());
+            if (lazy.parking() && serving < before) {
+                Instant until = history.keepReleasedUntil(now, serving == 0);
+                parkedUntil = until.isAfter(parkedUntil) ? until : parkedUntil;
+            }
+            parked = lazy.parking() && now.isBefore(parkedUntil)
+                    ? Math.min(park(before, serving, parkedNow), knobs.bounds().max() - serving) : 0;
+            desired = serving;
+            String reason = out.reason().label();
+            return new Decision(desired, parked, parked == 0 ? reason : reason + ", " + parked + " parked");
+        }
+
+        /**
+         * The parked instances after a tick that takes the serving ones from {@code before} to {@code after}, while
+         * parking lasts: a scale-out wakes parked ones first, and the instances a scale-in releases are parked. Only
+         * instances that exist are parked: parking never starts one.
+         */
+        static int park(int before, int after, int parkedNow) {
+            int woken = Math.min(parkedNow, Math.max(0, after - before));
+            return parkedNow - woken + Math.max(0, before - after);
         }
 
         @Override
@@ -107,7 +139,7 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
         }
     }
 
-    /** Knative's class: stable and panic averages of the metric, as Knative's KPA decides on them. */
+    /** Knative's class: stable and panic averages of the metric, as Knative's KPA decides on them. Nothing parks. */
     final class Kpa implements RevisionScaler {
         private final KnativeMetricWindow metric;
         private final ScaleDownDelay delay = new ScaleDownDelay();
@@ -139,7 +171,7 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
                 want = Math.max(want, knobs.bounds().initial());
             }
             desired = delay.apply(now, want, knobs.scaleDownDelay());
-            return new Decision(desired, d.panicking() ? "panic" : "stable");
+            return new Decision(desired, 0, d.panicking() ? "panic" : "stable");
         }
 
         @Override
