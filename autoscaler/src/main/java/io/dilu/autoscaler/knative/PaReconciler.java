@@ -17,6 +17,7 @@ import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -40,6 +41,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
@@ -71,9 +73,13 @@ public final class PaReconciler {
         }
     }
 
+    /** A revision's knobs as last read, and the versions they were read from: read again only when one changes. */
+    private record KnobsRead(String paVersion, String clusterVersion, long profilesVersion, Knobs knobs) {}
+
     /** What the reconciler remembers of one revision between ticks. */
     private static final class Revision {
         RevisionScaler scaler;
+        KnobsRead knobs;
         /** The scale last written to the target; -1 before the first. */
         int applied = -1;
         boolean initialized;
@@ -102,6 +108,8 @@ public final class PaReconciler {
     private final Counter scaledDown;
     private String clusterConfigVersion;
     private KnativeAutoscalerConfig clusterConfig = KnativeAutoscalerConfig.DEFAULTS;
+    /** Counts the profile watch's events: a revision's serving rate may come from any profile of its namespace. */
+    private final AtomicLong profilesVersion = new AtomicLong();
 
     public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
             MeterRegistry metrics, PaWriter writer, ActivatorLoad activators) {
@@ -127,6 +135,22 @@ public final class PaReconciler {
         // ServerlessServices are watched, not fetched: a tick makes no API call for a revision that is in line.
         this.services = client.resources(ServerlessService.class).inAnyNamespace().runnableInformer(0);
         this.profiles = client.resources(GpuFunctionProfile.class).inAnyNamespace().runnableInformer(0);
+        profiles.addEventHandler(new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(GpuFunctionProfile p) {
+                profilesVersion.incrementAndGet();
+            }
+
+            @Override
+            public void onUpdate(GpuFunctionProfile before, GpuFunctionProfile after) {
+                profilesVersion.incrementAndGet();
+            }
+
+            @Override
+            public void onDelete(GpuFunctionProfile p, boolean unknownFinalState) {
+                profilesVersion.incrementAndGet();
+            }
+        });
         this.clusterConfigs = client.configMaps().inNamespace(config.knativeNamespace())
                 .withField("metadata.name", KnativeAutoscalerConfig.CONFIG_MAP).runnableInformer(0);
         for (SharedIndexInformer<?> i : List.of(pas, pods, services, profiles, clusterConfigs)) {
@@ -243,11 +267,9 @@ public final class PaReconciler {
     }
 
     private void reconcile(PodAutoscaler pa, Readings read, KnativeAutoscalerConfig cluster, Instant now) {
-        List<FieldError> problems = new ArrayList<>();
-        Knobs knobs = knobs(pa, cluster, problems);
-        Readings readings = ActivatorCap.capped(read, knobs);
-        problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.key(), p.message()));
         Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
+        Knobs knobs = knobs(pa, r, cluster);
+        Readings readings = ActivatorCap.capped(read, knobs);
         if (r.scaler == null || !r.scaler.fits(knobs.policy())) {
             // A new revision, or one whose class or window changed: a new window, the scale asked so far kept.
             r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, r.scaler == null ? -1 : r.scaler.desired());
@@ -284,6 +306,25 @@ public final class PaReconciler {
                 d.desired() > 0 && readings.readyPods() > 0, r.initialized, sks == null ? null : sks.ready(),
                 Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L));
         writer.status(pa, status.build(pa.getStatus(), now));
+    }
+
+    /**
+     * The revision's knobs, read from its annotations, the cluster's config-autoscaler and its profile only when one of
+     * them changed since the last read (a tick reads every revision; reading them every second cost as much as the
+     * decision, and logged the same malformed annotation every second). Problems are logged once per read.
+     */
+    private Knobs knobs(PodAutoscaler pa, Revision r, KnativeAutoscalerConfig cluster) {
+        String paVersion = pa.getMetadata().getResourceVersion();
+        long profilesSeen = profilesVersion.get();
+        KnobsRead read = r.knobs;
+        if (read == null || !java.util.Objects.equals(read.paVersion(), paVersion)
+                || !java.util.Objects.equals(read.clusterVersion(), clusterConfigVersion) || read.profilesVersion() != profilesSeen) {
+            List<FieldError> problems = new ArrayList<>();
+            read = new KnobsRead(paVersion, clusterConfigVersion, profilesSeen, knobs(pa, cluster, problems));
+            problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.key(), p.message()));
+            r.knobs = read;
+        }
+        return read.knobs();
     }
 
     private Knobs knobs(PodAutoscaler pa, KnativeAutoscalerConfig cluster, List<FieldError> problems) {

@@ -38,8 +38,9 @@ import java.util.concurrent.Executors;
 
 /**
  * {@code ./dilu bench autoscaler}: (1) the decision tick for 10,000 revisions as the reconciler runs it — each
- * revision's knobs read from its annotations, its readings capped, and its {@link RevisionScaler} deciding (the lazy
- * rule, the burst guard, the revision's history) — on a mix of steady, bursty, sporadic and idle revisions; (2) how
+ * revision's readings capped by its knobs (read from its annotations when they change, so once here), and its {@link
+ * RevisionScaler} deciding (the lazy rule, the burst guard, the revision's history) — on a mix of steady, bursty,
+ * sporadic and idle revisions; (2) how
  * many queue-proxies the scraper reads per second over loopback HTTP with protobuf, from servers on 200 loopback
  * addresses (one per pod, as pods have their own IPs).
  *
@@ -157,7 +158,7 @@ public final class AutoscalerBench {
         SplittableRandom rnd = new SplittableRandom(42);
         Load[] loads = new Load[functions];
         double[] base = new double[functions];
-        List<Map<String, String>> annotations = new ArrayList<>(functions);
+        Knobs[] knobs = new Knobs[functions];
         RevisionScaler[] today = new RevisionScaler[functions];
         PreBurstGuardDecision[] reference = new PreBurstGuardDecision[functions];
         int[] burstLeft = new int[functions];
@@ -165,7 +166,8 @@ public final class AutoscalerBench {
             int pick = rnd.nextInt(10);
             loads[f] = pick < 5 ? Load.STEADY : pick < 7 ? Load.BURSTY : pick < 9 ? Load.SPORADIC : Load.IDLE;
             base[f] = 1 + rnd.nextDouble() * 99;
-            annotations.add(Map.of(DiluNames.SERVING_RPS, "10", DiluNames.SERVING_RPS_AT_LIMIT, "20"));
+            knobs[f] = knobs(Map.of(DiluNames.SERVING_RPS, "10", DiluNames.SERVING_RPS_AT_LIMIT, "20"), cluster, config,
+                    toZero);
             reference[f] = new PreBurstGuardDecision(1 + rnd.nextInt(8));
         }
         Instant t = Instant.parse("2026-11-22T10:00:00Z");
@@ -180,20 +182,18 @@ public final class AutoscalerBench {
             // The reference first one tick, today's the next, so both see the same machine.
             long start = System.nanoTime();
             for (int f = 0; f < functions; f++) {
-                Knobs knobs = knobs(annotations.get(f), cluster, config, toZero);
-                sink += reference[f].decide(t, rates[f], knobs.totalPerPod(), knobs.bounds().min(), knobs.bounds().max(),
-                        knobs.grace());
+                sink += reference[f].decide(t, rates[f], knobs[f].totalPerPod(), knobs[f].bounds().min(),
+                        knobs[f].bounds().max(), knobs[f].grace());
             }
             long mid = System.nanoTime();
             for (int f = 0; f < functions; f++) {
-                Knobs knobs = knobs(annotations.get(f), cluster, config, toZero);
                 if (today[f] == null) {
-                    today[f] = RevisionScaler.of(knobs.policy(), lazyDefaults, -1);
+                    today[f] = RevisionScaler.of(knobs[f].policy(), lazyDefaults, -1);
                 }
                 int ready = Math.max(0, today[f].desired());
                 Readings readings = ActivatorCap.capped(new Readings(ready, 0, ready > 0 ? OptionalDouble.of(rates[f])
-                        : OptionalDouble.empty(), OptionalDouble.empty(), ready > 0 ? 0 : rates[f], 0), knobs);
-                sink += today[f].decide(readings, knobs, t).desired();
+                        : OptionalDouble.empty(), OptionalDouble.empty(), ready > 0 ? 0 : rates[f], 0), knobs[f]);
+                sink += today[f].decide(readings, knobs[f], t).desired();
             }
             long end = System.nanoTime();
             if (tick >= WARMUP_TICKS) {

@@ -11,6 +11,9 @@ public final class RateWindow {
 
     private final double[] rates;
     private final long[] seconds;
+    /** The newest second recorded, and the first of the unbroken run of recorded seconds that ends with it. */
+    private long newest = Long.MIN_VALUE;
+    private long runStart = Long.MIN_VALUE;
 
     public RateWindow(int size) {
         if (size < 1) {
@@ -26,12 +29,24 @@ public final class RateWindow {
         return rates.length;
     }
 
-    /** Records the rate of the second containing {@code at}; a second recorded twice keeps the latest. */
+    /**
+     * Records the rate of the second containing {@code at}; a second recorded twice keeps the latest, and a second
+     * already out of the window ending with the newest recorded is ignored.
+     */
     public void record(Instant at, double rps) {
         if (!(rps >= 0) || Double.isInfinite(rps)) {
             throw new IllegalArgumentException("rps must be finite and >= 0, got " + rps);
         }
         long second = at.getEpochSecond();
+        if (newest != Long.MIN_VALUE && second <= newest - rates.length) {
+            return; // already out of the window: its slot holds a newer second
+        }
+        if (newest != Long.MIN_VALUE && second == newest + 1) {
+            newest = second;
+        } else if (second > newest) {
+            newest = second; // after a gap (or the first): a new run
+            runStart = second;
+        }
         int slot = (int) Math.floorMod(second, (long) rates.length);
         seconds[slot] = second;
         rates[slot] = rps;
@@ -41,6 +56,10 @@ public final class RateWindow {
     public double[] samples(Instant now) {
         long newest = now.getEpochSecond();
         long oldest = newest - rates.length + 1;
+        if (this.newest == newest && runStart <= oldest) {
+            // Every second of the window recorded (a scrape every tick, the usual case): every slot holds one of them.
+            return rates.clone();
+        }
         int n = 0;
         for (long s : seconds) {
             if (s >= oldest && s <= newest) {

@@ -111,7 +111,9 @@ class TokenControllerTest {
         assertThat(middling.state()).isEqualTo(ControllerState.CONTENTION);
         assertThat(middling.tokensOf("train")).isEqualTo(2_000);
         assertThat(period(slo(100, Double.NaN), train(500)).tokensOf("train")).as("no new cycle: hold").isEqualTo(2_000);
-        assertThat(period(slo(100, 11), train(500)).tokensOf("train")).as("a healthy cycle (1.1)").isEqualTo(2_600);
+        assertThat(period(slo(100, 11.5), train(500)).tokensOf("train")).as("1.15: a fifth of the best is not healthy")
+                .isEqualTo(2_000);
+        assertThat(period(slo(100, 10.5), train(500)).tokensOf("train")).as("a healthy cycle (1.05)").isEqualTo(2_600);
         TokenPlan grown = null;
         for (int i = 0; i < 30; i++) {
             grown = period(slo(100, 10.5), train(500));
