@@ -123,9 +123,13 @@ public final class HostLateness implements AutoCloseable {
             return samples > 0 && p99Ms > OVERLOADED_P99_MS;
         }
 
-        /** The BENCH keys: {@code host_late_p99_ms=… host_late_max_ms=…}. */
+        /**
+         * The BENCH keys: {@code host_late_p99_ms=… host_late_max_ms=…}; 0 for a run shorter than one period, which
+         * gave the host no wake-up to be late for.
+         */
         public String keys() {
-            return String.format(Locale.ROOT, "host_late_p99_ms=%.3f host_late_max_ms=%.3f", p99Ms, maxMs);
+            return samples == 0 ? "host_late_p99_ms=0.000 host_late_max_ms=0.000"
+                    : String.format(Locale.ROOT, "host_late_p99_ms=%.3f host_late_max_ms=%.3f", p99Ms, maxMs);
         }
 
         /** "late by p50 0.06 ms, p99 0.21 ms, max 3.4 ms", or that nothing was measured. */
