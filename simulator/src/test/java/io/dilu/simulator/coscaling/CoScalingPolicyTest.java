@@ -38,6 +38,9 @@ class CoScalingPolicyTest {
         DiluPolicy dilu = new DiluPolicy(MID);
         double[] rates = new double[60];
         Arrays.fill(rates, 70); // above one instance's request rate, within its limit
+        for (int t = 0; t < 18; t++) { // driven once a second, as the simulation and the autoscaler's tick do
+            dilu.decide(rates, t, 1, 0, 0);
+        }
         assertThat(dilu.decide(rates, 18, 1, 0, 0).desired()).as("19 seconds above").isEqualTo(1);
         assertThat(dilu.decide(rates, 19, 1, 0, 0).desired()).as("20 seconds above").isEqualTo(2);
     }
