@@ -31,10 +31,20 @@ public final class Autoscale {
      *     perInstanceRps; infinite when unknown, which leaves bursts to the lazy rule)
      * @param zeroWantedSince since when the scaler has wanted zero, if it does
      * @param burstOutAt when the burst guard last scaled out, if it did
+     * @param wakeable parked instances a scale-out wakes, serving again without a cold start
      */
     public record Input(double[] samples, double[] recent, int current, double perInstanceRps, double capacityAtLimit,
             ScaleBounds bounds, boolean scaleToZero, Duration grace, Optional<Instant> zeroWantedSince,
-            Optional<Instant> burstOutAt, Instant now) {}
+            Optional<Instant> burstOutAt, int wakeable, Instant now) {
+
+        /** Nothing parked. */
+        public Input(double[] samples, double[] recent, int current, double perInstanceRps, double capacityAtLimit,
+                ScaleBounds bounds, boolean scaleToZero, Duration grace, Optional<Instant> zeroWantedSince,
+                Optional<Instant> burstOutAt, Instant now) {
+            this(samples, recent, current, perInstanceRps, capacityAtLimit, bounds, scaleToZero, grace, zeroWantedSince,
+                    burstOutAt, 0, now);
+        }
+    }
 
     /** The scale to ask for, why, and the timers to carry to the next tick. */
     public record Output(int desired, ScaleDecision.Reason reason, Optional<Instant> zeroWantedSince,
@@ -50,7 +60,7 @@ public final class Autoscale {
         long since = in.burstOutAt().map(t -> Duration.between(t, in.now()).getSeconds()).orElse(Long.MAX_VALUE);
         ScaleDecision d = new LazyHorizontalScaler(params.withScaleBounds(floor, b.max()))
                 .decide(in.samples(), in.recent(), in.current(), in.perInstanceRps(), in.capacityAtLimit(),
-                        (int) Math.min(Integer.MAX_VALUE, Math.max(0, since)));
+                        (int) Math.min(Integer.MAX_VALUE, Math.max(0, since)), in.wakeable());
         Optional<Instant> burstOutAt = d.reason() == ScaleDecision.Reason.BURST_OUT ? Optional.of(in.now())
                 : in.burstOutAt();
         if (d.desired() > 0 || in.current() == 0) {

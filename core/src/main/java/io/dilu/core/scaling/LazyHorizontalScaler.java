@@ -66,6 +66,16 @@ public final class LazyHorizontalScaler {
      */
     public ScaleDecision decide(double[] samples, double[] recent, int current, double perInstanceRps,
             double capacityAtLimit, int secondsSinceBurstOut) {
+        return decide(samples, recent, current, perInstanceRps, capacityAtLimit, secondsSinceBurstOut, 0);
+    }
+
+    /**
+     * As {@link #decide(double[], double[], int, double, double, int)}, with {@code wakeable} parked instances that
+     * serve again in about a second when woken, no cold start ({@link RevisionScaler}): for those, the latest second's
+     * demand beyond what the serving instances take at their limits is evidence enough to scale out to, up to them.
+     */
+    public ScaleDecision decide(double[] samples, double[] recent, int current, double perInstanceRps,
+            double capacityAtLimit, int secondsSinceBurstOut, int wakeable) {
         if (!(perInstanceRps > 0) || Double.isInfinite(perInstanceRps)) {
             throw new IllegalArgumentException("perInstanceRps must be finite and > 0, got " + perInstanceRps);
         }
@@ -89,7 +99,8 @@ public final class LazyHorizontalScaler {
             return bounded(0, ScaleDecision.Reason.HOLD);
         }
 
-        int burst = burstTarget(recent, current, perInstanceRps, capacityAtLimit);
+        int burst = Math.max(burstTarget(recent, current, perInstanceRps, capacityAtLimit),
+                wakeTarget(recent, current, perInstanceRps, capacityAtLimit, wakeable));
         // The phiOut-th largest sample exceeds n·c exactly when at least phiOut samples do.
         if (n >= params.phiOut() && above(samples, current * perInstanceRps) >= params.phiOut()) {
             double sustained = largest(samples, params.phiOut());
@@ -126,6 +137,21 @@ public final class LazyHorizontalScaler {
         }
         double demand = sum / recent.length;
         return demand > current * capacityAtLimit ? Math.max(current + 1, instancesFor(demand, perInstanceRps)) : 0;
+    }
+
+    /**
+     * With instances parked, the instances the latest second's demand needs at the request rate, when it is beyond
+     * the serving instances' limits, up to the parked ones; else 0. Waiting for the burst window's evidence guards
+     * against a cold start that a short burst does not need; a wake costs no cold start, only the woken instances'
+     * SM booking until the lazy rule parks them again.
+     */
+    private int wakeTarget(double[] recent, int current, double perInstanceRps, double capacityAtLimit, int wakeable) {
+        if (wakeable == 0 || params.burstWindowSeconds() == 0 || Double.isInfinite(capacityAtLimit) || recent.length == 0) {
+            return 0;
+        }
+        double latest = recent[recent.length - 1];
+        return latest > current * capacityAtLimit
+                ? Math.min(current + wakeable, Math.max(current + 1, instancesFor(latest, perInstanceRps))) : 0;
     }
 
     private ScaleDecision bounded(int desired, ScaleDecision.Reason reason) {

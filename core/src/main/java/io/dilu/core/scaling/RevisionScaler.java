@@ -95,9 +95,15 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
             double atLimit = lazy.servingRate().rpsAtLimit();
             // Unknown (NaN) leaves bursts to the lazy rule; a limit never serves less than the request.
             double capacityAtLimit = Double.isNaN(atLimit) ? Double.POSITIVE_INFINITY : Math.max(atRequest, atLimit);
+            // Parked instances evicted since the last tick (placement took their memory) are gone.
+            int parkedNow = Math.min(parked, readings.parkedPods());
+            // Knative's grace keeps the last instance until the activator is in the request path. Parked, the last
+            // instance stays there itself and answers the next request at once from the GPU's idle SMs while its wake
+            // books its share back: nothing to wait for.
+            Duration grace = lazy.parking() ? Duration.ZERO : knobs.grace();
             Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(window.samples(now),
                     window.recent(now, params.burstWindowSeconds()), desired, atRequest, capacityAtLimit,
-                    knobs.bounds(), knobs.scaleToZero(), knobs.grace(), zeroWantedSince, burstOutAt, now));
+                    knobs.bounds(), knobs.scaleToZero(), grace, zeroWantedSince, burstOutAt, parkedNow, now));
             zeroWantedSince = out.zeroWantedSince();
             burstOutAt = out.burstOutAt();
             if (rps.isPresent()) {
@@ -105,8 +111,6 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
             }
             int serving = delay.apply(now, out.desired(), knobs.scaleDownDelay());
             int before = Math.max(desired, 0);
-            // Parked instances evicted since the last tick (placement took their memory) are gone.
-            int parkedNow = Math.min(parked, readings.parkedPods());
             if (lazy.parking() && serving < before) {
                 Instant until = history.keepReleasedUntil(now, serving == 0);
                 parkedUntil = until.isAfter(parkedUntil) ? until : parkedUntil;

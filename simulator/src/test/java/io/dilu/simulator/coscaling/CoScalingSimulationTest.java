@@ -1,7 +1,6 @@
 package io.dilu.simulator.coscaling;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.within;
 
 import io.dilu.loadgen.RateTrace;
 import java.util.Arrays;
@@ -89,7 +88,10 @@ class CoScalingSimulationTest {
         assertThat(parked.books().wakes()).isEqualTo(1);
         assertThat(gone.books().scaleOutColdStarts()).as("without parking it was a cold start").isEqualTo(1);
         assertThat(parked.violations()).isLessThan(gone.violations());
-        assertThat(parked.gpuSeconds()).as("parking books no SM").isEqualTo(gone.gpuSeconds(), within(1.0));
+        assertThat(parked.gpuSeconds()).as("parked, no SM booked, and no grace held at the request first")
+                .isLessThan(gone.gpuSeconds() - 30 * bert.requestShare());
+        assertThat(Arrays.stream(parked.late(), 300, 600).sum()).as("the parked instance answers the second spell at once")
+                .isZero();
         assertThat(parked.books().memoryGibSeconds()).as("but memory").isGreaterThan(gone.books().memoryGibSeconds());
         assertThat(parked.books().dominantGpuSeconds()).as("memory is a small share of the GPU")
                 .isLessThan(parked.gpuSeconds() + 300);
