@@ -424,12 +424,17 @@ public final class Main implements Runnable {
             @Option(names = "--smoke", description = "CI's size: the same run (a model of a few seconds)")
             boolean smoke;
 
+            @Option(names = "--training", paramLabel = "PERCENT", description = "A best-effort training worker with this SM "
+                    + "request (1..100, limit twice that up to 100) beside every instance (default: none)")
+            Integer training;
+
             @CommandLine.Spec
             CommandLine.Model.CommandSpec spec;
 
             @Override
             public Integer call() throws IOException {
-                CoScalingBench.run(spec.commandLine().getOut(), report);
+                CoScalingBench.run(spec.commandLine().getOut(), report,
+                        training == null ? null : TrainingNeighbour.ofPercent(training));
                 return 0;
             }
         }

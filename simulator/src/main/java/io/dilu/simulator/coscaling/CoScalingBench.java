@@ -87,9 +87,12 @@ public final class CoScalingBench {
         return FunctionProfiles.bench();
     }
 
-    /** The bench: every policy on {@link #traces()}, the figures and report.md into {@code report}. */
-    public static void run(PrintWriter out, Path report) throws IOException {
-        run(out, traces(), COMPARED, null, report);
+    /**
+     * The bench: every policy on {@link #traces()}, the figures and report.md into {@code report}; with {@code training}
+     * (null for none) beside every instance.
+     */
+    public static void run(PrintWriter out, Path report, TrainingNeighbour training) throws IOException {
+        run(out, traces(), COMPARED, null, report, training);
         out.flush();
     }
 
