@@ -165,7 +165,7 @@ public final class CoScalingReport {
         md.append(provenance.reportParagraph()).append("\n\n");
         md.append("One function per trace (").append(profile.summary()).append("); policies in the order of the tables.\n\n");
         md.append("Each figure, top to bottom over the trace's seconds: the request rate; each policy's instances "
-                + "(starting or ready); the GPUs' worth of SM they hold (what they booked while starting, what vertical "
+                + "(starting, serving or parked); the GPUs' worth of SM they hold (what they booked while starting, what vertical "
                 + "scaling gives them once ready); the requests each policy served later than the SLO or left waiting, "
                 + "per second (its SLO violations). The tables count every second; a figure of a trace longer than "
                 + MAX_STEPS + " s draws each line at the highest value of each bucket of seconds, as its caption says.\n");
@@ -176,13 +176,19 @@ public final class CoScalingReport {
             md.append("\n## ").append(escape(trace.name())).append("\n\n");
             md.append(String.format(Locale.ROOT, "%d s, %.0f requests, mean %.1f rps, peak %.1f rps.\n\n", trace.seconds(),
                     trace.total(), trace.total() / trace.seconds(), Arrays.stream(trace.rps()).max().orElse(0)));
-            md.append("| policy | cold starts | SVR % | GPU-s | peak instances | mean instances | peak GPU share |\n");
-            md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+            md.append("| policy | cold starts (scale-out / failed wake) | wakes | SVR % | SM GPU-s | memory GiB·s | "
+                    + "dominant-share GPU-s | peak instances | mean instances | peak GPU share |\n");
+            md.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
             for (CoScalingSimulation.Result r : run.results()) {
-                md.append(String.format(Locale.ROOT, "| %s | %d | %.2f | %.1f | %d | %.2f | %.2f |\n", escape(r.policy()),
-                        r.coldStarts(), 100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances(),
-                        Arrays.stream(r.share()).max().orElse(0)));
+                CoScalingSimulation.Books b = r.books();
+                md.append(String.format(Locale.ROOT, "| %s | %d / %d | %d | %.2f | %.1f | %.0f | %.1f | %d | %.2f | %.2f |\n",
+                        escape(r.policy()), b.scaleOutColdStarts(), b.failedWakeColdStarts(), b.wakes(),
+                        100 * r.violationRate(), r.gpuSeconds(), b.memoryGibSeconds(), b.dominantGpuSeconds(),
+                        r.peakInstances(), r.meanInstances(), Arrays.stream(r.share()).max().orElse(0)));
             }
+            md.append("\nCold starts leave out the deployment at t=0; a parked instance books no SM, only its memory; the "
+                    + "dominant share of an instance is the larger of its SM share and its memory share of its GPU (DRF, "
+                    + "Ghodsi et al., NSDI'11).\n");
             int bucket = bucketSeconds(trace.seconds());
             md.append("\n![").append(escape(trace.name()))
                     .append(": request rate, instances, GPU share and late requests per second](").append(stem).append(".png)\n\n");

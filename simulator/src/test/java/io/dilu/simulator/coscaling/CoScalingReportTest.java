@@ -64,13 +64,17 @@ class CoScalingReportTest {
         String md = Files.readString(out.resolve("report.md"));
         assertThat(md).contains("**A model, not a measurement**", "docs/coscaling.md", "## step",
                 "120 s, 10800 requests, mean 90.0 rps, peak 150.0 rps.",
-                "| policy | cold starts | SVR % | GPU-s | peak instances | mean instances | peak GPU share |",
+                "| policy | cold starts (scale-out / failed wake) | wakes | SVR % | SM GPU-s | memory GiB·s | "
+                        + "dominant-share GPU-s | peak instances | mean instances | peak GPU share |",
                 "![step: request rate, instances, GPU share and late requests per second](step.png)", "[SVG](step.svg)",
                 "Every second drawn");
         for (CoScalingSimulation.Result r : runs.getFirst().results()) {
             double peakShare = java.util.Arrays.stream(r.share()).max().orElseThrow();
-            assertThat(md).contains(String.format(Locale.ROOT, "| %s | %d | %.2f | %.1f | %d | %.2f | %.2f |", r.policy(),
-                    r.coldStarts(), 100 * r.violationRate(), r.gpuSeconds(), r.peakInstances(), r.meanInstances(), peakShare));
+            CoScalingSimulation.Books b = r.books();
+            assertThat(md).contains(String.format(Locale.ROOT, "| %s | %d / %d | %d | %.2f | %.1f | %.0f | %.1f | %d | %.2f | %.2f |",
+                    r.policy(), b.scaleOutColdStarts(), b.failedWakeColdStarts(), b.wakes(), 100 * r.violationRate(),
+                    r.gpuSeconds(), b.memoryGibSeconds(), b.dominantGpuSeconds(), r.peakInstances(), r.meanInstances(),
+                    peakShare));
         }
         // The rows are in the runs' order: Dilu's before KPA's.
         assertThat(md.indexOf("| dilu |")).isPositive().isLessThan(md.indexOf("| kpa |"));
