@@ -91,7 +91,7 @@ class MainTest {
         Path series = dir.resolve("series.csv");
         TestingCli.Run r = run("simulate", "coscaling", "--trace", trace.toString(), "--policies", "dilu,kpa", "--series", series.toString());
         assertThat(r.exit()).as(r.err()).isZero();
-        assertThat(r.out()).containsPattern("BENCH coscaling model=fluid trace=f.csv dilu_cold_starts=\\d+ .* kpa_gpu_s=[0-9.]+\\n")
+        assertThat(r.out()).containsPattern("BENCH coscaling model=fluid trace=f.csv dilu_cold_starts=\\d+ .* kpa_gpu_s=[0-9.]+( [a-z_]+=[^ ]+)*\\n")
                 .doesNotContain("fastgs");
         assertThat(Files.readAllLines(series)).hasSize(1 + 2 * 300).first().isEqualTo("trace,policy,second,rps,instances,gpu_share,late");
 
