@@ -170,6 +170,21 @@ class MainTest {
     }
 
     @Test
+    void theFleetBenchEndsWithOneBenchLinePerPolicyAndRefusesAnUnknownPolicy() {
+        TestingCli.Run r = run("bench", "coscaling-fleet", "--smoke", "--policies", "dilu,kpa");
+        assertThat(r.exit()).as(r.err()).isZero();
+        List<String> lines = r.out().strip().lines().toList();
+        assertThat(lines.subList(lines.size() - 2, lines.size())).satisfiesExactly(
+                l -> assertThat(l).startsWith("BENCH coscaling-fleet model=fluid policy=dilu functions=8 seconds=3600 "),
+                l -> assertThat(l).startsWith("BENCH coscaling-fleet model=fluid policy=kpa functions=8 seconds=3600 "));
+        assertThat(lines.subList(0, lines.size() - 2)).noneMatch(l -> l.startsWith("BENCH"))
+                .anyMatch(l -> l.startsWith("issue 35's bar against kpa: "));
+        TestingCli.Run bad = run("bench", "coscaling-fleet", "--smoke", "--policies", "dilu,nope");
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.err()).contains("policy nope is not one of");
+    }
+
+    @Test
     void anEventReplayIsPlottedAsPngAndSvg() throws Exception {
         Path events = dir.resolve("events.csv");
         assertThat(run("simulate", "--generate-events", events.toString(), "--count", "60").exit()).isZero();
