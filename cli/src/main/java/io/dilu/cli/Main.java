@@ -23,6 +23,8 @@ import io.dilu.simulator.PlacementSimulation;
 import io.dilu.simulator.SimInstance;
 import io.dilu.simulator.TokenBench;
 import io.dilu.simulator.coscaling.CoScalingBench;
+import io.dilu.simulator.coscaling.CoScalingFleetBench;
+import io.dilu.simulator.coscaling.FleetFunctions;
 import io.dilu.simulator.coscaling.FunctionProfile;
 import io.dilu.simulator.coscaling.FunctionProfiles;
 import io.dilu.simulator.coscaling.TrainingNeighbour;
@@ -96,7 +98,7 @@ public final class Main implements Runnable {
             @Option(names = "--policies", split = ",", paramLabel = "LIST",
                     description = "Policies to run (default: dilu,kpa,fastgs,infless,exclusive; also dilu-paper, the "
                             + "paper's lazy rule without the burst guard)")
-            List<String> policies = List.of("dilu", "kpa", "fastgs", "infless", "exclusive");
+            List<String> policies = CoScalingBench.COMPARED;
 
             @Option(names = "--series", paramLabel = "FILE",
                     description = "Write every second of every run (trace,policy,second,rps,instances,gpu_share,late) to FILE")
@@ -338,7 +340,7 @@ public final class Main implements Runnable {
 
     @Command(name = "bench", mixinStandardHelpOptions = true, description = "Run a benchmark; each ends with a BENCH line.",
             subcommands = {Bench.Placement.class, Bench.Tokens.class, Bench.Openb.class, Bench.Coscaling.class,
-                    Bench.Profiling.class})
+                    Bench.CoscalingFleet.class, Bench.Profiling.class})
     static final class Bench implements Runnable {
 
         @CommandLine.Spec
@@ -436,6 +438,41 @@ public final class Main implements Runnable {
                 CoScalingBench.run(spec.commandLine().getOut(), report,
                         training == null ? null : TrainingNeighbour.ofPercent(training));
                 return 0;
+            }
+        }
+
+        @Command(name = "coscaling-fleet", mixinStandardHelpOptions = true, description = {
+                "Model many functions on one GPU pool, each on its own real trace (Azure Functions 2019, ServeGen), each "
+                        + "instance placed by Algorithm 1 and scaled by Dilu, Knative KPA, FaST-GS+, INFless+ and Exclusive: "
+                        + "GPUs needed, SVR and cold starts per kind of function, failed wakes, parked memory; one BENCH "
+                        + "coscaling-fleet line per policy (a model, not a measurement; docs/coscaling.md)."})
+        static final class CoscalingFleet implements Callable<Integer> {
+            @Option(names = "--seed", defaultValue = "42", description = "Draws the functions, their profiles and their "
+                    + "arrivals (default ${DEFAULT-VALUE})")
+            long seed;
+
+            @Option(names = "--policies", split = ",", paramLabel = "NAME,…", description = "Default: dilu,kpa,fastgs,"
+                    + "infless,exclusive; also dilu-no-parking, dilu-alongside, dilu-paper")
+            List<String> policies = new java.util.ArrayList<>(CoScalingBench.COMPARED);
+
+            @Option(names = "--smoke", description = "CI's size: 6 inference and 2 LLM functions over the first hour "
+                    + "(the full size: 18 and 6 over 8 hours)")
+            boolean smoke;
+
+            @CommandLine.Spec
+            CommandLine.Model.CommandSpec spec;
+
+            @Override
+            public Integer call() {
+                FleetFunctions.Size size = smoke ? FleetFunctions.Size.SMOKE : FleetFunctions.Size.FULL;
+                try {
+                    CoScalingFleetBench.run(spec.commandLine().getOut(), new FleetFunctions.Size(size.inference(), size.llm(),
+                            size.seconds(), seed), policies);
+                    return 0;
+                } catch (IllegalArgumentException e) {
+                    spec.commandLine().getErr().println(e.getMessage());
+                    return 2;
+                }
             }
         }
 

@@ -91,7 +91,7 @@ class MainTest {
         Path series = dir.resolve("series.csv");
         TestingCli.Run r = run("simulate", "coscaling", "--trace", trace.toString(), "--policies", "dilu,kpa", "--series", series.toString());
         assertThat(r.exit()).as(r.err()).isZero();
-        assertThat(r.out()).containsPattern("BENCH coscaling model=fluid trace=f.csv dilu_cold_starts=\\d+ .* kpa_gpu_s=[0-9.]+\\n")
+        assertThat(r.out()).containsPattern("BENCH coscaling model=fluid trace=f.csv dilu_cold_starts=\\d+ .* kpa_gpu_s=[0-9.]+( [a-z_]+=[^ ]+)*\\n")
                 .doesNotContain("fastgs");
         assertThat(Files.readAllLines(series)).hasSize(1 + 2 * 300).first().isEqualTo("trace,policy,second,rps,instances,gpu_share,late");
 
@@ -167,6 +167,21 @@ class MainTest {
         }
         assertThat(report.resolve("report.md")).isNotEmptyFile();
         assertThat(run("bench", "coscaling", "--help").out()).contains("simulator/target/coscaling-report");
+    }
+
+    @Test
+    void theFleetBenchEndsWithOneBenchLinePerPolicyAndRefusesAnUnknownPolicy() {
+        TestingCli.Run r = run("bench", "coscaling-fleet", "--smoke", "--policies", "dilu,kpa");
+        assertThat(r.exit()).as(r.err()).isZero();
+        List<String> lines = r.out().strip().lines().toList();
+        assertThat(lines.subList(lines.size() - 2, lines.size())).satisfiesExactly(
+                l -> assertThat(l).startsWith("BENCH coscaling-fleet model=fluid policy=dilu functions=8 seconds=3600 "),
+                l -> assertThat(l).startsWith("BENCH coscaling-fleet model=fluid policy=kpa functions=8 seconds=3600 "));
+        assertThat(lines.subList(0, lines.size() - 2)).noneMatch(l -> l.startsWith("BENCH"))
+                .anyMatch(l -> l.startsWith("issue 35's bar against kpa: "));
+        TestingCli.Run bad = run("bench", "coscaling-fleet", "--smoke", "--policies", "dilu,nope");
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.err()).contains("policy nope is not one of");
     }
 
     @Test

@@ -14,9 +14,13 @@ public record ClusterShape(int gpusPerNode, long gpuMemoryMib, String model) {
 
     public List<NodeInventory> nodesFor(List<SimInstance> instances) {
         long gpus = instances.stream().mapToLong(SimInstance::gpus).sum();
-        int nodes = (int) Math.ceil((double) gpus / gpusPerNode) + 8;
-        List<NodeInventory> out = new ArrayList<>(nodes);
-        for (int n = 0; n < nodes; n++) {
+        return nodes((int) Math.ceil((double) gpus / gpusPerNode) + 8);
+    }
+
+    /** {@code count} nodes of this shape, named node-0000 on. */
+    public List<NodeInventory> nodes(int count) {
+        List<NodeInventory> out = new ArrayList<>(count);
+        for (int n = 0; n < count; n++) {
             out.add(NodeInventory.uniform(String.format("node-%04d", n), gpusPerNode, model, gpuMemoryMib, 108));
         }
         return out;

@@ -21,6 +21,19 @@ import java.util.SplittableRandom;
  */
 public final class PaperMix {
 
+    /**
+     * The shares and memory of an instance of one serving type (§5.5): SM request uniform in [requestLow,
+     * requestHigh], limit {@link #LIMIT_ABOVE_REQUEST} above it, memory a whole number of GB uniform in
+     * memoryGbLow..memoryGbHigh. The co-scaling fleet ({@code coscaling.FleetFunctions}) draws its functions' shares
+     * from the same shapes.
+     */
+    public record Shape(double requestLow, double requestHigh, int memoryGbLow, int memoryGbHigh) {}
+
+    public static final Shape INFERENCE = new Shape(0.20, 0.40, 3, 10);
+    public static final Shape LLM = new Shape(0.40, 0.60, 20, 30);
+    /** A serving instance's SM limit above its request. */
+    public static final double LIMIT_ABOVE_REQUEST = 0.20;
+
     public static final int PAPER_INSTANCES = 3_200;
     public static final long DEFAULT_SEED = 20_250_330L; // ASPLOS'25 opening day
     private static final long GB = 1024;
@@ -34,13 +47,13 @@ public final class PaperMix {
             double kind = rnd.nextDouble();
             String id = "i" + i;
             if (kind < 0.6) {
-                double request = uniform(rnd, 0.20, 0.40);
+                double request = uniform(rnd, INFERENCE.requestLow(), INFERENCE.requestHigh());
                 out.add(new SimInstance(id, "inf-" + rnd.nextInt(100), InstanceType.INFERENCE, 1, request,
-                        request + 0.20, rnd.nextInt(3, 11) * GB));
+                        request + LIMIT_ABOVE_REQUEST, rnd.nextInt(INFERENCE.memoryGbLow(), INFERENCE.memoryGbHigh() + 1) * GB));
             } else if (kind < 0.8) {
-                double request = uniform(rnd, 0.40, 0.60);
+                double request = uniform(rnd, LLM.requestLow(), LLM.requestHigh());
                 out.add(new SimInstance(id, "llm-" + rnd.nextInt(30), InstanceType.LLM_INFERENCE, 1, request,
-                        request + 0.20, rnd.nextInt(20, 31) * GB));
+                        request + LIMIT_ABOVE_REQUEST, rnd.nextInt(LLM.memoryGbLow(), LLM.memoryGbHigh() + 1) * GB));
             } else {
                 double request = uniform(rnd, 0.40, 0.80);
                 out.add(new SimInstance(id, "train-" + rnd.nextInt(40), InstanceType.TRAINING,

@@ -423,6 +423,21 @@ public final class ComplementaryPlacement implements PlacementPolicy {
 
     // ---- Algorithm 1 lines 22-26 ----
 
+    /**
+     * Whether {@code slot} fits on its GPU as the GPU is booked now, by Algorithm 1's feasibility: with it added,
+     * Σrequest ≤ Ω, Σlimit ≤ γ and Σmemory ≤ the GPU's memory. A wake asks it of the GPU its parked instance kept its
+     * memory on (after giving that booking back): the same rule a placement is held to, not a second copy of it.
+     *
+     * @throws IllegalArgumentException for a GPU the state does not know
+     */
+    public boolean fits(ClusterState state, Slot slot) {
+        int g = state.gpuOrdinal(slot.gpuUuid());
+        if (g < 0) {
+            throw new IllegalArgumentException("unknown GPU " + slot.gpuUuid());
+        }
+        return fits(state, g, slot.requestMilli(), slot.limitMilli(), slot.memoryMib());
+    }
+
     private boolean fits(ClusterState state, int g, int request, int limit, long memory) {
         return state.requestSum(g) + request <= params.omegaMilli()
                 && state.limitSum(g) + limit <= params.gammaMilli()

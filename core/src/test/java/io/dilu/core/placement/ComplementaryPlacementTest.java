@@ -209,4 +209,18 @@ class ComplementaryPlacementTest {
         assertThat(ex.activeGpuCount()).isEqualTo(4);
         assertThat(exclusive.decide(ex, req("e4", "f", 100, 100, 1))).isInstanceOf(PlacementDecision.Infeasible.class);
     }
+
+    /** A wake asks whether its shares fit again on the GPU that kept its memory: each of Algorithm 1's limits refuses. */
+    @Test
+    void aSlotFitsOnItsGpuOnlyWithinOmegaGammaAndItsMemory() {
+        ClusterState state = cluster(1, 1);
+        String gpu = gpuOf(place(state, req("a", "f1", 600, 900, 30)));
+        assertThat(dilu.fits(state, new Slot(gpu, 400, 600, 10 * GB))).as("Σreq 1.0, Σlim 1.5, 40 GB: at every bound").isTrue();
+        assertThat(dilu.fits(state, new Slot(gpu, 410, 500, 5 * GB))).as("Σreq 1.01 > Ω").isFalse();
+        assertThat(dilu.fits(state, new Slot(gpu, 300, 610, 5 * GB))).as("Σlim 1.51 > γ").isFalse();
+        assertThat(dilu.fits(state, new Slot(gpu, 100, 200, 10 * GB + 1))).as("memory beyond 40 GB").isFalse();
+        assertThat(dilu.fits(state, new Slot(gpu, 0, 0, 10 * GB))).as("a parked instance: its memory alone").isTrue();
+        org.assertj.core.api.Assertions.assertThatIllegalArgumentException()
+                .isThrownBy(() -> dilu.fits(state, new Slot("no-such-gpu", 100, 200, GB)));
+    }
 }

@@ -31,8 +31,8 @@ public final class CoScalingBench {
 
     private CoScalingBench() {}
 
-    /** The policies the bench compares by default. */
-    static final List<String> COMPARED = List.of("dilu", "kpa", "fastgs", "infless", "exclusive");
+    /** The policies the benches compare by default (this one's, {@code simulate coscaling}'s and the fleet's). */
+    public static final List<String> COMPARED = List.of("dilu", "kpa", "fastgs", "infless", "exclusive");
 
     /** Every policy there is, each made fresh for a run (some carry state); dilu-paper only when asked for. */
     static Map<String, Function<FunctionProfile, CoScalingPolicy>> policies() {

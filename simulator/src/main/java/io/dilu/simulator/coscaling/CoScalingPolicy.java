@@ -24,6 +24,14 @@ public sealed interface CoScalingPolicy permits DiluPolicy, KpaPolicy, CoScaling
     double bookedShare();
 
     /**
+     * Share of a GPU each instance may grow to, as placement books it beside {@link #bookedShare()} (Algorithm 1's
+     * Σlimit ≤ γ): the booked share itself for a static one.
+     */
+    default double bookedLimit() {
+        return bookedShare();
+    }
+
+    /**
      * Share of a GPU each of {@code ready} instances holds in a second when {@code demand} requests wait to be
      * served: its booked share, unless the policy scales instances vertically.
      */

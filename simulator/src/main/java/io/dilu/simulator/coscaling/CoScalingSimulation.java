@@ -1,10 +1,6 @@
 package io.dilu.simulator.coscaling;
 
-import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.loadgen.RateTrace;
-import io.dilu.simulator.ClusterShape;
-import java.util.ArrayDeque;
-import java.util.Deque;
 
 /**
  * One function's trace under one policy, second by second: the policy decides how many instances it wants serving
@@ -17,7 +13,8 @@ import java.util.Deque;
  * <p>Order within a second: instances whose cold start or wake has elapsed become ready; the policy decides (parked
  * instances are woken first, new instances start for the rest; surplus ones stop — starting ones first, the newest
  * first — and ready ones it parks are parked, the others go); the second's requests are served. Requests still
- * waiting when the trace ends count as SLO violations.
+ * waiting when the trace ends count as SLO violations. The function has GPUs of its own, so a wake always finds room;
+ * {@link CoScalingFleet} runs the same second ({@link FunctionRun}) for many functions on one pool.
  */
 public final class CoScalingSimulation {
 
@@ -35,7 +32,7 @@ public final class CoScalingSimulation {
      *
      * @param scaleOutColdStarts cold starts after the deployment at t=0 (a new instance asked for by a scale-out)
      * @param failedWakeColdStarts cold starts of an instance whose wake found its GPU full (none for one function
-     *     alone on its GPUs; the fleet bench has them)
+     *     alone on its GPUs; {@link CoScalingFleet} has them)
      * @param wakes parked instances woken
      * @param wakeSeconds from a wake's decision to its instance serving, summed over the wakes
      * @param memoryGibSeconds Σ over seconds of the GPU memory every instance holds (starting, serving, parked)
@@ -83,44 +80,6 @@ public final class CoScalingSimulation {
         }
     }
 
-    /** A function's instances: the ready ones, the seconds starting and waking ones serve from, the parked ones. */
-    private static final class Fleet {
-        final Deque<Integer> starting = new ArrayDeque<>();
-        /** When each waking instance serves, in seconds (a wake takes part of a second). */
-        final Deque<Double> waking = new ArrayDeque<>();
-        int ready;
-        int parked;
-
-        void promote(int now) {
-            while (!starting.isEmpty() && starting.peekFirst() <= now) {
-                starting.removeFirst();
-                ready++;
-            }
-            while (!waking.isEmpty() && waking.peekFirst() <= now + 1e-9) {
-                waking.removeFirst();
-                ready++;
-            }
-        }
-
-        /** Of the second {@code now}, the part the waking instances serve in it: 0.4 for a wake done at now + 0.6. */
-        double wakingPart(int now) {
-            double part = 0;
-            for (double at : waking) {
-                part += Math.max(0, now + 1 - at);
-            }
-            return part;
-        }
-
-        /** Serving instances: ready, or on their way (starting, waking). */
-        int serving() {
-            return ready + starting.size() + waking.size();
-        }
-
-        int size() {
-            return serving() + parked;
-        }
-    }
-
     public static Result run(RateTrace trace, FunctionProfile profile, CoScalingPolicy policy) {
         return run(trace, profile, policy, 0);
     }
@@ -136,87 +95,11 @@ public final class CoScalingSimulation {
      * instance woken serves {@code wakeSeconds} after its decision.
      */
     public static Result run(RateTrace trace, FunctionProfile profile, CoScalingPolicy policy, int warm, double wakeSeconds) {
-        if (warm < 0) {
-            throw new IllegalArgumentException("warm must be >= 0, got " + warm);
+        FunctionRun run = new FunctionRun(trace.name(), trace.rps(), profile, policy, warm, wakeSeconds,
+                FunctionRun.Pool.OWN_GPUS);
+        for (int t = 0; t < trace.seconds(); t++) {
+            run.step(t);
         }
-        if (!(wakeSeconds >= 0 && wakeSeconds <= 60)) {
-            throw new IllegalArgumentException("wakeSeconds must be in 0..60, got " + wakeSeconds);
-        }
-        double[] rates = trace.rps();
-        int[] instances = new int[rates.length];
-        Fleet fleet = new Fleet();
-        fleet.ready = warm;
-        int coldStarts = 0;
-        int scaleOuts = 0;
-        int wakes = 0;
-        double wakeTime = 0;
-        double backlog = 0;
-        double violations = 0;
-        double gpuSeconds = 0;
-        double memoryMibSeconds = 0;
-        double dominant = 0;
-        double memoryShare = (double) profile.memoryMiB() / ClusterShape.PAPER.gpuMemoryMib();
-        double[] share = new double[rates.length];
-        double[] late = new double[rates.length];
-        for (int t = 0; t < rates.length; t++) {
-            fleet.promote(t);
-            RevisionScaler.Decision d = policy.decide(rates, t, fleet.ready, fleet.starting.size() + fleet.waking.size(),
-                    fleet.parked);
-            int serving = fleet.serving();
-            for (int i = serving; i < d.desired(); i++) {
-                if (fleet.parked > 0) {
-                    fleet.parked--;
-                    // With nothing serving, the last parked instance is still in the request path: it serves at once
-                    // (from the GPU's idle SMs) while its wake books its share back.
-                    double wake = serving == 0 && i == 0 ? 0 : wakeSeconds;
-                    fleet.waking.addLast(t + wake);
-                    wakes++;
-                    wakeTime += wake;
-                } else {
-                    fleet.starting.addLast(t + profile.coldStartSeconds());
-                    coldStarts++;
-                    scaleOuts += t > 0 ? 1 : 0;
-                }
-            }
-            for (int i = d.desired(); i < serving; i++) {
-                // The newest of those on their way go first; a ready instance released is parked if the policy says.
-                if (!fleet.starting.isEmpty()) {
-                    fleet.starting.removeLast();
-                } else if (!fleet.waking.isEmpty()) {
-                    fleet.waking.removeLast();
-                    fleet.parked++;
-                } else {
-                    fleet.ready--;
-                    fleet.parked++;
-                }
-            }
-            fleet.parked = Math.min(fleet.parked, d.parked()); // those it no longer wants go
-            fleet.promote(t); // an instance without a cold start serves the second it starts in
-            double demand = backlog + rates[t];
-            // Instances woken this second serve the part of it after their wake: the rate of the ready ones and as
-            // many more, a part of one between two whole counts.
-            double waking = fleet.wakingPart(t);
-            int whole = fleet.ready + (int) waking;
-            double rate = policy.serviceRate(whole, demand)
-                    + (waking - (int) waking) * (policy.serviceRate(whole + 1, demand) - policy.serviceRate(whole, demand));
-            FluidQueue.Step step = FluidQueue.step(backlog, rates[t], rate, profile.serviceSeconds(), profile.sloSeconds());
-            backlog = step.backlog();
-            violations += step.violations();
-            late[t] = step.violations();
-            instances[t] = fleet.size();
-            int onTheirWay = fleet.starting.size() + fleet.waking.size();
-            double held = fleet.ready == 0 ? 0 : policy.heldShare(fleet.ready, demand);
-            share[t] = onTheirWay * policy.bookedShare() + fleet.ready * held;
-            gpuSeconds += share[t];
-            memoryMibSeconds += (double) fleet.size() * profile.memoryMiB();
-            dominant += onTheirWay * Math.max(policy.bookedShare(), memoryShare) + fleet.ready * Math.max(held, memoryShare)
-                    + fleet.parked * memoryShare;
-        }
-        if (rates.length > 0) {
-            late[rates.length - 1] += backlog;
-        }
-        Books books = new Books(scaleOuts, 0, wakes, wakeTime, memoryMibSeconds / 1024, dominant);
-        return new Result(policy.name(), coldStarts, trace.total(), violations + backlog, gpuSeconds, instances, share,
-                late, books);
+        return run.result(trace.total());
     }
 }

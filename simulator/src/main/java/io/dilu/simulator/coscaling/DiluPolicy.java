@@ -119,6 +119,12 @@ public final class DiluPolicy implements CoScalingPolicy {
         return profile.requestShare();
     }
 
+    /** Its SM limit: the token manager lets it grow there when its neighbours leave the room. */
+    @Override
+    public double bookedLimit() {
+        return profile.limitShare();
+    }
+
     /**
      * The request, plus the part of the room up to the limit that the demand beyond the request needs (rate
      * taken as linear in SM between request and limit): an instance scaled up holds more of its GPU.

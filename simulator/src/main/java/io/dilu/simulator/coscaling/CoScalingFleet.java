@@ -1,0 +1,281 @@
+package io.dilu.simulator.coscaling;
+
+import io.dilu.core.placement.ClusterState;
+import io.dilu.core.placement.ComplementaryPlacement;
+import io.dilu.core.placement.InstanceRequest;
+import io.dilu.core.placement.NodeInventory;
+import io.dilu.core.placement.ParkedEviction;
+import io.dilu.core.placement.PlacementDecision;
+import io.dilu.core.placement.Slot;
+import io.dilu.simulator.ClusterShape;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * Many functions on one pool of GPU nodes, each scaled by its own instance of one policy, second by second, every
+ * instance placed by core's {@link ComplementaryPlacement} (Algorithm 1, as the scheduler extender places) on one
+ * {@link ClusterState}. What a single function on GPUs of its own cannot show: a parked instance's GPU may fill up while
+ * it is parked, and parked memory competes with new placements.
+ *
+ * <p>The books: an instance starting or serving books its SM request and limit (a static share's limit is its request;
+ * Exclusive's is the whole GPU) and its memory; a parked one (Dilu's) gives its shares back and keeps its memory where
+ * it is (booked again with zero-SM slots on the same GPUs). A wake books its shares again on those GPUs when they fit by
+ * Algorithm 1's feasibility ({@link ComplementaryPlacement#fits}); otherwise the parked instance is let go and a new
+ * one placed where Algorithm 1 says: a cold start, counted as a failed wake ({@link FunctionRun}). A placement that
+ * finds no room frees the memory of parked instances on a GPU where its shares fit ({@link ParkedEviction#victims}) and
+ * is tried again; failing that it waits, as an unscheduled pod, and is tried every second. GPUs needed are the GPUs
+ * with anything booked: a GPU that holds only parked models cannot be handed back either.
+ *
+ * <p>Within a second the functions step in the fleet's order; the GPUs are counted after the last.
+ */
+public final class CoScalingFleet {
+
+    private CoScalingFleet() {}
+
+    /**
+     * One kind of function's books under one policy.
+     *
+     * @param requests requests that arrived
+     * @param violations of those, served later than the SLO or never
+     * @param scaleOutColdStarts cold starts asked by a scale-out after t = 0
+     * @param failedWakeColdStarts cold starts of an instance whose parked one found its GPU full
+     * @param wakes parked instances woken on their GPU
+     */
+    public record KindBooks(double requests, double violations, int scaleOutColdStarts, int failedWakeColdStarts, int wakes) {
+
+        static final KindBooks NONE = new KindBooks(0, 0, 0, 0, 0);
+
+        /** SLO violation rate; 0 without requests. */
+        public double svr() {
+            return requests == 0 ? 0 : violations / requests;
+        }
+
+        public int coldStarts() {
+            return scaleOutColdStarts + failedWakeColdStarts;
+        }
+
+        KindBooks plus(KindBooks o) {
+            return new KindBooks(requests + o.requests, violations + o.violations, scaleOutColdStarts + o.scaleOutColdStarts,
+                    failedWakeColdStarts + o.failedWakeColdStarts, wakes + o.wakes);
+        }
+    }
+
+    /**
+     * A policy's run of the fleet.
+     *
+     * @param gpusPeak the most GPUs with anything booked in a second
+     * @param gpuSeconds Σ over seconds of the GPUs with anything booked
+     * @param parkedOnlyGpuSeconds of those, GPUs that held parked instances alone
+     * @param smGpuSeconds Σ over seconds of the SM requests booked, in GPUs
+     * @param kinds the books per kind of function
+     * @param evictions parked instances let go so that a placement could use their memory
+     * @param parkedGibSeconds Σ over seconds of the memory parked instances held
+     * @param waitingSeconds Σ over seconds of the instances waiting for room (0 in a pool that holds every policy)
+     */
+    public record Outcome(String policy, int gpusPeak, double gpuSeconds, double parkedOnlyGpuSeconds, double smGpuSeconds,
+            Map<FleetFunctions.Kind, KindBooks> kinds, int evictions, double parkedGibSeconds, double waitingSeconds) {
+
+        public KindBooks kind(FleetFunctions.Kind kind) {
+            return kinds.getOrDefault(kind, KindBooks.NONE);
+        }
+
+        /** Every function's books together. */
+        public KindBooks all() {
+            return kinds.values().stream().reduce(KindBooks.NONE, KindBooks::plus);
+        }
+    }
+
+    /**
+     * A pool of {@link ClusterShape#PAPER} nodes that holds every policy's instances, so that only the policies differ,
+     * never the capacity: per function twice the instances its busiest second needs at the rate at its request, plus
+     * two, each on a GPU of its own.
+     */
+    public static List<NodeInventory> pool(List<FleetFunctions.Function> functions) {
+        long gpus = 0;
+        for (FleetFunctions.Function f : functions) {
+            double peak = java.util.Arrays.stream(f.trace().rps()).max().orElse(0);
+            gpus += 2 * (long) Math.ceil(peak / f.profile().rpsAtRequest()) + 2;
+        }
+        return ClusterShape.PAPER.nodes((int) Math.ceil((double) gpus / ClusterShape.PAPER.gpusPerNode()));
+    }
+
+    /** The fleet under {@code policy}, one made by {@code factory} per function, on {@code nodes}. */
+    public static Outcome run(List<FleetFunctions.Function> functions, String policy,
+            Function<FunctionProfile, CoScalingPolicy> factory, List<NodeInventory> nodes) {
+        SharedPool pool = new SharedPool(new ClusterState(nodes), new ComplementaryPlacement());
+        List<FunctionRun> runs = new ArrayList<>(functions.size());
+        for (FleetFunctions.Function f : functions) {
+            CoScalingPolicy p = factory.apply(f.profile());
+            FunctionRun run = new FunctionRun(f.name(), f.trace().rps(), f.profile(), p, 0, CoScalingSimulation.WAKE_SECONDS,
+                    pool);
+            pool.shares.put(run, new Shares(milli(p.bookedShare()), milli(p.bookedLimit()), f.profile().memoryMiB(),
+                    f.splittable()));
+            runs.add(run);
+        }
+        int seconds = functions.stream().mapToInt(f -> f.trace().seconds()).max().orElse(0);
+        int peak = 0;
+        double gpuSeconds = 0;
+        double parkedOnly = 0;
+        double sm = 0;
+        for (int t = 0; t < seconds; t++) {
+            for (FunctionRun run : runs) {
+                run.step(t);
+            }
+            int active = pool.state.activeGpuCount();
+            peak = Math.max(peak, active);
+            gpuSeconds += active;
+            parkedOnly += pool.parkedOnlyGpus;
+            sm += pool.bookedSmMilli / 1000.0;
+        }
+        Map<FleetFunctions.Kind, KindBooks> kinds = new EnumMap<>(FleetFunctions.Kind.class);
+        int evictions = 0;
+        double parkedGib = 0;
+        double waiting = 0;
+        for (int i = 0; i < runs.size(); i++) {
+            FunctionRun run = runs.get(i);
+            CoScalingSimulation.Result r = run.result(functions.get(i).trace().total());
+            CoScalingSimulation.Books b = r.books();
+            kinds.merge(functions.get(i).kind(), new KindBooks(r.requests(), r.violations(), b.scaleOutColdStarts(),
+                    b.failedWakeColdStarts(), b.wakes()), KindBooks::plus);
+            evictions += run.evictions();
+            parkedGib += run.parkedGibSeconds();
+            waiting += run.waitingSeconds();
+        }
+        return new Outcome(policy, peak, gpuSeconds, parkedOnly, sm, java.util.Collections.unmodifiableMap(kinds), evictions,
+                parkedGib, waiting);
+    }
+
+    private static int milli(double share) {
+        return (int) Math.round(share * 1000);
+    }
+
+    /** What each instance of a function asks of placement. */
+    private record Shares(int requestMilli, int limitMilli, long memoryMiB, boolean splittable) {}
+
+    /** The pool's side of {@link FunctionRun.Pool}: bookings on one {@link ClusterState}. */
+    private static final class SharedPool implements FunctionRun.Pool {
+        final ClusterState state;
+        final ComplementaryPlacement placement;
+        final Map<FunctionRun, Shares> shares = new IdentityHashMap<>();
+        /** Each booked instance's placement at its full shares (a parked one's too: it wakes into it). */
+        final Map<FunctionRun.Instance, PlacementDecision.Placed> placed = new IdentityHashMap<>();
+        /** Parked instances by id, the least recently parked first. */
+        final Map<String, FunctionRun.Instance> parked = new LinkedHashMap<>();
+        /** Per GPU: slots of serving (or starting) instances, and of parked ones. */
+        final Map<String, int[]> slots = new HashMap<>();
+        int parkedOnlyGpus;
+        long bookedSmMilli;
+
+        SharedPool(ClusterState state, ComplementaryPlacement placement) {
+            this.state = state;
+            this.placement = placement;
+        }
+
+        private InstanceRequest request(FunctionRun.Instance instance) {
+            Shares s = shares.get(instance.function);
+            return new InstanceRequest(instance.id, instance.function.name(), 1, s.requestMilli(), s.limitMilli(), s.memoryMiB(),
+                    s.splittable());
+        }
+
+        @Override
+        public boolean place(FunctionRun.Instance instance) {
+            InstanceRequest req = request(instance);
+            PlacementDecision d = placement.decide(state, req);
+            if (d instanceof PlacementDecision.Infeasible && !parked.isEmpty()) {
+                List<ParkedEviction.Parked> victims = ParkedEviction.victims(state, req.memoryMib(), parkedWhereSharesFit(req));
+                victims.stream().map(ParkedEviction.Parked::id).distinct().forEach(this::evict);
+                if (!victims.isEmpty()) {
+                    d = placement.decide(state, req);
+                }
+            }
+            if (d instanceof PlacementDecision.Placed p) {
+                book(instance, p, false);
+                placed.put(instance, p);
+                return true;
+            }
+            return false;
+        }
+
+        /** Parked instances' memory on GPUs where {@code req}'s shares fit: memory there is all it lacks. */
+        private List<ParkedEviction.Parked> parkedWhereSharesFit(InstanceRequest req) {
+            List<ParkedEviction.Parked> out = new ArrayList<>();
+            for (FunctionRun.Instance instance : parked.values()) {
+                for (Slot s : placed.get(instance).slots()) {
+                    if (placement.fits(state, new Slot(s.gpuUuid(), req.requestMilli(), req.limitMilli(), 0))) {
+                        out.add(new ParkedEviction.Parked(instance.id, s.gpuUuid(), s.memoryMib(),
+                                Instant.ofEpochSecond(instance.parkedAt)));
+                    }
+                }
+            }
+            return out;
+        }
+
+        private void evict(String id) {
+            FunctionRun.Instance instance = parked.get(id);
+            release(instance);
+            instance.function.evicted(instance);
+        }
+
+        @Override
+        public boolean wake(FunctionRun.Instance instance) {
+            PlacementDecision.Placed p = placed.get(instance);
+            unbook(instance, true);
+            if (p.slots().stream().allMatch(s -> placement.fits(state, s))) {
+                book(instance, p, false);
+                parked.remove(instance.id);
+                return true;
+            }
+            book(instance, memoryOnly(p), true);
+            return false;
+        }
+
+        @Override
+        public void park(FunctionRun.Instance instance) {
+            unbook(instance, false);
+            book(instance, memoryOnly(placed.get(instance)), true);
+            parked.put(instance.id, instance);
+        }
+
+        @Override
+        public void release(FunctionRun.Instance instance) {
+            boolean wasParked = parked.remove(instance.id) != null;
+            unbook(instance, wasParked);
+            placed.remove(instance);
+        }
+
+        private static PlacementDecision.Placed memoryOnly(PlacementDecision.Placed p) {
+            return new PlacementDecision.Placed(p.node(), p.slots().stream().map(s -> new Slot(s.gpuUuid(), 0, 0, s.memoryMib()))
+                    .toList());
+        }
+
+        private void book(FunctionRun.Instance instance, PlacementDecision.Placed p, boolean parking) {
+            state.apply(instance.id, instance.function.name(), p);
+            count(p, parking, +1);
+        }
+
+        private void unbook(FunctionRun.Instance instance, boolean parking) {
+            if (state.release(instance.id)) {
+                count(placed.get(instance), parking, -1);
+            }
+        }
+
+        /** Keeps the SM booked and the GPUs that hold parked instances alone, as slots come and go. */
+        private void count(PlacementDecision.Placed p, boolean parking, int delta) {
+            for (Slot s : p.slots()) {
+                int[] c = slots.computeIfAbsent(s.gpuUuid(), k -> new int[2]);
+                boolean parkedOnlyBefore = c[0] == 0 && c[1] > 0;
+                c[parking ? 1 : 0] += delta;
+                boolean parkedOnlyAfter = c[0] == 0 && c[1] > 0;
+                parkedOnlyGpus += (parkedOnlyAfter ? 1 : 0) - (parkedOnlyBefore ? 1 : 0);
+                bookedSmMilli += parking ? 0 : (long) delta * s.requestMilli();
+            }
+        }
+    }
+}

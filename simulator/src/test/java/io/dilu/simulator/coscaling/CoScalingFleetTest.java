@@ -1,0 +1,97 @@
+package io.dilu.simulator.coscaling;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.dilu.core.placement.NodeInventory;
+import io.dilu.loadgen.RateTrace;
+import io.dilu.simulator.ClusterShape;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The fleet on made-up traces small enough to follow second by second. */
+class CoScalingFleetTest {
+
+    static final long GIB = 1024;
+
+    /** The mid-size model's serving at the given shares and memory. */
+    static FunctionProfile profile(String name, double request, double limit, long memoryGib) {
+        FunctionProfile mid = FunctionProfile.midSize(name);
+        return new FunctionProfile(name, mid.sloSeconds(), mid.serviceSeconds(), mid.rpsAtRequest(), mid.rpsAtLimit(), request,
+                limit, mid.rpsAtWholeGpu(), mid.coldStartSeconds(), memoryGib * GIB);
+    }
+
+    /** {@code rps} in seconds [from, to) of {@code seconds}, none elsewhere. */
+    static RateTrace spells(String name, int seconds, double rps, int... fromTo) {
+        double[] r = new double[seconds];
+        for (int i = 0; i < fromTo.length; i += 2) {
+            Arrays.fill(r, fromTo[i], fromTo[i + 1], rps);
+        }
+        return new RateTrace(name, r);
+    }
+
+    /** Dilu's function "a" (30%/50% SM, 10 GiB): busy, idle long enough to park, busy again at 300 s. */
+    static FleetFunctions.Function a() {
+        return new FleetFunctions.Function("a", FleetFunctions.Kind.INFERENCE, profile("a", 0.30, 0.50, 10), false,
+                spells("a", 400, 10, 0, 60, 300, 400));
+    }
+
+    /** Dilu for "a", KPA at a static share for every other function. */
+    static CoScalingPolicy diluForA(FunctionProfile p) {
+        return p.name().equals("a") ? new DiluPolicy(p) : KpaPolicy.kpa(p);
+    }
+
+    @Test
+    void aloneItsParkedInstanceKeepsItsGpuAndWakesOnItWithoutAColdStart() {
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA,
+                ClusterShape.PAPER.nodes(1));
+        CoScalingFleet.KindBooks books = o.kind(FleetFunctions.Kind.INFERENCE);
+        assertThat(books.wakes()).isEqualTo(1);
+        assertThat(books.coldStarts()).isZero();
+        assertThat(o.gpusPeak()).isEqualTo(1);
+        assertThat(o.gpuSeconds()).as("the GPU holds the parked model throughout: it cannot be handed back").isEqualTo(400);
+        assertThat(o.parkedOnlyGpuSeconds()).as("parked from about 100 s to 300 s").isBetween(150.0, 220.0);
+        assertThat(o.parkedGibSeconds()).isEqualTo(10 * o.parkedOnlyGpuSeconds());
+    }
+
+    /**
+     * "b" (KPA, 80% static) arrives at 200 s, while "a" is parked: Algorithm 1 puts it on a's GPU, an active one with
+     * its SM free; at 300 s a's wake finds Σ request 110% there, so a starts cold on another GPU.
+     */
+    @Test
+    void aGpuFilledWhileAnInstanceWasParkedFailsItsWakeIntoAColdStartElsewhere() {
+        FleetFunctions.Function b = new FleetFunctions.Function("b", FleetFunctions.Kind.LLM, profile("b", 0.80, 0.80, 10), false,
+                spells("b", 400, 20, 200, 400));
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a(), b), "dilu", CoScalingFleetTest::diluForA,
+                ClusterShape.PAPER.nodes(1));
+        CoScalingFleet.KindBooks books = o.kind(FleetFunctions.Kind.INFERENCE);
+        assertThat(books.wakes()).isZero();
+        assertThat(books.failedWakeColdStarts()).isEqualTo(1);
+        assertThat(books.scaleOutColdStarts()).isZero();
+        assertThat(books.violations()).as("a's requests wait for the cold start").isPositive();
+        assertThat(o.evictions()).isZero();
+        assertThat(o.gpusPeak()).as("b's first instance (t = 0) and a's new one each on a GPU of their own").isEqualTo(2);
+    }
+
+    /**
+     * One GPU: "a" parks 30 GiB there; "b" (FaST-GS+, which starts nothing before its traffic) asks 20 GiB at 200 s:
+     * no GPU has the memory until a's parked instance is evicted.
+     */
+    @Test
+    void aPlacementWithoutMemoryEvictsTheParkedInstanceThatHoldsIt() {
+        FleetFunctions.Function a = new FleetFunctions.Function("a", FleetFunctions.Kind.INFERENCE, profile("a", 0.30, 0.50, 30),
+                false, spells("a", 400, 10, 0, 60));
+        FleetFunctions.Function b = new FleetFunctions.Function("b", FleetFunctions.Kind.LLM, profile("b", 0.30, 0.50, 20), false,
+                spells("b", 400, 20, 200, 400));
+        List<NodeInventory> oneGpu = List.of(NodeInventory.uniform("n", 1, ClusterShape.PAPER.model(),
+                ClusterShape.PAPER.gpuMemoryMib(), 108));
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a, b), "mixed",
+                p -> p.name().equals("a") ? new DiluPolicy(p) : new FastGsPolicy(p), oneGpu);
+        assertThat(o.evictions()).isEqualTo(1);
+        assertThat(o.waitingSeconds()).as("b's instance placed at once, in a's memory").isZero();
+        assertThat(o.kind(FleetFunctions.Kind.LLM).scaleOutColdStarts()).isEqualTo(1);
+        assertThat(o.kind(FleetFunctions.Kind.LLM).svr()).isLessThan(0.2);
+        assertThat(o.parkedGibSeconds()).as("parked from about 100 s until b's decision at 209 s")
+                .isBetween(30.0 * 90, 30.0 * 130);
+    }
+}
