@@ -9,11 +9,20 @@ import java.util.Optional;
 import java.util.stream.Collectors;
 
 /**
- * Which parked instances go when a placement needs their memory (core's {@code RevisionScaler}: a parked instance
- * holds its model in GPU memory and no SM). A parked instance is the first thing to give up for a new one — it
- * costs a wake, a new one a whole placement — but only as many as the placement needs, least recently parked first,
- * on one GPU: the scheduler extender and the fleet model both ask this, then place again with the GPU's memory freed.
- * A pure function of the bookings and the parked instances.
+ * Which parked instances go (core's {@code RevisionScaler}: a parked instance holds its model in GPU memory and no
+ * SM), asked by the scheduler extender and by the fleet model alike; pure functions of the bookings and the parked
+ * instances.
+ *
+ * <ul>
+ *   <li>When a placement needs their memory ({@link #victims}): a parked instance is the first thing to give up for a
+ *       new one — it costs a wake, a new one a whole placement — but only as many as the placement needs, least
+ *       recently parked first, on one GPU.
+ *   <li>When they alone hold a GPU ({@link #alone}): parking keeps a model warm for the price of its memory only while
+ *       the GPU is in use anyway; a GPU that nothing but parked models holds is a whole GPU kept for them, and goes
+ *       back. In the co-scaling fleet (docs/coscaling.md, 2026-11-28) keeping such GPUs cost Dilu 276.5 GPU-hours
+ *       against 158.7 without parking, for 1.4 points of SLO violations; handing them back at once gave 157.6 at 2.87%,
+ *       better than no parking on both counts.
+ * </ul>
  */
 public final class ParkedEviction {
 
@@ -55,5 +64,19 @@ public final class ParkedEviction {
             return a.size() < b.size();
         }
         return a.getLast().parkedAt().isBefore(b.getLast().parkedAt());
+    }
+
+    /** The parked instances on GPUs where nothing but parked instances is booked. */
+    public static List<Parked> alone(ClusterState state, List<Parked> parked) {
+        Map<String, List<Parked>> byGpu = parked.stream().collect(Collectors.groupingBy(Parked::gpuUuid));
+        List<Parked> out = new ArrayList<>();
+        for (Map.Entry<String, List<Parked>> gpu : byGpu.entrySet()) {
+            ClusterState.GpuUsage usage = state.usage(gpu.getKey());
+            long parkedThere = gpu.getValue().stream().map(Parked::id).distinct().count();
+            if (usage.instances() == parkedThere) {
+                out.addAll(gpu.getValue());
+            }
+        }
+        return out;
     }
 }

@@ -47,4 +47,19 @@ class ParkedEvictionTest {
         // 9,000 MiB: GPU 0 has 960 free and needs both of its parked; GPU 1 has 5,960 and needs its one.
         assertThat(ParkedEviction.victims(state, 9_000, parked)).extracting(ParkedEviction.Parked::id).containsExactly("b1");
     }
+
+    @Test
+    void aGpuThatOnlyParkedInstancesHoldIsHandedBack() {
+        NodeInventory node = NodeInventory.uniform("n", 2, "A100", 40_960, 108);
+        ClusterState state = new ClusterState(List.of(node));
+        state.apply("parked-a", "f", new PlacementDecision.Placed("n", List.of(new Slot(gpu(0), 0, 0, 5_000))));
+        state.apply("parked-b", "g", new PlacementDecision.Placed("n", List.of(new Slot(gpu(0), 0, 0, 5_000))));
+        state.apply("parked-c", "f", new PlacementDecision.Placed("n", List.of(new Slot(gpu(1), 0, 0, 5_000))));
+        state.apply("serving", "h", new PlacementDecision.Placed("n", List.of(new Slot(gpu(1), 300, 600, 5_000))));
+        List<ParkedEviction.Parked> parked = List.of(new ParkedEviction.Parked("parked-a", gpu(0), 5_000, T0),
+                new ParkedEviction.Parked("parked-b", gpu(0), 5_000, T0),
+                new ParkedEviction.Parked("parked-c", gpu(1), 5_000, T0));
+        assertThat(ParkedEviction.alone(state, parked)).extracting(ParkedEviction.Parked::id)
+                .as("GPU 0 holds parked models alone; GPU 1 serves anyway").containsExactlyInAnyOrder("parked-a", "parked-b");
+    }
 }

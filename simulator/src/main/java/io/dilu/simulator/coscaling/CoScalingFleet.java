@@ -31,7 +31,8 @@ import java.util.function.Function;
  * one placed where Algorithm 1 says: a cold start, counted as a failed wake ({@link FunctionRun}). A placement that
  * finds no room frees the memory of parked instances on a GPU where its shares fit ({@link ParkedEviction#victims}) and
  * is tried again; failing that it waits, as an unscheduled pod, and is tried every second. GPUs needed are the GPUs
- * with anything booked: a GPU that holds only parked models cannot be handed back either.
+ * with anything booked; a GPU that only parked models hold is handed back at the end of the second, its parked
+ * instances let go ({@link ParkedEviction#alone}), as the scheduler extender does.
  *
  * <p>Within a second the functions step in the fleet's order; the GPUs are counted after the last.
  */
@@ -128,6 +129,7 @@ public final class CoScalingFleet {
             for (FunctionRun run : runs) {
                 run.step(t);
             }
+            pool.handBackParkedOnly();
             int active = pool.state.activeGpuCount();
             peak = Math.max(peak, active);
             gpuSeconds += active;
@@ -215,6 +217,21 @@ public final class CoScalingFleet {
                 }
             }
             return out;
+        }
+
+        /** Lets go the parked instances that alone hold their GPUs, so the GPUs go back. */
+        void handBackParkedOnly() {
+            if (parkedOnlyGpus == 0) {
+                return;
+            }
+            List<ParkedEviction.Parked> all = new ArrayList<>();
+            for (FunctionRun.Instance instance : parked.values()) {
+                for (Slot s : placed.get(instance).slots()) {
+                    all.add(new ParkedEviction.Parked(instance.id, s.gpuUuid(), s.memoryMib(),
+                            Instant.ofEpochSecond(instance.parkedAt)));
+                }
+            }
+            ParkedEviction.alone(state, all).stream().map(ParkedEviction.Parked::id).distinct().forEach(this::evict);
         }
 
         private void evict(String id) {

@@ -74,7 +74,7 @@ public final class CoScalingFleetBench {
         });
         out.println("  (GPU-h: GPUs with anything booked, parked-only: of those, GPUs holding parked instances alone; SM GPU-h: SM "
                 + "requests booked; cold out/wake: cold starts asked by a scale-out after t=0 / of a wake that found its GPU full; "
-                + "failed: failed wakes; evictions: parked instances let go for a placement's memory)");
+                + "failed: failed wakes; evictions: parked instances let go, for a placement's memory or with the GPU they alone held)");
         double waiting = outcomes.values().stream().mapToDouble(CoScalingFleet.Outcome::waitingSeconds).sum();
         if (waiting > 0) {
             out.printf(Locale.ROOT, "  instances waited %.0f s in all for room in the pool%n", waiting);

@@ -41,41 +41,57 @@ class CoScalingFleetTest {
         return p.name().equals("a") ? new DiluPolicy(p) : KpaPolicy.kpa(p);
     }
 
+    /** "c" (10% static, 5 GiB): serving throughout, so that the GPU it shares with "a" stays in use. */
+    static FleetFunctions.Function c() {
+        return new FleetFunctions.Function("c", FleetFunctions.Kind.INFERENCE, profile("c", 0.10, 0.10, 5), false,
+                spells("c", 400, 5, 0, 400));
+    }
+
     @Test
-    void aloneItsParkedInstanceKeepsItsGpuAndWakesOnItWithoutAColdStart() {
+    void aParkedInstanceAloneOnItsGpuIsLetGoAndTheGpuHandedBack() {
         CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA,
+                ClusterShape.PAPER.nodes(1));
+        CoScalingFleet.KindBooks books = o.kind(FleetFunctions.Kind.INFERENCE);
+        assertThat(o.parkedOnlyGpuSeconds()).as("a GPU that only a parked model holds goes back at once").isZero();
+        assertThat(o.gpuSeconds()).as("no GPU between the spells").isLessThan(250);
+        assertThat(o.evictions()).isEqualTo(1);
+        assertThat(books.wakes()).isZero();
+        assertThat(books.scaleOutColdStarts()).as("the second spell starts cold").isEqualTo(1);
+    }
+
+    @Test
+    void besideAServingNeighbourItsParkedInstanceKeepsTheGpuAndWakesOnItWithoutAColdStart() {
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(c(), a()), "dilu", CoScalingFleetTest::diluForA,
                 ClusterShape.PAPER.nodes(1));
         CoScalingFleet.KindBooks books = o.kind(FleetFunctions.Kind.INFERENCE);
         assertThat(books.wakes()).isEqualTo(1);
         assertThat(books.coldStarts()).isZero();
-        assertThat(o.gpusPeak()).isEqualTo(1);
-        assertThat(o.gpuSeconds()).as("the GPU holds the parked model throughout: it cannot be handed back").isEqualTo(400);
-        assertThat(o.parkedOnlyGpuSeconds()).as("parked from about 100 s to 300 s").isBetween(150.0, 220.0);
-        assertThat(o.parkedGibSeconds()).isEqualTo(10 * o.parkedOnlyGpuSeconds());
+        assertThat(o.evictions()).isZero();
+        assertThat(o.gpusPeak()).as("a placed beside c (workload affinity aside, the active GPU first)").isEqualTo(1);
+        assertThat(o.parkedOnlyGpuSeconds()).isZero();
+        assertThat(o.parkedGibSeconds()).as("parked from about 100 s to 300 s").isBetween(10.0 * 150, 10.0 * 220);
     }
 
     /**
-     * "b" (KPA, 80% static) arrives at 200 s, while "a" is parked: Algorithm 1 puts it on a's GPU, an active one with
-     * its SM free; at 300 s a's wake finds Σ request 110% there, so a starts cold on another GPU.
+     * "b" (KPA, 70% static) arrives at 200 s, while "a" is parked beside "c": Algorithm 1 puts it on their GPU, an active
+     * one with its SM free; at 300 s a's wake finds Σ request 110% there, so a starts cold on another GPU.
      */
     @Test
     void aGpuFilledWhileAnInstanceWasParkedFailsItsWakeIntoAColdStartElsewhere() {
-        FleetFunctions.Function b = new FleetFunctions.Function("b", FleetFunctions.Kind.LLM, profile("b", 0.80, 0.80, 10), false,
+        FleetFunctions.Function b = new FleetFunctions.Function("b", FleetFunctions.Kind.LLM, profile("b", 0.70, 0.70, 10), false,
                 spells("b", 400, 20, 200, 400));
-        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a(), b), "dilu", CoScalingFleetTest::diluForA,
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(c(), a(), b), "dilu", CoScalingFleetTest::diluForA,
                 ClusterShape.PAPER.nodes(1));
         CoScalingFleet.KindBooks books = o.kind(FleetFunctions.Kind.INFERENCE);
         assertThat(books.wakes()).isZero();
         assertThat(books.failedWakeColdStarts()).isEqualTo(1);
         assertThat(books.scaleOutColdStarts()).isZero();
         assertThat(books.violations()).as("a's requests wait for the cold start").isPositive();
-        assertThat(o.evictions()).isZero();
-        assertThat(o.gpusPeak()).as("b's first instance (t = 0) and a's new one each on a GPU of their own").isEqualTo(2);
     }
 
     /**
-     * One GPU: "a" parks 30 GiB there; "b" (FaST-GS+, which starts nothing before its traffic) asks 20 GiB at 200 s:
-     * no GPU has the memory until a's parked instance is evicted.
+     * One GPU: "a" parks 30 GiB there beside "c"; "b" (FaST-GS+, which starts nothing before its traffic) asks 20 GiB at
+     * 200 s: the GPU has the memory only once a's parked instance is evicted.
      */
     @Test
     void aPlacementWithoutMemoryEvictsTheParkedInstanceThatHoldsIt() {
@@ -85,8 +101,9 @@ class CoScalingFleetTest {
                 spells("b", 400, 20, 200, 400));
         List<NodeInventory> oneGpu = List.of(NodeInventory.uniform("n", 1, ClusterShape.PAPER.model(),
                 ClusterShape.PAPER.gpuMemoryMib(), 108));
-        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a, b), "mixed",
-                p -> p.name().equals("a") ? new DiluPolicy(p) : new FastGsPolicy(p), oneGpu);
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(c(), a, b), "mixed",
+                p -> p.name().equals("a") ? new DiluPolicy(p) : p.name().equals("b") ? new FastGsPolicy(p) : KpaPolicy.kpa(p),
+                oneGpu);
         assertThat(o.evictions()).isEqualTo(1);
         assertThat(o.waitingSeconds()).as("b's instance placed at once, in a's memory").isZero();
         assertThat(o.kind(FleetFunctions.Kind.LLM).scaleOutColdStarts()).isEqualTo(1);
