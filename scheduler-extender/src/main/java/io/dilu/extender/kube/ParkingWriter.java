@@ -7,6 +7,7 @@ import io.dilu.extender.state.PlacementBook;
 import io.dilu.kube.ParkingPatch;
 import io.dilu.kube.PodShares;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
@@ -74,9 +75,10 @@ public class ParkingWriter {
         }
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
+        List<PodCondition> conditions = pod.getStatus() == null ? null : pod.getStatus().getConditions();
         writer.execute(() -> {
             try {
-                write(ns, name, uid, answer);
+                write(ns, name, uid, conditions, answer);
                 if (standing.wakeDecided()) {
                     LOG.infof("wake of %s/%s %s in %.1f ms from the watch event (decision and writes)", ns, name,
                             answer.wakeFailed().map(r -> "refused: " + r).orElse("answered"),
@@ -91,11 +93,11 @@ public class ParkingWriter {
         });
     }
 
-    private void write(String ns, String name, String uid, ParkingAnswer answer) {
+    private void write(String ns, String name, String uid, List<PodCondition> conditions, ParkingAnswer answer) {
         var pod = client.pods().inNamespace(ns).withName(name);
         // The condition first: the pod is ready, and its endpoints serve, one write sooner.
         if (answer.servingTrue()) {
-            pod.subresource("status").patch(PatchContext.of(PatchType.STRATEGIC_MERGE), ParkingPatch.servingCondition(true,
+            pod.subresource("status").patch(PatchContext.of(PatchType.JSON), ParkingPatch.servingCondition(conditions, true,
                     "Booked", "its SM request is booked on its GPUs by the Dilu scheduler extender", clock.instant()));
         }
         if (answer.wakeFailed().isPresent()) {

@@ -143,8 +143,9 @@ class ExtenderEventsIT {
 
         // Parked as the autoscaler parks: the annotation, and the condition False.
         patch("park-a", ParkingPatch.park(a.getMetadata().getUid(), clock.instant()));
-        client.pods().inNamespace(NS).withName("park-a").subresource("status").patch(PatchContext.of(PatchType.STRATEGIC_MERGE),
-                ParkingPatch.servingCondition(false, "Parked", "parked", clock.instant()));
+        client.pods().inNamespace(NS).withName("park-a").subresource("status").patch(PatchContext.of(PatchType.JSON),
+                ParkingPatch.servingCondition(pod("park-a").getStatus().getConditions(), false, "Parked", "parked",
+                        clock.instant()));
         await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 0);
         long before = System.nanoTime();
         patch("park-a", ParkingPatch.wake(a.getMetadata().getUid(), clock.instant()));
