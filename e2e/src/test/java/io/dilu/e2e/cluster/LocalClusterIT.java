@@ -2,6 +2,7 @@ package io.dilu.e2e.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSpec;
 import io.dilu.loadgen.LoadGenerator;
@@ -241,7 +242,7 @@ class LocalClusterIT {
         // The new kubelet knows no plugin: the agent sees its socket come back and registers again, and only
         // then are shares allocatable (a pod admitted before that fails: that is the kubelet's rule).
         await(Duration.ofMinutes(2), () -> agentCounter("dilu_kubelet_registrations_total") > registrations);
-        await(Duration.ofMinutes(2), () -> "True".equals(nodeReady()) && new Quantity("400").equals(client.nodes()
+        await(Duration.ofMinutes(2), () -> "True".equals(nodeReady()) && new Quantity(Integer.toString(4 * DiluNames.GPU_SM_IDS_PER_GPU)).equals(client.nodes()
                 .withName("127.0.0.1").get().getStatus().getAllocatable().get("dilu.io/gpu-sm")));
         gpuPod("after-restart", 10, 1024, "exec sleep 3600");
         running("after-restart"); // Allocate answered: the plugin registered with the new kubelet
