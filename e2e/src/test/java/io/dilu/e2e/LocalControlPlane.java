@@ -45,10 +45,14 @@ public final class LocalControlPlane {
         }
     }
 
-    /** A node as its kubelet and Dilu node agent leave it: SM percent allocatable, the GPU inventory, no taints. */
+    /**
+     * A node as its kubelet and Dilu node agent leave it: the agent's {@code dilu.io/gpu-sm} IDs allocatable, the GPU
+     * inventory, no taints.
+     */
     public static void createGpuNode(KubernetesClient client, String name, List<GpuDevice> gpus) {
         Map<String, Quantity> resources = Map.of("cpu", new Quantity("64"), "memory", new Quantity("256Gi"),
-                "pods", new Quantity("250"), DiluNames.GPU_SM, new Quantity(Integer.toString(100 * gpus.size())));
+                "pods", new Quantity("250"), DiluNames.GPU_SM,
+                new Quantity(Integer.toString(DiluNames.GPU_SM_IDS_PER_GPU * gpus.size())));
         Node node = client.nodes().resource(new NodeBuilder().withNewMetadata().withName(name)
                 .withAnnotations(Map.of(DiluNames.GPU_INVENTORY, InventoryAnnotation.write(gpus))).endMetadata()
                 .build()).create();

@@ -1,6 +1,9 @@
 package io.dilu.kube;
 
 import io.dilu.core.contract.AssignedGpus;
+import io.dilu.core.contract.DiluNames;
+import java.time.DateTimeException;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -12,9 +15,11 @@ import java.util.Optional;
  * @param terminal finished or being deleted: it holds nothing any more
  * @param function the function it serves (workload affinity)
  * @param containers its containers that request {@code dilu.io/gpu-sm}, in pod order
+ * @param servingGate it declares a readiness gate on {@link DiluNames#SERVING_CONDITION}: it is ready only while that
+ *     condition is true, which the scheduler extender sets at bind and at a wake
  */
 public record PodShare(String uid, String namespace, String name, Optional<String> nodeName, boolean terminal,
-        String function, Map<String, String> annotations, List<Container> containers) {
+        String function, Map<String, String> annotations, List<Container> containers, boolean servingGate) {
 
     public PodShare {
         annotations = Map.copyOf(annotations);
@@ -32,5 +37,29 @@ public record PodShare(String uid, String namespace, String name, Optional<Strin
     /** The scheduler's assignment, when the annotation is there and well-formed. */
     public Optional<AssignedGpus> assigned() {
         return AssignedGpus.from(annotations);
+    }
+
+    /** Parked by the autoscaler ({@link DiluNames#PARKED}): kept warm, its SM booking given back. */
+    public boolean parked() {
+        return annotations.containsKey(DiluNames.PARKED);
+    }
+
+    /** When it was parked, from {@link DiluNames#PARKED}; the epoch when that is not an RFC 3339 time. */
+    public Instant parkedAt() {
+        try {
+            return Instant.parse(annotations.getOrDefault(DiluNames.PARKED, ""));
+        } catch (DateTimeException e) {
+            return Instant.EPOCH;
+        }
+    }
+
+    /** The autoscaler asked the parked pod to serve again ({@link DiluNames#WAKE}) and no answer is written yet. */
+    public boolean wakeAsked() {
+        return annotations.containsKey(DiluNames.WAKE) && !parked() && !wakeFailed();
+    }
+
+    /** Its wake found no room ({@link DiluNames#WAKE_FAILED}): it stays booked at its memory until it is deleted. */
+    public boolean wakeFailed() {
+        return annotations.containsKey(DiluNames.WAKE_FAILED);
     }
 }

@@ -41,7 +41,19 @@ public final class PodShares {
         Map<String, String> annotations = meta.getAnnotations() == null ? Map.of() : meta.getAnnotations();
         Optional<String> node = Optional.ofNullable(pod.getSpec().getNodeName()).filter(n -> !n.isBlank());
         return Optional.of(new PodShare(meta.getUid(), meta.getNamespace(), meta.getName(), node, terminal(pod),
-                function(pod), annotations, containers));
+                function(pod), annotations, containers, servingGate(pod)));
+    }
+
+    /** Whether the pod declares a readiness gate on {@link DiluNames#SERVING_CONDITION}. */
+    public static boolean servingGate(Pod pod) {
+        return pod.getSpec() != null && pod.getSpec().getReadinessGates() != null && pod.getSpec().getReadinessGates()
+                .stream().anyMatch(g -> DiluNames.SERVING_CONDITION.equals(g.getConditionType()));
+    }
+
+    /** Whether the pod's {@link DiluNames#SERVING_CONDITION} condition is True. */
+    public static boolean serving(Pod pod) {
+        return pod.getStatus() != null && pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
+                .stream().anyMatch(c -> DiluNames.SERVING_CONDITION.equals(c.getType()) && "True".equals(c.getStatus()));
     }
 
     /** Finished or being deleted: such a pod holds no GPU share any more. */

@@ -6,6 +6,7 @@ import io.dilu.core.contract.DiluNames;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
@@ -32,6 +33,51 @@ class PodSharesTest {
         assertThat(share.nodeName()).contains("n1");
         assertThat(share.containers()).containsExactly(new PodShare.Container("a", 30, Optional.of(2048L)),
                 new PodShare.Container("b", 30, Optional.empty()));
+    }
+
+    @Test
+    void readsParkingFromTheAnnotationsAndTheServingGateFromTheSpec() {
+        Pod parked = pod().editMetadata().withAnnotations(Map.of(DiluNames.PARKED, "2026-11-28T10:00:00Z")).endMetadata()
+                .editSpec().addNewReadinessGate(DiluNames.SERVING_CONDITION).addNewContainer().withName("c").withNewResources()
+                .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("30"))).endResources().endContainer().endSpec().build();
+        PodShare share = PodShares.of(parked).orElseThrow();
+        assertThat(share.parked()).isTrue();
+        assertThat(share.parkedAt()).isEqualTo(java.time.Instant.parse("2026-11-28T10:00:00Z"));
+        assertThat(share.wakeAsked()).isFalse();
+        assertThat(share.servingGate()).isTrue();
+
+        PodShare woken = PodShares.of(pod().editMetadata().withAnnotations(Map.of(DiluNames.WAKE, "2026-11-28T10:01:00Z"))
+                .endMetadata().editSpec().withContainers(parked.getSpec().getContainers()).endSpec().build()).orElseThrow();
+        assertThat(woken.parked()).isFalse();
+        assertThat(woken.wakeAsked()).isTrue();
+        assertThat(woken.servingGate()).isFalse();
+        assertThat(woken.parkedAt()).as("no time to read").isEqualTo(java.time.Instant.EPOCH);
+        PodShare refused = PodShares.of(pod().editMetadata().withAnnotations(Map.of(DiluNames.WAKE, "t",
+                DiluNames.WAKE_FAILED, "no room")).endMetadata().editSpec().withContainers(parked.getSpec().getContainers())
+                .endSpec().build()).orElseThrow();
+        assertThat(refused.wakeFailed()).isTrue();
+        assertThat(refused.wakeAsked()).as("answered").isFalse();
+    }
+
+    @Test
+    void parkingPatchesNameTheUidAndRemoveWhatTheyReplace() {
+        assertThat(ParkingPatch.park("u1", java.time.Instant.parse("2026-11-28T10:00:00Z"))).isEqualTo("{\"metadata\":{\"uid\":"
+                + "\"u1\",\"annotations\":{\"dilu.io/parked\":\"2026-11-28T10:00:00Z\",\"dilu.io/wake\":null,"
+                + "\"dilu.io/wake-failed\":null}}}");
+        assertThat(ParkingPatch.wakeFailed("u1", "no \"room\"")).contains("\"dilu.io/wake-failed\":\"no \\\"room\\\"\"")
+                .contains("\"dilu.io/wake\":null");
+        assertThat(ParkingPatch.servingCondition(List.of(), false, "Parked", "m", java.time.Instant.EPOCH)).isEqualTo("[{"
+                + "\"op\":\"add\",\"path\":\"/status/conditions\",\"value\":[{\"type\":\"dilu.io/serving\","
+                + "\"status\":\"False\",\"reason\":\"Parked\",\"message\":\"m\",\"lastTransitionTime\":"
+                + "\"1970-01-01T00:00:00Z\"}]}]");
+        var ready = new io.fabric8.kubernetes.api.model.PodConditionBuilder().withType("Ready").withStatus("True").build();
+        var serving = new io.fabric8.kubernetes.api.model.PodConditionBuilder().withType(DiluNames.SERVING_CONDITION)
+                .withStatus("True").build();
+        assertThat(ParkingPatch.servingCondition(List.of(ready, serving), false, "Parked", "m", java.time.Instant.EPOCH))
+                .as("replaced where it is, tested first").startsWith("[{\"op\":\"test\",\"path\":\"/status/conditions/1/type\","
+                        + "\"value\":\"dilu.io/serving\"},{\"op\":\"replace\",\"path\":\"/status/conditions/1\"");
+        assertThat(ParkingPatch.servingCondition(List.of(ready), true, "Booked", "m", java.time.Instant.EPOCH))
+                .startsWith("[{\"op\":\"add\",\"path\":\"/status/conditions/-\"");
     }
 
     @Test

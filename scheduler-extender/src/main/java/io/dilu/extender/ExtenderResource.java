@@ -12,6 +12,7 @@ import io.dilu.extender.api.PodRef;
 import io.dilu.extender.kube.Binder;
 import io.dilu.extender.kube.ClusterWatcher;
 import io.dilu.extender.kube.ExtenderEvents;
+import io.dilu.extender.kube.ParkingWriter;
 import io.dilu.extender.state.PlacementBook;
 import io.dilu.extender.state.PlacementBook.BindPlan;
 import io.dilu.kube.GpuProductSelection;
@@ -54,10 +55,12 @@ public class ExtenderResource {
     private final Refusals refusals;
     private final Counter bindFailures;
     private final ExtenderEvents events;
+    private final ParkingWriter parking;
 
     public ExtenderResource(PlacementBook book, ClusterWatcher watcher, Binder binder, InstantSource clock,
-            Refusals refusals, MeterRegistry metrics, ExtenderEvents events) {
+            Refusals refusals, MeterRegistry metrics, ExtenderEvents events, ParkingWriter parking) {
         this.events = events;
+        this.parking = parking;
         this.book = book;
         this.watcher = watcher;
         this.binder = binder;
@@ -94,6 +97,8 @@ public class ExtenderResource {
         if (f.node().isEmpty()) {
             events.refused(ref, f.failed());
         }
+        // The pod is placed with their memory: only now do the parked pods it was taken from go.
+        parking.evict(ref, f.evicted());
         return new ExtenderFilterResult(f.node().map(List::of).orElse(List.of()), f.failed(), null);
     }
 

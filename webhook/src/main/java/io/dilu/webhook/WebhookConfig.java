@@ -59,6 +59,14 @@ public interface WebhookConfig {
     List<String> assignedGpusWriters();
 
     /**
+     * Users that may change the parking annotations ({@code dilu.io/parked}, {@code dilu.io/wake}, {@code
+     * dilu.io/wake-failed}) on an existing pod: the ServiceAccounts of the autoscaler, which parks and wakes, and of
+     * the scheduler extender, which answers a wake (manifests/).
+     */
+    @WithDefault("system:serviceaccount:dilu-system:dilu-autoscaler,system:serviceaccount:dilu-system:dilu-scheduler")
+    List<String> parkingWriters();
+
+    /**
      * The largest AdmissionReview read, in bytes; a bigger one is denied unread. 3 MiB is the API server's
      * own limit for a request body, so no pod a client can store is refused for its size.
      */

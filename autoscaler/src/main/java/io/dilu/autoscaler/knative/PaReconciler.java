@@ -2,8 +2,10 @@ package io.dilu.autoscaler.knative;
 
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.ActivatorCap;
+import io.dilu.autoscaler.decide.RevisionPods;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
@@ -11,6 +13,7 @@ import io.dilu.core.scaling.Knobs;
 import io.dilu.core.scaling.Readings;
 import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.core.scaling.ScalingParameters;
+import io.dilu.kube.PodShares;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSettings;
 import io.fabric8.kubernetes.api.model.ConfigMap;
@@ -61,6 +64,8 @@ public final class PaReconciler {
     static final String BY_REVISION = "revision";
     /** The longest {@link #start} waits for the first listing. */
     static final Duration SYNC_WAIT = Duration.ofSeconds(30);
+    /** How long a park or wake written is believed over a watch that does not show it yet. */
+    static final Duration WRITE_LAG = Duration.ofSeconds(10);
 
     /** What Knative's activators reported proxying to a revision, fresh at {@code now}; zero without a report. */
     @FunctionalInterface
@@ -80,10 +85,17 @@ public final class PaReconciler {
     private static final class Revision {
         RevisionScaler scaler;
         KnobsRead knobs;
-        /** The scale last written to the target; -1 before the first. */
+        /** The scale last written to the target (serving and parked instances); -1 before the first. */
         int applied = -1;
+        /** The serving instances last decided; -1 before the first. */
+        int lastDesired = -1;
         boolean initialized;
+        /** Pods asked to wake, by UID, and when: counted woken once they serve. */
+        final Map<String, Instant> waking = new HashMap<>();
+        /** Parks and wakes written, by UID, until the watch shows them (or {@link #WRITE_LAG} has passed). */
+        final Map<String, RevisionPods.Written> written = new HashMap<>();
         final AtomicInteger desiredGauge = new AtomicInteger();
+        final AtomicInteger parkedGauge = new AtomicInteger();
         final AtomicInteger readyGauge = new AtomicInteger();
         /** The request rate last measured (pods' own and the activators'), for operators. */
         final AtomicReference<Double> rateGauge = new AtomicReference<>(0.0);
@@ -106,6 +118,8 @@ public final class PaReconciler {
     private final MeterRegistry metrics;
     private final Counter scaledUp;
     private final Counter scaledDown;
+    private final Counter woken;
+    private final Counter wakeFailed;
     private String clusterConfigVersion;
     private KnativeAutoscalerConfig clusterConfig = KnativeAutoscalerConfig.DEFAULTS;
     /** Counts the profile watch's events: a revision's serving rate may come from any profile of its namespace. */
@@ -127,6 +141,10 @@ public final class PaReconciler {
                 .description("changes of a revision's desired scale").register(metrics);
         this.scaledDown = Counter.builder("dilu_autoscaler_scale_decisions_total").tag("direction", "down")
                 .description("changes of a revision's desired scale").register(metrics);
+        String wakes = "parked pods asked to serve again, by how it ended";
+        this.woken = Counter.builder("dilu_autoscaler_wakes_total").tag("result", "woken").description(wakes).register(metrics);
+        this.wakeFailed = Counter.builder("dilu_autoscaler_wakes_total").tag("result", "failed").description(wakes)
+                .register(metrics);
         this.pas = client.resources(PodAutoscaler.class).inAnyNamespace().runnableInformer(0);
         this.pods = client.pods().inAnyNamespace().withLabel(Knative.REVISION_LABEL).runnableInformer(0);
         // Every tick asks for one revision's pods: an index keeps that from walking every pod of the cluster.
@@ -228,10 +246,20 @@ public final class PaReconciler {
         return pas.getStore().getByKey(namespace + "/" + revision) != null;
     }
 
-    /** Ready pods of a revision as the pod informer has them (for tests). */
+    /** Pods of a revision that would be scraped, as the pod informer has them (for tests). */
     int readyPods(String namespace, String revision) {
         PodAutoscaler pa = pas.getStore().getByKey(namespace + "/" + revision);
-        return pa == null ? 0 : readyAddresses(pa).size();
+        return pa == null ? 0 : revisionPods(pa).scraped().size();
+    }
+
+    /** A pod as the pod informer has it (for tests). */
+    Pod podSeen(String name) {
+        return pods.getStore().list().stream().filter(p -> p.getMetadata().getName().equals(name)).findFirst().orElse(null);
+    }
+
+    /** A revision's pods as the pod informer has them (for tests). */
+    RevisionPods pods(String namespace, String revision) {
+        return revisionPods(pas.getStore().getByKey(namespace + "/" + revision));
     }
 
     /** What one instance of a revision serves, as a tick reads it now, with the problems met reading it (for tests). */
@@ -246,11 +274,12 @@ public final class PaReconciler {
 
     private void reconcile(List<PodAutoscaler> mine, Instant now) {
         Map<String, List<CompletableFuture<StatScraper.Reading>>> scrapes = new HashMap<>();
-        Map<String, Integer> ready = new HashMap<>();
+        Map<String, RevisionPods> pods = new HashMap<>();
         try (StatScraper.Round round = scraper.round()) {
             for (PodAutoscaler pa : mine) {
-                List<String> addresses = new ArrayList<>(readyAddresses(pa));
-                ready.put(pa.getMetadata().getUid(), addresses.size());
+                RevisionPods revisionPods = revisionPods(pa, revisions.get(pa.getMetadata().getUid()), now);
+                pods.put(pa.getMetadata().getUid(), revisionPods);
+                List<String> addresses = new ArrayList<>(revisionPods.scraped());
                 Collections.shuffle(addresses);
                 scrapes.put(pa.getMetadata().getUid(), round.scrape(addresses.subList(0, StatScraper.sampleSize(addresses.size()))));
             }
@@ -258,7 +287,8 @@ public final class PaReconciler {
             for (PodAutoscaler pa : mine) {
                 String uid = pa.getMetadata().getUid();
                 try {
-                    reconcile(pa, readings(pa, scrapes.get(uid), ready.get(uid), now), cluster, now);
+                    RevisionPods revisionPods = pods.get(uid);
+                    reconcile(pa, revisionPods, readings(pa, scrapes.get(uid), revisionPods, now), cluster, now);
                 } catch (KubernetesClientException e) {
                     LOG.warnf("PodAutoscaler %s: %s (next tick retries)", pa.key(), e.getMessage());
                 }
@@ -266,7 +296,7 @@ public final class PaReconciler {
         }
     }
 
-    private void reconcile(PodAutoscaler pa, Readings read, KnativeAutoscalerConfig cluster, Instant now) {
+    private void reconcile(PodAutoscaler pa, RevisionPods pods, Readings read, KnativeAutoscalerConfig cluster, Instant now) {
         Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
         Knobs knobs = knobs(pa, r, cluster);
         Readings readings = ActivatorCap.capped(read, knobs);
@@ -279,6 +309,8 @@ public final class PaReconciler {
             r.meters = List.of(
                     Gauge.builder("dilu_autoscaler_desired_pods", r.desiredGauge, AtomicInteger::get).tags(tags)
                             .description("instances the autoscaler asks for").register(metrics),
+                    Gauge.builder("dilu_autoscaler_parked_pods", r.parkedGauge, AtomicInteger::get).tags(tags)
+                            .description("parked instances the autoscaler asks for").register(metrics),
                     Gauge.builder("dilu_autoscaler_ready_pods", r.readyGauge, AtomicInteger::get).tags(tags)
                             .description("ready instances it sees").register(metrics),
                     Gauge.builder("dilu_autoscaler_requests_per_second", r.rateGauge, AtomicReference::get).tags(tags)
@@ -288,14 +320,20 @@ public final class PaReconciler {
         r.readyGauge.set(readings.readyPods());
         readings.rps().ifPresent(r.rateGauge::set);
         RevisionScaler.Decision d = r.scaler.decide(readings, knobs, now);
-        if (d.desired() != r.applied) {
-            LOG.infof("%s: %d -> %d instances (%s)", pa.key(), Math.max(0, r.applied), d.desired(), d.reason());
-            writer.scale(pa, d.desired());
-            if (r.applied >= 0) {
-                (d.desired() > r.applied ? scaledUp : scaledDown).increment();
+        if (d.desired() != r.lastDesired) {
+            LOG.infof("%s: %d -> %d instances (%s)", pa.key(), Math.max(0, r.lastDesired), d.desired(), d.reason());
+            if (r.lastDesired >= 0) {
+                (d.desired() > r.lastDesired ? scaledUp : scaledDown).increment();
             }
-            r.applied = d.desired();
+            r.lastDesired = d.desired();
             r.desiredGauge.set(d.desired());
+        }
+        r.parkedGauge.set(d.parked());
+        // Wakes first (they serve within a second), parking next; the Deployment keeps serving and parked pods alike.
+        park(pa, r, pods, d, now);
+        if (d.instances() != r.applied) {
+            writer.scale(pa, d.instances());
+            r.applied = d.instances();
         }
         int initial = knobs.bounds().initial();
         r.initialized |= readings.readyPods() >= Math.max(1, initial) || (initial == 0 && d.desired() == 0);
@@ -338,8 +376,78 @@ public final class PaReconciler {
                 config.parking(), problems);
     }
 
-    /** The tick's readings of a revision: its pods' answers, estimated for all ready pods, and the activators' reports. */
-    private Readings readings(PodAutoscaler pa, List<CompletableFuture<StatScraper.Reading>> scrapes, int ready, Instant now) {
+    /**
+     * Brings the revision's pods to the decision ({@link RevisionPods#plan}): wakes, parks, the serving conditions of
+     * parked pods, and the deletion of pods whose wake found no room (a cold start elsewhere, counted as a failed wake).
+     * Each write that fails is logged and left to the next tick, which plans again from what the pods then say.
+     */
+    private void park(PodAutoscaler pa, Revision r, RevisionPods pods, RevisionScaler.Decision d, Instant now) {
+        Map<String, RevisionPods.PodState> byUid = pods.pods().stream()
+                .collect(Collectors.toMap(RevisionPods.PodState::uid, p -> p, (a, b) -> a));
+        r.waking.entrySet().removeIf(e -> {
+            RevisionPods.PodState p = byUid.get(e.getKey());
+            if (p != null && p.ready() && p.parkedAt().isEmpty() && !p.wakeAsked() && !p.wakeFailed()) {
+                woken.increment();
+                LOG.infof("%s: pod %s serves again %d ms after its wake was asked", pa.key(), p.name(),
+                        Duration.between(e.getValue(), now).toMillis());
+                return true;
+            }
+            return p == null || p.deleting() || p.wakeFailed();
+        });
+        RevisionPods.Plan plan = pods.plan(d.desired(), d.parked());
+        if (!plan.any()) {
+            return;
+        }
+        String ns = pa.getMetadata().getNamespace();
+        for (RevisionPods.PodState p : plan.wake()) {
+            if (write(pa, p, "wake", () -> writer.wake(ns, p.name(), p.uid(), now))) {
+                r.waking.put(p.uid(), now);
+                r.written.put(p.uid(), new RevisionPods.Written(false, now));
+            }
+        }
+        for (RevisionPods.PodState p : plan.park()) {
+            if (write(pa, p, "park", () -> writer.park(ns, p.name(), p.uid(), now))) {
+                r.written.put(p.uid(), new RevisionPods.Written(true, now));
+            }
+        }
+        plan.serving().forEach((p, serving) -> write(pa, p, serving ? "leave in the request path" : "take out of the path",
+                () -> writer.serving(ns, p.name(), conditions(ns, p.name()), serving, now)));
+        for (RevisionPods.PodState p : plan.delete()) {
+            if (write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()))) {
+                wakeFailed.increment();
+            }
+        }
+        LOG.infof("%s: woke %s, parked %s, deleted %s after a failed wake (%d serving and %d parked asked)", pa.key(),
+                names(plan.wake()), names(plan.park()), names(plan.delete()), d.desired(), d.parked());
+    }
+
+    /** A pod's conditions as the watch has them, for a JSON Patch that replaces one of them where it is. */
+    private List<io.fabric8.kubernetes.api.model.PodCondition> conditions(String namespace, String name) {
+        Pod p = pods.getStore().getByKey(namespace + "/" + name);
+        return p == null || p.getStatus() == null ? null : p.getStatus().getConditions();
+    }
+
+    private boolean write(PodAutoscaler pa, RevisionPods.PodState pod, String what, Runnable write) {
+        try {
+            write.run();
+            return true;
+        } catch (KubernetesClientException e) {
+            LOG.warnf("%s: cannot %s pod %s (the next tick plans again): %s", pa.key(), what, pod.name(), e.getMessage());
+            return false;
+        }
+    }
+
+    private static List<String> names(List<RevisionPods.PodState> pods) {
+        return pods.stream().map(RevisionPods.PodState::name).toList();
+    }
+
+    /**
+     * The tick's readings of a revision: its pods' answers, estimated for all the pods scraped (those that serve, and a
+     * parked one left in the request path), the parked pods, and the activators' reports.
+     */
+    private Readings readings(PodAutoscaler pa, List<CompletableFuture<StatScraper.Reading>> scrapes, RevisionPods pods,
+            Instant now) {
+        int ready = pods.scraped().size();
         // A pod without a sample (no answer, or one refused) is left out of the mean. The scrapes of every revision
         // started together and each completes by the scrape deadline, so these joins hold the tick no longer.
         double rps = 0;
@@ -354,7 +462,8 @@ public final class PaReconciler {
             }
         }
         ActivatorLoad.Load load = activators.of(pa.getMetadata().getNamespace(), pa.getMetadata().getName(), now);
-        return new Readings(ready, 0, answered == 0 ? OptionalDouble.empty() : OptionalDouble.of(rps / answered * ready),
+        return new Readings(pods.servingCount(), pods.parkedCount(),
+                answered == 0 ? OptionalDouble.empty() : OptionalDouble.of(rps / answered * ready),
                 answered == 0 ? OptionalDouble.empty() : OptionalDouble.of(concurrency / answered * ready),
                 load.rps(), load.concurrency());
     }
@@ -373,12 +482,42 @@ public final class PaReconciler {
         return clusterConfig;
     }
 
-    private List<String> readyAddresses(PodAutoscaler pa) {
-        return pods.getIndexer().byIndex(BY_REVISION, pa.key()).stream()
-                .filter(p -> p.getMetadata().getDeletionTimestamp() == null && p.getStatus() != null
-                        && p.getStatus().getPodIP() != null && p.getStatus().getConditions().stream()
-                        .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus())))
-                .map(p -> p.getStatus().getPodIP()).toList();
+    private RevisionPods revisionPods(PodAutoscaler pa) {
+        return new RevisionPods(pods.getIndexer().byIndex(BY_REVISION, pa.key()).stream().map(PaReconciler::state).toList());
+    }
+
+    /** The revision's pods with this autoscaler's writes that the watch does not show yet. */
+    private RevisionPods revisionPods(PodAutoscaler pa, Revision r, Instant now) {
+        RevisionPods seen = revisionPods(pa);
+        if (r == null || r.written.isEmpty()) {
+            return seen;
+        }
+        Map<String, RevisionPods.PodState> byUid = seen.pods().stream()
+                .collect(Collectors.toMap(RevisionPods.PodState::uid, p -> p, (a, b) -> a));
+        r.written.entrySet().removeIf(e -> byUid.get(e.getKey()) == null || e.getValue().shownBy(byUid.get(e.getKey()))
+                || Duration.between(e.getValue().at(), now).compareTo(WRITE_LAG) > 0);
+        return seen.with(r.written);
+    }
+
+    /** What parking needs to know of a pod, read from its annotations, spec and status. */
+    static RevisionPods.PodState state(Pod p) {
+        Map<String, String> a = p.getMetadata().getAnnotations() == null ? Map.of() : p.getMetadata().getAnnotations();
+        boolean ready = p.getStatus() != null && p.getStatus().getConditions() != null && p.getStatus().getConditions().stream()
+                .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
+        return new RevisionPods.PodState(p.getMetadata().getName(), p.getMetadata().getUid(),
+                time(p.getMetadata().getCreationTimestamp()), ready, p.getStatus() == null ? null : p.getStatus().getPodIP(),
+                Optional.ofNullable(a.get(DiluNames.PARKED)).map(PaReconciler::time), a.get(DiluNames.WAKE) != null,
+                a.get(DiluNames.WAKE_FAILED) != null, PodShares.servingGate(p), PodShares.serving(p),
+                p.getMetadata().getDeletionTimestamp() != null);
+    }
+
+    /** An RFC 3339 time; the epoch when there is none or it does not parse (it sorts first: the oldest). */
+    private static Instant time(String rfc3339) {
+        try {
+            return rfc3339 == null ? Instant.EPOCH : Instant.parse(rfc3339);
+        } catch (java.time.DateTimeException e) {
+            return Instant.EPOCH;
+        }
     }
 
     private InstanceRate servingRate(PodAutoscaler pa, List<FieldError> problems) {

@@ -1,12 +1,21 @@
 package io.dilu.autoscaler.knative;
 
+import io.dilu.kube.ParkingPatch;
 import io.fabric8.kubernetes.api.model.ObjectReference;
+import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import java.time.Instant;
+import java.util.List;
 import java.util.Objects;
 import org.jboss.logging.Logger;
 
-/** Writes what the reconciler decided: the target's scale, the ServerlessService's spec, the PodAutoscaler's status. */
+/**
+ * Writes what the reconciler decided: the target's scale, the ServerlessService's spec, the PodAutoscaler's status, and
+ * the parking of its pods.
+ */
 public final class PaWriter {
 
     private static final Logger LOG = Logger.getLogger(PaWriter.class);
@@ -30,6 +39,33 @@ public final class PaWriter {
             return;
         }
         client.apps().deployments().inNamespace(pa.getMetadata().getNamespace()).withName(ref.getName()).scale(replicas);
+    }
+
+    /** Parks the pod (its UID checked): the scheduler extender gives its SM booking back, the node agent its guarantee. */
+    public void park(String namespace, String name, String uid, Instant now) {
+        client.pods().inNamespace(namespace).withName(name).patch(PatchContext.of(PatchType.JSON_MERGE),
+                ParkingPatch.park(uid, now));
+    }
+
+    /** Asks the parked pod to serve again: the scheduler extender books its SM request where there is room, or says not. */
+    public void wake(String namespace, String name, String uid, Instant now) {
+        client.pods().inNamespace(namespace).withName(name).patch(PatchContext.of(PatchType.JSON_MERGE),
+                ParkingPatch.wake(uid, now));
+    }
+
+    /** A parked pod's {@code dilu.io/serving} condition: True to leave it in the request path, False to take it out. */
+    public void serving(String namespace, String name, List<PodCondition> conditions, boolean serving, Instant now) {
+        client.pods().inNamespace(namespace).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
+                serving
+                        ? ParkingPatch.servingCondition(conditions, true, "LastInstance", "parked, and left in the request "
+                                + "path as the revision's last instance", now)
+                        : ParkingPatch.servingCondition(conditions, false, "Parked", "parked by the Dilu autoscaler: its "
+                                + "model stays in GPU memory, its SM booking is given back", now));
+    }
+
+    /** Deletes a pod (its ReplicaSet replaces it). */
+    public void delete(String namespace, String name) {
+        client.pods().inNamespace(namespace).withName(name).delete();
     }
 
     /** Creates the ServerlessService, or updates its spec when it differs; returns it as the API server has it. */

@@ -3,6 +3,7 @@ package io.dilu.autoscaler.knative;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.autoscaler.AutoscalerConfig;
+import io.dilu.autoscaler.decide.RevisionPods;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.FakeQueueProxy;
 import io.dilu.autoscaler.scrape.StatScraper;
@@ -12,12 +13,14 @@ import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.Knobs;
 import io.dilu.core.scaling.ScaleBounds;
+import io.dilu.kube.PodShares;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSpec;
 import io.dilu.testing.TestingClock;
 import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
 import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -34,6 +37,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -70,6 +74,10 @@ class PaReconcilerTest {
     }
 
     private void start(String... config) throws Exception {
+        start(new SimpleMeterRegistry(), config);
+    }
+
+    private void start(SimpleMeterRegistry metrics, String... config) throws Exception {
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
@@ -82,7 +90,7 @@ class PaReconcilerTest {
                 .withConverter(Duration.class, 200, new DurationConverter()).build().getConfigMapping(AutoscalerConfig.class);
         StatScraper scraper = new StatScraper(new StatScraper.Limits(port, ac.scrapeTimeout(), ac.scrapeMaxBytes(), ac.maxPodRps()),
                 io, new SimpleMeterRegistry());
-        reconciler = new PaReconciler(client, ac, scraper, clock, new SimpleMeterRegistry(), new PaWriter(client),
+        reconciler = new PaReconciler(client, ac, scraper, clock, metrics, new PaWriter(client),
                 (ns, rev, now) -> activatorLoad.getOrDefault(ns + "/" + rev, PaReconciler.ActivatorLoad.Load.NONE));
         reconciler.start();
     }
@@ -255,5 +263,84 @@ class PaReconcilerTest {
         readyPod("r", 2, stat(100, 10));
         ticks(25);
         assertThat(replicas("r")).as("100 rps at 10 each, capped by config-autoscaler's max-scale").isEqualTo(3);
+    }
+
+    /**
+     * A serving pod of Dilu's class as the webhook and the extender leave it: a readiness gate on dilu.io/serving, that
+     * condition True, Ready; its queue-proxy reports what {@code stat} holds at each scrape.
+     */
+    private void gatedPod(String revision, int index, AtomicReference<Stat> stat) throws Exception {
+        String ip = "127.0.0." + (10 + index);
+        proxies.add(FakeQueueProxy.start(ip, port, out -> FakeQueueProxy.ok(stat.get().toByteArray()).write(out)));
+        client.pods().inNamespace(NS).resource(new PodBuilder().withNewMetadata().withName(revision + "-" + index)
+                .withCreationTimestamp("2026-11-24T04:00:0" + index + "Z").addToLabels(Knative.REVISION_LABEL, revision)
+                .endMetadata().withNewSpec().addNewReadinessGate(DiluNames.SERVING_CONDITION).endSpec().withNewStatus()
+                .withPodIP(ip).addNewCondition().withType("Ready").withStatus("True").endCondition().addNewCondition()
+                .withType(DiluNames.SERVING_CONDITION).withStatus("True").endCondition().endStatus().build()).create();
+        until(() -> reconciler.pods(NS, revision).pods().stream().anyMatch(p -> p.name().equals(revision + "-" + index)));
+    }
+
+    private Pod pod(String name) {
+        return client.pods().inNamespace(NS).withName(name).get();
+    }
+
+    private double wakes(SimpleMeterRegistry metrics, String result) {
+        return metrics.get("dilu_autoscaler_wakes_total").tag("result", result).counter().count();
+    }
+
+    @Test
+    void aReleasedInstanceIsParkedOutOfThePathAScaleOutWakesItAndAFailedWakeIsDeletedAndCounted() throws Exception {
+        SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+        start(metrics);
+        revision("p", DILU, Map.of(ScaleBounds.INITIAL, "2", DiluNames.SERVING_RPS, "10"));
+        AtomicReference<Stat> load = new AtomicReference<>(stat(4, 1));
+        gatedPod("p", 1, load);
+        gatedPod("p", 2, load);
+        // 8 rps against 10 per instance: once more than 30 of the 40 s window's seconds ask for one instance fewer,
+        // the released one is parked (no learnt pattern: the history expects the function back for 10 minutes).
+        ticks(45);
+        assertThat(replicas("p")).as("one serving, one parked: the Deployment keeps both").isEqualTo(2);
+        until(() -> reconciler.pods(NS, "p").parkedCount() == 1);
+        String parkedName = reconciler.pods(NS, "p").pods().stream().filter(p -> p.parkedAt().isPresent()).findFirst()
+                .orElseThrow().name();
+        String servingName = parkedName.equals("p-1") ? "p-2" : "p-1";
+        Pod parked = pod(parkedName);
+        assertThat(PodShares.serving(parked)).as("out of the request path").isFalse();
+        assertThat(pod(servingName).getMetadata().getAnnotations()).as("the other one serves").isNullOrEmpty();
+        until(() -> !PodShares.serving(reconciler.podSeen(parkedName)));
+        assertThat(reconciler.pods(NS, "p").scraped()).as("a parked pod serves nothing: not scraped")
+                .containsExactly(parked.getStatus().getPodIP().equals("127.0.0.11") ? "127.0.0.12" : "127.0.0.11");
+
+        // 25 rps on the one serving pod: a scale-out to three wakes the parked pod before the Deployment adds one.
+        load.set(stat(25, 3));
+        for (int i = 0; i < 45 && replicas("p") < 3; i++) {
+            ticks(1);
+        }
+        assertThat(replicas("p")).isEqualTo(3);
+        Pod woken = pod(parkedName);
+        // (The fake API server keeps a key a merge patch removes, with a null value.)
+        assertThat(woken.getMetadata().getAnnotations().get(DiluNames.PARKED)).isNull();
+        assertThat(woken.getMetadata().getAnnotations().get(DiluNames.WAKE)).isNotNull();
+
+        // The extender found no room on its GPU: the pod goes, its ReplicaSet places a new one elsewhere.
+        client.pods().inNamespace(NS).withName(parkedName).edit(p -> new PodBuilder(p).editMetadata()
+                .removeFromAnnotations(DiluNames.WAKE).addToAnnotations(DiluNames.WAKE_FAILED, "no room").endMetadata().build());
+        until(() -> reconciler.pods(NS, "p").pods().stream().anyMatch(RevisionPods.PodState::wakeFailed));
+        ticks(1);
+        until(() -> pod(parkedName) == null);
+        assertThat(wakes(metrics, "failed")).isEqualTo(1);
+        assertThat(wakes(metrics, "woken")).isZero();
+    }
+
+    @Test
+    void withParkingOffAReleasedInstanceGoes() throws Exception {
+        start("dilu.autoscaler.parking", "false");
+        revision("q", DILU, Map.of(ScaleBounds.INITIAL, "2", DiluNames.SERVING_RPS, "10"));
+        AtomicReference<Stat> load = new AtomicReference<>(stat(4, 1));
+        gatedPod("q", 1, load);
+        gatedPod("q", 2, load);
+        ticks(45);
+        assertThat(replicas("q")).isEqualTo(1);
+        assertThat(reconciler.pods(NS, "q").parkedCount()).isZero();
     }
 }

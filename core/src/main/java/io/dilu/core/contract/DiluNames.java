@@ -8,8 +8,19 @@ public final class DiluNames {
 
     private DiluNames() {}
 
-    /** Extended resource: SM request in percent of one GPU (1..100), 100 device IDs per GPU. */
+    /**
+     * Extended resource: SM request in percent of one GPU (1..100), one device ID per percent, {@link
+     * #GPU_SM_IDS_PER_GPU} IDs advertised per GPU.
+     */
     public static final String GPU_SM = "dilu.io/gpu-sm";
+    /**
+     * Device IDs of {@link #GPU_SM} the node agent advertises per GPU: ten GPUs' worth. A parked pod keeps the IDs the
+     * kubelet gave its running container (an allocation cannot shrink) while the scheduler extender gives its SM
+     * request to new pods, so the kubelet's count of IDs (and kube-scheduler's of the node's allocatable) must leave
+     * room beyond the 100 percent the extender books: the extender's book (Ω), not the count, bounds the booked SMs
+     * (docs/architecture.md, "Parking").
+     */
+    public static final int GPU_SM_IDS_PER_GPU = 1000;
     /** Extended resource: GPU memory in MiB, managed by the scheduler extender only. */
     public static final String GPU_MEMORY = "dilu.io/gpu-memory";
 

@@ -194,7 +194,8 @@ public final class ClusterState {
         hostMemoryUsed[node] += hostMemory;
         countOnNode(node, +1);
         bookings.put(instanceId, new Booking(f, node, ordinals, requests, limits, memory, cpu, hostMemory));
-        if (size > 0) {
+        // A booking of memory alone (a parked instance) is no shape a new placement asks for.
+        if (RequestClass.of(requests).requestMilli() > 0) {
             requestMix.merge(RequestClass.of(requests), 1, Integer::sum);
             requestMixVersion++;
         }
@@ -213,7 +214,7 @@ public final class ClusterState {
         cpuUsed[booking.node()] -= booking.cpuMilli();
         hostMemoryUsed[booking.node()] -= booking.hostMemoryMib();
         countOnNode(booking.node(), -1);
-        if (booking.gpuOrdinals().length > 0) {
+        if (RequestClass.of(booking.requests()).requestMilli() > 0) {
             if (requestMix.merge(RequestClass.of(booking.requests()), -1, Integer::sum) <= 0) {
                 requestMix.remove(RequestClass.of(booking.requests()));
             }

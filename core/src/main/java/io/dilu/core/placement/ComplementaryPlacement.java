@@ -3,6 +3,7 @@ package io.dilu.core.placement;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Dilu's resourcing-complementary placement (the paper's Algorithm 1).
@@ -419,6 +420,26 @@ public final class ComplementaryPlacement implements PlacementPolicy {
             free += Math.max(0, left);
         }
         return free;
+    }
+
+    /**
+     * Why {@code grown} — what a booking adds in place on its GPU: a parked instance's wake takes its SM request and
+     * limit back, its memory being booked already — does not fit there now, or empty when it does: Algorithm 1's
+     * constraints (Σ request ≤ Ω, Σ limit ≤ γ, Σ memory ≤ the GPU's), the same rule as a placement's. The reason names
+     * the GPU, the sums with the slot and the bounds.
+     */
+    public Optional<String> refusal(ClusterState state, Slot grown) {
+        int g = state.gpuOrdinal(grown.gpuUuid());
+        if (g < 0) {
+            return Optional.of("GPU " + grown.gpuUuid() + " is in no node's inventory");
+        }
+        if (fits(state, g, grown.requestMilli(), grown.limitMilli(), grown.memoryMib())) {
+            return Optional.empty();
+        }
+        return Optional.of("GPU " + grown.gpuUuid() + " would hold SM request " + percent(state.requestSum(g) + grown.requestMilli())
+                + " (Ω = " + percent(params.omegaMilli()) + "), limit " + percent(state.limitSum(g) + grown.limitMilli())
+                + " (γ = " + percent(params.gammaMilli()) + "), " + (state.memoryUsed(g) + grown.memoryMib()) + " of "
+                + state.gpu(g).memoryMib() + " MiB");
     }
 
     // ---- Algorithm 1 lines 22-26 ----

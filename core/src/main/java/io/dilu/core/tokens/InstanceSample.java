@@ -11,14 +11,22 @@ package io.dilu.core.tokens;
  * @param klcMillis the latest kernel launch cycle, in milliseconds, or {@code NaN} when none completed
  * @param klcThreshold the ratio T/Tmin of this instance's launch cycle above which its latency is being hurt
  *     (an EMERGENCY), or {@code NaN} for the controller's default ({@link TokenParameters#etaViolation})
+ * @param parked the instance is parked ({@code dilu.io/parked}): its SM request is not booked, so nothing is
+ *     guaranteed to it and it runs only on what the booked instances of its GPU leave unused ({@link TokenController})
  */
 public record InstanceSample(String id, boolean sloSensitive, double request, double limit, long blocksLaunched,
-        double klcMillis, double klcThreshold) {
+        double klcMillis, double klcThreshold, boolean parked) {
 
-    /** A sample judged by the controller's default threshold. */
+    /** A booked (not parked) instance. */
+    public InstanceSample(String id, boolean sloSensitive, double request, double limit, long blocksLaunched,
+            double klcMillis, double klcThreshold) {
+        this(id, sloSensitive, request, limit, blocksLaunched, klcMillis, klcThreshold, false);
+    }
+
+    /** A booked instance judged by the controller's default threshold. */
     public InstanceSample(String id, boolean sloSensitive, double request, double limit, long blocksLaunched,
             double klcMillis) {
-        this(id, sloSensitive, request, limit, blocksLaunched, klcMillis, Double.NaN);
+        this(id, sloSensitive, request, limit, blocksLaunched, klcMillis, Double.NaN, false);
     }
 
     public InstanceSample {

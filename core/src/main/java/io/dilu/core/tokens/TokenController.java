@@ -39,6 +39,13 @@ import java.util.Map;
  * {@code klcMemory}, so a lasting change of workload is not judged against a stale best case. Every grant is
  * capped at {@code maxTokens × limit}.
  *
+ * <p><b>Parked instances</b> ({@link InstanceSample#parked}: kept warm with their model in GPU memory, their SM
+ * request given back to the placement) are promised nothing: no request, no floor, no guarantee on average, and an
+ * SLO one is never judged for EMERGENCY. Each period they share, by their limits and each up to its own, what the
+ * booked instances left unused over the rate window: MaxTokens less the booked instances' blocks launched, averaged
+ * per period. On an idle GPU a parked instance (the last of a revision, still in the request path) answers at once;
+ * beside busy neighbours it waits, and nothing it launches counts as their contention.
+ *
  * <p>One controller per GPU, driven by one thread; not thread-safe.
  */
 public final class TokenController {
@@ -168,7 +175,9 @@ public final class TokenController {
                 inst.lastKlc = Double.NaN; // no cycle ended and none is running: nothing is being stretched now
             }
             memory[i] = inst;
-            totalWindow += inst.windowSum;
+            if (!s.parked()) {
+                totalWindow += inst.windowSum;
+            }
         }
         if (named < instances.size()) {
             instances.values().removeIf(inst -> inst.namedIn != period);
@@ -184,8 +193,13 @@ public final class TokenController {
         // What the busy SLO instances' limits leave of the GPU is dealt to the best-effort ones by their requests.
         double busySloLimits = 0;
         double bestEffortRequests = 0;
+        double parkedLimits = 0;
         for (int i = 0; i < samples.size(); i++) {
             InstanceSample s = samples.get(i);
+            if (s.parked()) {
+                parkedLimits += s.limit();
+                continue;
+            }
             if (!s.sloSensitive()) {
                 bestEffortRequests += s.request();
                 continue;
@@ -215,7 +229,7 @@ public final class TokenController {
 
         for (int i = 0; i < samples.size(); i++) {
             InstanceSample s = samples.get(i);
-            if (s.sloSensitive()) {
+            if (s.sloSensitive() || s.parked()) {
                 continue;
             }
             Instance inst = memory[i];
@@ -244,12 +258,24 @@ public final class TokenController {
             }
         }
 
+        if (parkedLimits > 0) {
+            // What the booked instances left of the GPU, per period, over the rate window: a burst of theirs
+            // takes it back within the window, and a parked instance never holds tokens they launch into.
+            double spare = Math.max(0, params.maxTokens() - (double) totalWindow / params.rateWindow());
+            for (int i = 0; i < samples.size(); i++) {
+                InstanceSample s = samples.get(i);
+                if (s.parked()) {
+                    issued[i] = spare * s.limit() / parkedLimits;
+                }
+            }
+        }
+
         List<TokenGrant> grants = new ArrayList<>(samples.size());
         for (int i = 0; i < samples.size(); i++) {
             InstanceSample s = samples.get(i);
             long granted = (long) Math.floor(Math.min(issued[i], max(s.limit())));
             memory[i].lastIssued = granted;
-            if (!s.sloSensitive()) {
+            if (!s.sloSensitive() && !s.parked()) {
                 memory[i].granted(granted);
             }
             grants.add(new TokenGrant(s.id(), granted));

@@ -48,6 +48,18 @@ class ComplementaryPlacementTest {
         assertThat(state.activeGpuCount()).isEqualTo(2);
     }
 
+    @Test
+    void aBookingThatGrowsInPlaceIsJudgedByTheSameBoundsAsAPlacement() {
+        ClusterState state = cluster(1, 1);
+        String gpu = gpuOf(place(state, req("serving", "f1", 600, 900, 5)));
+        assertThat(dilu.refusal(state, new Slot(gpu, 400, 600, 0))).as("Σ request 100%, Σ limit 150%: room").isEmpty();
+        assertThat(dilu.refusal(state, new Slot(gpu, 500, 600, 0))).hasValue("GPU " + gpu
+                + " would hold SM request 110% (Ω = 100%), limit 150% (γ = 150%), 5120 of 40960 MiB");
+        assertThat(dilu.refusal(state, new Slot(gpu, 100, 700, 0))).as("γ binds as well")
+                .hasValueSatisfying(r -> assertThat(r).contains("limit 160% (γ = 150%)"));
+        assertThat(dilu.refusal(state, new Slot("GPU-unknown", 100, 100, 0))).hasValue("GPU GPU-unknown is in no node's inventory");
+    }
+
     /**
      * The paper's example (§3.3, Principle 1): instance-1 of Func-b shares a GPU with one worker of training
      * Func-a; the new instance-2 of Func-b goes beside Func-a's other worker — not beside Func-c, the better

@@ -153,6 +153,59 @@ class TokenControllerTest {
                 .isGreaterThanOrEqualTo(0.5 * 4_000 - 200);
     }
 
+    /** A parked SLO instance (request 30%, limit 60%): kept warm, its SM request given back. */
+    private static InstanceSample parked(String id, long blocks, double klc) {
+        return new InstanceSample(id, true, 0.3, 0.6, blocks, klc, Double.NaN, true);
+    }
+
+    @Test
+    void aParkedInstanceOnAnIdleGpuRunsAtItsLimitAtOnce() {
+        assertThat(period(parked("p", 0, Double.NaN)).tokensOf("p")).as("alone").isEqualTo(6_000);
+        assertThat(period(parked("p", 500, 10), train(0)).tokensOf("p")).as("beside an idle booked neighbour")
+                .isEqualTo(6_000);
+    }
+
+    @Test
+    void aParkedInstanceGetsOnlyWhatTheBookedOnesLeftOverTheRateWindowAndNoGuarantee() {
+        // The booked neighbour launches 7,000 blocks a period: 3,000 are left, and a parked instance takes them
+        // once the window is full of its launches, however long it has had nothing.
+        TokenPlan plan = null;
+        for (int i = 0; i < 4_000; i++) {
+            plan = period(parked("p", 0, Double.NaN), train(7_000));
+        }
+        assertThat(plan.tokensOf("p")).isEqualTo(3_000);
+        // A neighbour at its limit leaves nothing: the parked instance waits, with no request held for it.
+        for (int i = 0; i < P.rateWindow(); i++) {
+            plan = period(parked("p", 0, Double.NaN), train(10_000));
+        }
+        assertThat(plan.tokensOf("p")).as("no floor, no request, no average guarantee").isZero();
+        assertThat(plan.tokensOf("train")).as("the booked neighbour keeps the GPU").isEqualTo(10_000);
+    }
+
+    @Test
+    void parkedInstancesShareWhatIsLeftByTheirLimits() {
+        InstanceSample wide = new InstanceSample("wide", false, 0.2, 0.8, 0, Double.NaN, Double.NaN, true);
+        TokenPlan plan = null;
+        for (int i = 0; i < P.rateWindow(); i++) {
+            plan = period(parked("p", 0, Double.NaN), wide, train(4_000));
+        }
+        assertThat(plan.tokensOf("p")).as("60 / 140 of the 6,000 left").isEqualTo(2_571);
+        assertThat(plan.tokensOf("wide")).as("80 / 140 of them").isEqualTo(3_428);
+    }
+
+    @Test
+    void aParkedSloInstanceIsNeverAnEmergencyNorItsNeighboursContention() {
+        period(parked("p", 100, 10), train(500));
+        TokenPlan plan = period(parked("p", 100, 40), train(500));
+        assertThat(plan.state()).as("its stretched cycles protect nothing: it is promised nothing")
+                .isEqualTo(ControllerState.NONE);
+        assertThat(plan.tokensOf("train")).as("the best-effort neighbour runs at its limit").isEqualTo(10_000);
+
+        period(slo(100, 10), parked("p", 5_000, Double.NaN));
+        assertThat(period(slo(100, 10), parked("p", 5_000, Double.NaN)).state())
+                .as("an SLO instance launching beside a parked one alone is not contended").isEqualTo(ControllerState.RECOVERY);
+    }
+
     /** The paper's own example (§3.4.1): RoBERTa-large, whose 25 ms launch cycle doubles under contention. */
     @Test
     void thePapersExampleIsAnEmergencyAtTheDefaults() {
@@ -246,7 +299,8 @@ class TokenControllerTest {
         List<double[]> quotas = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             double request = 0.01 + rnd.nextDouble() * 0.99;
-            quotas.add(new double[] {request, request + rnd.nextDouble() * (1 - request), rnd.nextBoolean() ? 1 : 0});
+            quotas.add(new double[] {request, request + rnd.nextDouble() * (1 - request), rnd.nextBoolean() ? 1 : 0,
+                    rnd.nextInt(4) == 0 ? 1 : 0});
         }
         Instant t = Instant.EPOCH;
         for (int period = 0; period < 400; period++) {
@@ -256,7 +310,9 @@ class TokenControllerTest {
                 double[] q = quotas.get(i);
                 long blocks = rnd.nextInt(3) == 0 ? 0 : rnd.nextInt(20_000);
                 double klc = rnd.nextInt(4) == 0 ? 1 + rnd.nextDouble() * 100 : Double.NaN;
-                samples.add(new InstanceSample("i" + i, q[2] == 1, q[0], q[1], blocks, klc));
+                // Parked instances come and go, as the autoscaler parks and wakes them.
+                boolean parked = q[3] == 1 && rnd.nextInt(50) != 0;
+                samples.add(new InstanceSample("i" + i, q[2] == 1, q[0], q[1], blocks, klc, Double.NaN, parked));
             }
             TokenPlan plan = c.issue(t, samples);
             for (int i = 0; i < count; i++) {

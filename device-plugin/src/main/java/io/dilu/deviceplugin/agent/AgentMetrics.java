@@ -93,11 +93,14 @@ final class AgentMetrics {
 
     private void gpu(int index, GpuDevice gpu, GpuInventory inventory) {
         Gauge.builder("dilu_gpu_sm_request_ratio", this, m -> m.booked(gpu, Allocation::smRequest))
-                .tag("gpu", gpu.uuid()).description("Σ SM request of the shares on the GPU, as a share of the GPU")
-                .register(registry);
+                .tag("gpu", gpu.uuid()).description("Σ SM request of the booked shares on the GPU (parked ones left out), as "
+                        + "a share of the GPU").register(registry);
         Gauge.builder("dilu_gpu_sm_limit_ratio", this, m -> m.booked(gpu, Allocation::smLimit))
-                .tag("gpu", gpu.uuid()).description("Σ SM limit of the shares on the GPU, as a share of the GPU (up to γ)")
-                .register(registry);
+                .tag("gpu", gpu.uuid()).description("Σ SM limit of the booked shares on the GPU (parked ones left out), as a "
+                        + "share of the GPU (up to γ)").register(registry);
+        Gauge.builder("dilu_gpu_parked_shares", this, m -> m.parkedOn(gpu))
+                .tag("gpu", gpu.uuid()).description("shares on the GPU whose pods are parked: their memory held, their SMs "
+                        + "not booked").register(registry);
         boolean nvml = inventory.utilisation(gpu.uuid()).isPresent();
         // Without NVML the busy share is estimated from the thread blocks the hooks report against MaxTokens:
         // on emulated GPUs that is the only utilization there is, and it is labelled so.
@@ -169,6 +172,9 @@ final class AgentMetrics {
                         x -> x.klcCount(d) <= 0 ? 0 : x.klcNanos(d, x.klcCount(d)) / 1e9)
                 .tags(tags).description("the container's latest kernel launch cycle").strongReference(true)
                 .register(registry));
+        meters.add(Gauge.builder("dilu_container_parked", allocations, x -> x.parked(allocation) ? 1 : 0).tags(tags)
+                .description("1 while the container's pod is parked (nothing guaranteed, it runs on what its GPU's booked "
+                        + "containers leave), 0 while it is booked").strongReference(true).register(registry));
         for (ControllerState s : ControllerState.values()) {
             meters.add(Gauge.builder("dilu_container_controller_state", b, x -> x.state(d) == s.ordinal() ? 1 : 0)
                     .tags(tags).tag("state", s.name().toLowerCase(Locale.ROOT))
@@ -186,7 +192,12 @@ final class AgentMetrics {
     }
 
     private double booked(GpuDevice gpu, ToIntFunction<Allocation> percent) {
-        return allocations.all().values().stream().filter(a -> a.gpu().equals(gpu.uuid())).mapToInt(percent).sum() / 100.0;
+        return allocations.all().values().stream().filter(a -> a.gpu().equals(gpu.uuid()) && !allocations.parked(a.id()))
+                .mapToInt(percent).sum() / 100.0;
+    }
+
+    private double parkedOn(GpuDevice gpu) {
+        return allocations.all().values().stream().filter(a -> a.gpu().equals(gpu.uuid()) && allocations.parked(a.id())).count();
     }
 
     private long sumOverGpus(java.util.function.IntToLongFunction perGpu) {

@@ -83,6 +83,8 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     /** Per allocation, one tenant per device of its control block (several for a split container). */
     private final Map<String, List<Tenant>> tenants = new HashMap<>();
     private final Map<String, Path> dirs = new HashMap<>();
+    /** Pods of this node the autoscaler parked ({@code dilu.io/parked}), as the pod watch last said. */
+    private final Set<ContainerRef.PodKey> parked = new java.util.HashSet<>();
 
     /**
      * @param pods the pods on this node, to guess which container an Allocate is for
@@ -198,9 +200,41 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         List<Tenant> out = new ArrayList<>(devices.size());
         for (int d = 0; d < devices.size(); d++) {
             out.add(new Tenant(a.id(), block, d, devices.get(d).smRequest() / 100.0, devices.get(d).smLimit() / 100.0,
-                    a.priority() == Priority.SLO, a.klcThreshold()));
+                    a.priority() == Priority.SLO, a.klcThreshold(), parked(a)));
         }
         return out;
+    }
+
+    private boolean parked(Allocation a) {
+        return a.owner().map(o -> parked.contains(o.podKey())).orElse(false);
+    }
+
+    /**
+     * The pod is parked, or no longer parked: the token loops of its shares learn it at once (from the pod watch's
+     * event, not the next reconcile), so a parked pod's guarantee goes, and a woken one's comes back, within a period.
+     */
+    public synchronized void setParked(ContainerRef.PodKey pod, boolean isParked) {
+        if (isParked ? !parked.add(pod) : !parked.remove(pod)) {
+            return;
+        }
+        for (Allocation a : byId.values()) {
+            if (a.owner().map(ContainerRef::podKey).filter(pod::equals).isPresent()) {
+                List<Tenant> perDevice = tenantsOf(a, tenants.get(a.id()).getFirst().block());
+                tenants.put(a.id(), perDevice);
+                List<Device> devices = devices(a);
+                for (int d = 0; d < devices.size(); d++) {
+                    tokens.gpu(devices.get(d).gpu()).update(perDevice.get(d));
+                }
+                LOG.infof("allocation %s of %s/%s: %s", a.id(), pod.namespace(), pod.name(), isParked
+                        ? "parked, nothing guaranteed" : "booked again");
+            }
+        }
+    }
+
+    /** Whether the allocation's pod is parked. */
+    public synchronized boolean parked(String id) {
+        Allocation a = byId.get(id);
+        return a != null && parked(a);
     }
 
     /**

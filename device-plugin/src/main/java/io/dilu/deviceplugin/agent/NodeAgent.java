@@ -91,6 +91,7 @@ public class NodeAgent {
                 InstantSource.system(), identity != null ? identity : List::of);
         int recovered = allocations.recover();
         if (identity != null) {
+            identity.watchParking(allocations::setParked);
             long every = config.reconcileInterval().toMillis();
             refresher.scheduleWithFixedDelay(this::reconcile, every, every, TimeUnit.MILLISECONDS);
         }

@@ -4,12 +4,14 @@ import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.deviceplugin.kubelet.PodResourcesClient;
 import io.dilu.kube.AssignedGpusPatch;
+import io.dilu.kube.PodShares;
 import io.fabric8.kubernetes.api.model.Namespace;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.grpc.StatusRuntimeException;
 import io.micrometer.core.instrument.Counter;
@@ -19,6 +21,7 @@ import java.time.InstantSource;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
@@ -91,6 +94,36 @@ public final class PodIdentity implements NodePods, AutoCloseable {
                 Counter.builder(mismatches).tag("kind", "allocate-guess").description(help).register(metrics),
                 Counter.builder("dilu_podresources_failures_total")
                         .description("PodResources List calls the kubelet did not answer").register(metrics));
+    }
+
+    /**
+     * Tells {@code parking} at once whenever a pod of this node is parked or no longer parked ({@code dilu.io/parked}),
+     * from the watch's events: the 2 s reconcile would leave a parked pod its guarantee, or a woken one without it, for
+     * up to a round. Pods already watched are told as the handler is added.
+     */
+    public void watchParking(BiConsumer<ContainerRef.PodKey, Boolean> parking) {
+        informer.addEventHandler(new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(Pod pod) {
+                tell(pod, parking);
+            }
+
+            @Override
+            public void onUpdate(Pod before, Pod after) {
+                tell(after, parking);
+            }
+
+            @Override
+            public void onDelete(Pod pod, boolean unknownFinalState) {
+                parking.accept(new ContainerRef.PodKey(pod.getMetadata().getNamespace(), pod.getMetadata().getName()), false);
+            }
+        });
+    }
+
+    private static void tell(Pod pod, BiConsumer<ContainerRef.PodKey, Boolean> parking) {
+        Map<String, String> a = pod.getMetadata().getAnnotations();
+        parking.accept(new ContainerRef.PodKey(pod.getMetadata().getNamespace(), pod.getMetadata().getName()),
+                a != null && a.containsKey(DiluNames.PARKED) && !PodShares.terminal(pod));
     }
 
     public void start() {

@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.kubelet;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.kubelet.v1beta1.AllocateRequest;
@@ -34,9 +35,11 @@ import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
 /**
- * The kubelet-facing side of the node agent for {@code dilu.io/gpu-sm}: every GPU is advertised as 100
- * device IDs ({@code <uuid>::sm<NN>}), one per percent of its SMs, so the kubelet's integer accounting of
- * extended resources counts SM percent. Allocate answers with the GPU, the quota and the mounts of the
+ * The kubelet-facing side of the node agent for {@code dilu.io/gpu-sm}: every GPU is advertised as {@link
+ * DiluNames#GPU_SM_IDS_PER_GPU} device IDs ({@code <uuid>::sm<NN>}), a container taking one per percent of its SM
+ * request, so the kubelet's integer accounting of extended resources counts SM percent. More than 100 per GPU because a
+ * parked pod keeps its IDs while the scheduler extender gives its SMs to others; the extender's book, not this count,
+ * bounds what is booked on a GPU. Allocate answers with the GPU, the quota and the mounts of the
  * container's control block; what it decides about the control block is delegated to {@link Allocator}.
  */
 public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBase {
@@ -88,7 +91,7 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
         ListAndWatchResponse.Builder list = ListAndWatchResponse.newBuilder();
         for (GpuDevice gpu : gpus) {
             String health = unhealthy.contains(gpu.uuid()) ? "Unhealthy" : "Healthy";
-            for (int p = 0; p < 100; p++) {
+            for (int p = 0; p < DiluNames.GPU_SM_IDS_PER_GPU; p++) {
                 list.addDevices(Device.newBuilder().setID(deviceId(gpu, p)).setHealth(health));
             }
         }

@@ -155,7 +155,7 @@ public final class GpuTokenLoop {
                     faults.incrementAndGet(f.ordinal());
                 }
                 samples.add(new InstanceSample(tenant.id(), tenant.sloSensitive(), tenant.request(), tenant.limit(),
-                        r.launchedDelta(), r.klcMillis(), tenant.klcThreshold()));
+                        r.launchedDelta(), r.klcMillis(), tenant.klcThreshold(), tenant.parked()));
                 t.lastLaunched = r.launched();
                 t.lastKlcCount = r.klcCount();
                 read.add(t);
@@ -183,8 +183,9 @@ public final class GpuTokenLoop {
                     tenant.block().pacedUntil(tenant.device()));
             long base = Math.min(previous, t.lastLaunched); // this period's reading, validated
             long tokens = grants.get(i).tokens();
-            // Pacing protects SLO neighbours; without one (NONE) there is nobody to protect.
-            boolean paced = !tenant.sloSensitive() && plan.state() != ControllerState.NONE;
+            // Pacing protects SLO neighbours; without one (NONE) there is nobody to protect. A parked tenant runs on
+            // what is left over, as best-effort work does, whatever its priority.
+            boolean paced = (!tenant.sloSensitive() || tenant.parked()) && plan.state() != ControllerState.NONE;
             // Written before the grant and the heartbeat: a hook reading in between runs ahead by at most
             // this period's tokens, never past the period's end.
             tenant.block().setTokensPerPeriod(tenant.device(), tokens);

@@ -12,12 +12,19 @@ import io.dilu.deviceplugin.control.ControlBlock;
  * @param limit most SM share, fraction of the GPU
  * @param sloSensitive {@code dilu.io/priority: slo}
  * @param klcThreshold its KLC threshold ({@code dilu.io/klc-threshold}), NaN for the node's default
+ * @param parked its pod is parked ({@code dilu.io/parked}): nothing is guaranteed to it (core's {@code TokenController})
  */
 public record Tenant(String id, ControlBlock block, int device, double request, double limit, boolean sloSensitive,
-        double klcThreshold) {
+        double klcThreshold, boolean parked) {
+
+    /** A tenant whose pod is not parked. */
+    public Tenant(String id, ControlBlock block, int device, double request, double limit, boolean sloSensitive,
+            double klcThreshold) {
+        this(id, block, device, request, limit, sloSensitive, klcThreshold, false);
+    }
 
     /** A tenant judged by the node's default KLC threshold. */
     public Tenant(String id, ControlBlock block, int device, double request, double limit, boolean sloSensitive) {
-        this(id, block, device, request, limit, sloSensitive, Double.NaN);
+        this(id, block, device, request, limit, sloSensitive, Double.NaN, false);
     }
 }

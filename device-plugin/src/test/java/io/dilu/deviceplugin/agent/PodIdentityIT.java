@@ -326,4 +326,44 @@ class PodIdentityIT {
             identity.close();
         }
     }
+
+    /**
+     * The pod watch's event, not the 2 s reconcile, tells the token loop that a pod is parked and that it is booked
+     * again: the share's tenant is parked within the event's delay. How long that took is printed, not judged.
+     */
+    @Test
+    void aParkedPodsShareLosesItsGuaranteeOnTheWatchsEventAndAWokenOneGetsItBack() throws Exception {
+        String node = "gpu-node-parking";
+        List<GpuDevice> gpus = EmulatedInventory.parse(node, "1x A100-40GB, 108 SMs").gpus();
+        GpuDevice gpu = gpus.getFirst();
+        TestingClock clock = new TestingClock(Instant.parse("2026-11-28T10:00:00Z"));
+        Path socket = tmp.resolve("pod-resources.sock");
+        podOn(node, "warm", Map.of(DiluNames.ASSIGNED_GPUS, gpu.uuid()), 30);
+        try (TokenManager tokens = new TokenManager(1, TokenParameters.DEFAULTS, 1, clock, 16);
+                FakePodResources kubelet = new FakePodResources(socket);
+                PodResourcesClient podResources = new PodResourcesClient(socket, Duration.ofSeconds(2))) {
+            PodIdentity identity = new PodIdentity(client, node, podResources, clock, Duration.ofSeconds(30),
+                    new SimpleMeterRegistry());
+            Allocations allocations = new Allocations(paths(false), gpus, tokens, clock, identity);
+            identity.start();
+            await().atMost(Duration.ofSeconds(20)).until(() -> identity.seen().size() == 1);
+            String id = allocations.allocate(gpu, ids(gpu, 0, 30)).getEnvsOrThrow("DILU_ALLOCATION");
+            identity.watchParking(allocations::setParked);
+            assertThat(allocations.tenants().get(id).parked()).isFalse();
+
+            long before = System.nanoTime();
+            client.pods().inNamespace(NS).withName("warm").edit(p -> new PodBuilder(p).editMetadata()
+                    .addToAnnotations(DiluNames.PARKED, "2026-11-28T10:00:00Z").endMetadata().build());
+            await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(2))
+                    .until(() -> allocations.tenants().get(id).parked());
+            System.out.printf("the token loop learnt of the parking %.0f ms after the write (real API server, this machine)%n",
+                    (System.nanoTime() - before) / 1e6);
+            assertThat(allocations.parked(id)).isTrue();
+
+            client.pods().inNamespace(NS).withName("warm").edit(p -> new PodBuilder(p).editMetadata()
+                    .removeFromAnnotations(DiluNames.PARKED).endMetadata().build());
+            await().atMost(Duration.ofSeconds(10)).until(() -> !allocations.tenants().get(id).parked());
+            identity.close();
+        }
+    }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.placement.NodeInventory;
 import io.dilu.deviceplugin.kubelet.v1beta1.AllocateRequest;
@@ -97,15 +98,17 @@ class DevicePluginIT {
         DevicePluginGrpc.DevicePluginBlockingStub stub = kubelet.connect(registration);
         ListAndWatchResponse first = kubelet.deviceLists.poll(10, TimeUnit.SECONDS);
         assertThat(first).isNotNull();
-        assertThat(first.getDevicesList()).hasSize(200).allMatch(d -> d.getHealth().equals("Healthy"));
+        // Ten GPUs' worth of IDs each: a parked pod keeps its IDs while its SMs are booked to others.
+        assertThat(first.getDevicesList()).hasSize(2 * DiluNames.GPU_SM_IDS_PER_GPU).allMatch(d -> d.getHealth().equals("Healthy"));
         assertThat(first.getDevicesList()).extracting(Device::getID).doesNotHaveDuplicates()
-                .contains(gpus.get(0).uuid() + "::sm00", gpus.get(1).uuid() + "::sm99");
+                .contains(gpus.get(0).uuid() + "::sm00", gpus.get(1).uuid() + "::sm99", gpus.get(1).uuid() + "::sm999");
         assertThat(stub.getDevicePluginOptions(Empty.getDefaultInstance()).getGetPreferredAllocationAvailable()).isTrue();
 
         plugin.setHealthy(gpus.get(1).uuid(), false);
         ListAndWatchResponse update = kubelet.deviceLists.poll(10, TimeUnit.SECONDS);
         assertThat(update).isNotNull();
-        assertThat(update.getDevicesList().stream().filter(d -> d.getHealth().equals("Unhealthy")).count()).isEqualTo(100);
+        assertThat(update.getDevicesList().stream().filter(d -> d.getHealth().equals("Unhealthy")).count())
+                .isEqualTo(DiluNames.GPU_SM_IDS_PER_GPU);
         assertThat(update.getDevicesList().stream().filter(d -> d.getHealth().equals("Unhealthy")))
                 .allMatch(d -> d.getID().startsWith(gpus.get(1).uuid()));
     }

@@ -2,6 +2,8 @@ package io.dilu.e2e.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.contract.DiluNames;
+import io.dilu.kube.ParkingPatch;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSpec;
 import io.dilu.loadgen.LoadGenerator;
@@ -20,6 +22,8 @@ import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -30,6 +34,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
@@ -241,7 +246,7 @@ class LocalClusterIT {
         // The new kubelet knows no plugin: the agent sees its socket come back and registers again, and only
         // then are shares allocatable (a pod admitted before that fails: that is the kubelet's rule).
         await(Duration.ofMinutes(2), () -> agentCounter("dilu_kubelet_registrations_total") > registrations);
-        await(Duration.ofMinutes(2), () -> "True".equals(nodeReady()) && new Quantity("400").equals(client.nodes()
+        await(Duration.ofMinutes(2), () -> "True".equals(nodeReady()) && new Quantity(Integer.toString(4 * DiluNames.GPU_SM_IDS_PER_GPU)).equals(client.nodes()
                 .withName("127.0.0.1").get().getStatus().getAllocatable().get("dilu.io/gpu-sm")));
         gpuPod("after-restart", 10, 1024, "exec sleep 3600");
         running("after-restart"); // Allocate answered: the plugin registered with the new kubelet
@@ -341,6 +346,203 @@ class LocalClusterIT {
         assertThat(p.getStatus().batchSize()).isBetween(1, 16);
         assertThat(client.pods().inNamespace(ns).list().getItems()).as("trial pods are deleted once measured").isEmpty();
         client.namespaces().withName(ns).delete();
+    }
+
+    /**
+     * Parking on real kubelets, containerd and the emulated GPU (issue 35, item 4): a parked instance of an emulated
+     * model (emu-serve, a 7 s model load as the co-scaling cluster bench's) wakes — from the autoscaler's write, which
+     * the test makes as the autoscaler does ({@link ParkingPatch}), to the pod Ready again (the extender books its SMs
+     * and sets dilu.io/serving, the kubelet reads the readiness gate) and answering an inference request — beside a cold
+     * start (a new pod, from the scale write to its answer). Then its GPU is filled while it is parked, and its wake is
+     * refused; deleted as the autoscaler deletes it, its replacement is placed on another GPU: a failed wake, counted by
+     * the extender. The figures are printed (emulated GPU, this machine), and docs/benchmarks.md quotes them.
+     */
+    @Test
+    @Order(8)
+    void aParkedInstanceWakesWithinASecondAColdStartTakesSecondsAndAFailedWakeFailsOver() throws Exception {
+        String ns = "e2e-park";
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns)
+                .addToLabels("dilu.io/webhook", "enabled").addToLabels("dilu.io/allow-slo", "true").endMetadata().build())
+                .serverSideApply();
+        String model = "--load-ms 7000 --batch 2 --max-wait-ms 5 --kernels 10 --blocks 1080 --block-us 100";
+        // Pods of Dilu's class: the webhook gives them the readiness gate on dilu.io/serving.
+        ServingFunction.deploy(client, ns, "fn", 1, 20, 2048,
+                Map.of("autoscaling.knative.dev/class", DiluNames.AUTOSCALER_CLASS), model);
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        awaitPods(ns, 1, Duration.ofMinutes(3));
+        assertThat(podsOf(ns).getFirst().getSpec().getReadinessGates()).extracting(g -> g.getConditionType())
+                .as("the webhook's gate").containsExactly(DiluNames.SERVING_CONDITION);
+
+        List<Double> coldStarts = new java.util.ArrayList<>();
+        for (int replicas = 2; replicas <= 3; replicas++) {
+            Set<String> before = names(podsOf(ns));
+            long asked = System.nanoTime();
+            client.apps().deployments().inNamespace(ns).withName("fn").scale(replicas);
+            Pod fresh = awaitNewPod(ns, before);
+            coldStarts.add(answeredAfter(ns, fresh.getMetadata().getName(), asked, http, new java.util.ArrayList<>()));
+        }
+
+        List<Double> wakes = new java.util.ArrayList<>();
+        List<Double> booked = new java.util.ArrayList<>();
+        String parked = podsOf(ns).getLast().getMetadata().getName();
+        for (int i = 0; i < 5; i++) {
+            park(ns, parked);
+            // Parked for a while, as between the end of a burst and the next: a wake right after the kubelet's sync
+            // for the park waits for its next relist of the containers (every second) before it writes Ready.
+            Thread.sleep(3_000);
+            long asked = wake(ns, parked);
+            wakes.add(answeredAfter(ns, parked, asked, http, booked));
+        }
+
+        // Its GPU filled while it is parked: a pod that takes what is left there of Ω or of γ, whichever is less, as
+        // the node agent books it (parked shares left out); best fit puts it there, the fullest GPU it fits.
+        park(ns, parked);
+        String gpu = client.pods().inNamespace(ns).withName(parked).get().getMetadata().getAnnotations()
+                .get(DiluNames.ASSIGNED_GPUS);
+        int leftRequest = (int) Math.round(100 - 100 * gpuRatio("dilu_gpu_sm_request_ratio", gpu));
+        int leftLimit = (int) Math.round(150 - 100 * gpuRatio("dilu_gpu_sm_limit_ratio", gpu));
+        int hog = Math.min(Math.min(leftRequest, leftLimit), 100);
+        if (hog >= 1) {
+            client.pods().inNamespace(ns).resource(new PodBuilder().withNewMetadata().withName("hog")
+                    .addToAnnotations(DiluNames.SM_LIMIT, Integer.toString(Math.min(100, leftLimit))).endMetadata()
+                    .withNewSpec().withTerminationGracePeriodSeconds(1L).addNewContainer().withName("hog")
+                    .withImage("dilu.local/workload:0.1.0").withImagePullPolicy("Never").withCommand("/bin/sh", "-c", "exec sleep 3600")
+                    .withNewResources().addToLimits(DiluNames.GPU_SM, new Quantity(Integer.toString(hog)))
+                    .addToLimits(DiluNames.GPU_MEMORY, new Quantity("1024")).endResources().endContainer().endSpec().build())
+                    .create();
+            try {
+                await(Duration.ofMinutes(2), () -> annotation(ns, "hog", DiluNames.ASSIGNED_GPUS) != null);
+            } finally {
+                assertThat(annotation(ns, "hog", DiluNames.ASSIGNED_GPUS)).as("the hog (%d%%, limit %d%%) on the parked "
+                        + "pod's GPU", hog, Math.min(100, leftLimit)).isEqualTo(gpu);
+            }
+        }
+        Set<String> before = names(podsOf(ns));
+        long asked = wake(ns, parked);
+        long refusedAt = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (annotation(ns, parked, DiluNames.WAKE_FAILED) == null) {
+            assertThat(System.nanoTime()).as("the wake refused within 30 s").isLessThan(refusedAt);
+            Thread.sleep(10);
+        }
+        double refused = (System.nanoTime() - asked) / 1e9;
+        String why = annotation(ns, parked, DiluNames.WAKE_FAILED);
+        try (KubernetesClient autoscaler = asAutoscaler()) {
+            autoscaler.pods().inNamespace(ns).withName(parked).delete(); // as the autoscaler deletes it
+        }
+        Pod replacement = awaitNewPod(ns, before);
+        double failover = answeredAfter(ns, replacement.getMetadata().getName(), asked, http, new java.util.ArrayList<>());
+        assertThat(why).startsWith("no room to serve again: GPU " + gpu + " would hold SM request");
+        assertThat(annotation(ns, replacement.getMetadata().getName(), DiluNames.ASSIGNED_GPUS)).as("another GPU")
+                .isNotEqualTo(gpu);
+        assertThat(MetricsPage.read(URI.create("http://127.0.0.1:9082/q/metrics"), Duration.ofSeconds(10)))
+                .containsPattern("dilu_extender_wakes_total\\{[^}]*result=\"failed\"[^}]*} [1-9]");
+
+        System.out.printf("parking (emulated GPU, this machine): wake to answer %s s (the extender's condition seen after %s "
+                + "s); cold start (scale write to answer) %s s; failed wake: refused within %.2f s, the replacement on another "
+                + "GPU answered %.2f s after the wake (%s)%n", seconds(wakes), seconds(booked), seconds(coldStarts), refused,
+                failover, why);
+        client.namespaces().withName(ns).delete();
+    }
+
+    private static String seconds(List<Double> values) {
+        return values.stream().map(v -> String.format(java.util.Locale.ROOT, "%.2f", v))
+                .collect(java.util.stream.Collectors.joining(", ", "[", "]"));
+    }
+
+    private List<Pod> podsOf(String ns) {
+        return client.pods().inNamespace(ns).withLabel("app", "fn").list().getItems().stream()
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null)
+                .sorted(java.util.Comparator.comparing(p -> p.getMetadata().getCreationTimestamp())).toList();
+    }
+
+    private static Set<String> names(List<Pod> pods) {
+        return pods.stream().map(p -> p.getMetadata().getName()).collect(java.util.stream.Collectors.toSet());
+    }
+
+    private void awaitPods(String ns, int count, Duration limit) {
+        await(limit, () -> podsOf(ns).stream().filter(io.fabric8.kubernetes.client.readiness.Readiness::isPodReady).count() >= count);
+    }
+
+    private Pod awaitNewPod(String ns, Set<String> before) {
+        Pod[] found = new Pod[1];
+        await(Duration.ofMinutes(1), () -> {
+            found[0] = podsOf(ns).stream().filter(p -> !before.contains(p.getMetadata().getName())).findFirst().orElse(null);
+            return found[0] != null;
+        });
+        return found[0];
+    }
+
+    private String annotation(String ns, String pod, String key) {
+        Pod p = client.pods().inNamespace(ns).withName(pod).get();
+        return p == null || p.getMetadata().getAnnotations() == null ? null : p.getMetadata().getAnnotations().get(key);
+    }
+
+    /**
+     * The API as the autoscaler has it: its ServiceAccount, impersonated, so that its RBAC and the webhook's rule on who
+     * may park are what is tested.
+     */
+    private KubernetesClient asAutoscaler() {
+        return new KubernetesClientBuilder().withConfig(new io.fabric8.kubernetes.client.ConfigBuilder(client.getConfiguration())
+                .withImpersonateUsername("system:serviceaccount:dilu-system:dilu-autoscaler").build()).build();
+    }
+
+    /** Parked as the autoscaler parks (annotation, condition False); waits until the kubelet says it is not Ready. */
+    private void park(String ns, String name) {
+        Pod p = client.pods().inNamespace(ns).withName(name).get();
+        try (KubernetesClient autoscaler = asAutoscaler()) {
+            autoscaler.pods().inNamespace(ns).withName(name).patch(PatchContext.of(PatchType.JSON_MERGE),
+                    ParkingPatch.park(p.getMetadata().getUid(), java.time.Instant.now()));
+            autoscaler.pods().inNamespace(ns).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
+                    ParkingPatch.servingCondition(p.getStatus().getConditions(), false, "Parked", "parked", java.time.Instant.now()));
+        }
+        await(Duration.ofSeconds(30), () -> !io.fabric8.kubernetes.client.readiness.Readiness.isPodReady(
+                client.pods().inNamespace(ns).withName(name).get()));
+    }
+
+    /** Woken as the autoscaler wakes; returns when it wrote, System.nanoTime(). */
+    private long wake(String ns, String name) {
+        String uid = client.pods().inNamespace(ns).withName(name).get().getMetadata().getUid();
+        try (KubernetesClient autoscaler = asAutoscaler()) {
+            long asked = System.nanoTime();
+            autoscaler.pods().inNamespace(ns).withName(name).patch(PatchContext.of(PatchType.JSON_MERGE),
+                    ParkingPatch.wake(uid, java.time.Instant.now()));
+            return asked;
+        }
+    }
+
+    /**
+     * Seconds from {@code askedNanos} until the pod, once Ready (in its Service's endpoints), answered an inference
+     * request sent to it: its readiness polled every 10 ms, the request sent at once. When its {@code dilu.io/serving}
+     * condition was first seen True on the way is added to {@code servingSeen} (seconds from {@code askedNanos}).
+     */
+    private double answeredAfter(String ns, String name, long askedNanos, HttpClient http, List<Double> servingSeen)
+            throws Exception {
+        long until = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        boolean seen = false;
+        while (true) {
+            Pod p = client.pods().inNamespace(ns).withName(name).get();
+            if (!seen && p != null && io.dilu.kube.PodShares.serving(p)) {
+                seen = true;
+                servingSeen.add((System.nanoTime() - askedNanos) / 1e9);
+            }
+            if (p != null && ServingFunction.target(p).isPresent()) {
+                var answer = http.send(java.net.http.HttpRequest.newBuilder(ServingFunction.target(p).get().resolve("/infer"))
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{}")).build(),
+                        java.net.http.HttpResponse.BodyHandlers.discarding());
+                assertThat(answer.statusCode()).isEqualTo(200);
+                return (System.nanoTime() - askedNanos) / 1e9;
+            }
+            assertThat(System.nanoTime()).as("pod %s Ready within 2 minutes", name).isLessThan(until);
+            Thread.sleep(10);
+        }
+    }
+
+    /** A per-GPU ratio of the node agent's ({@code dilu_gpu_sm_request_ratio}, parked shares left out), from its metrics. */
+    private static double gpuRatio(String metric, String gpu) throws Exception {
+        Matcher m = Pattern.compile("^" + metric + "\\{gpu=\"" + Pattern.quote(gpu) + "\"[^}]*} ([0-9.eE+-]+)$",
+                Pattern.MULTILINE).matcher(agentMetrics());
+        assertThat(m.find()).as("the agent exports %s of %s", metric, gpu).isTrue();
+        return Double.parseDouble(m.group(1));
     }
 
     private int replicas(String ns) {

@@ -3,6 +3,8 @@ package io.dilu.extender.kube;
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.extender.ExtenderConfig;
 import io.dilu.kube.AssignedGpusPatch;
+import io.dilu.kube.ParkingPatch;
+import io.dilu.kube.PodShares;
 import io.fabric8.kubernetes.api.model.Binding;
 import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -14,6 +16,7 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.quarkus.runtime.Startup;
 import jakarta.enterprise.context.ApplicationScoped;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Optional;
 
 /**
@@ -38,7 +41,9 @@ public class Binder {
 
     /**
      * Binds pod {@code namespace/name} with {@code uid} to {@code node}, writing {@code gpus} on it first when
-     * given. The annotation goes first so that a pod never runs on a node without saying which GPU it was given.
+     * given. The annotation goes first so that a pod never runs on a node without saying which GPU it was given; a pod
+     * with a readiness gate on {@code dilu.io/serving} then gets that condition True (its SM request is booked), before
+     * the Binding, so that it is ready as soon as its containers are.
      *
      * @throws KubernetesClientException when a call fails or the time is up; what was written stays written
      */
@@ -46,11 +51,17 @@ public class Binder {
         long deadline = System.nanoTime() + timeout.toNanos();
         try {
             if (gpus.isPresent()) {
-                var pod = within(deadline).pods().inNamespace(namespace).withName(name);
-                boolean hasAnnotations = pod.get() instanceof Pod p && p.getMetadata().getAnnotations() != null
-                        && !p.getMetadata().getAnnotations().isEmpty();
+                Pod read = within(deadline).pods().inNamespace(namespace).withName(name).get();
+                boolean hasAnnotations = read != null && read.getMetadata().getAnnotations() != null
+                        && !read.getMetadata().getAnnotations().isEmpty();
                 within(deadline).pods().inNamespace(namespace).withName(name)
                         .patch(PatchContext.of(PatchType.JSON), AssignedGpusPatch.json(uid, hasAnnotations, gpus.get()));
+                if (read != null && PodShares.servingGate(read)) {
+                    within(deadline).pods().inNamespace(namespace).withName(name).subresource("status")
+                            .patch(PatchContext.of(PatchType.JSON), ParkingPatch.servingCondition(
+                                    read.getStatus() == null ? null : read.getStatus().getConditions(), true, "Booked",
+                                    "its SM request is booked on its GPUs by the Dilu scheduler extender", Instant.now()));
+                }
             }
             Binding binding = new BindingBuilder().withNewMetadata().withName(name).withNamespace(namespace).withUid(uid)
                     .endMetadata().withNewTarget().withKind("Node").withApiVersion("v1").withName(node).endTarget().build();

@@ -31,12 +31,14 @@ public class ClusterWatcher {
 
     private final KubernetesClient client;
     private final PlacementBook book;
+    private final ParkingWriter parking;
     private SharedIndexInformer<Node> nodes;
     private SharedIndexInformer<Pod> pods;
 
-    public ClusterWatcher(KubernetesClient client, PlacementBook book) {
+    public ClusterWatcher(KubernetesClient client, PlacementBook book, ParkingWriter parking) {
         this.client = client;
         this.book = book;
+        this.parking = parking;
     }
 
     void start(@Observes StartupEvent event) {
@@ -61,12 +63,12 @@ public class ClusterWatcher {
         pods.addEventHandler(new ResourceEventHandler<>() {
             @Override
             public void onAdd(Pod pod) {
-                PodShares.of(pod).ifPresent(book::observe);
+                observe(pod);
             }
 
             @Override
             public void onUpdate(Pod before, Pod after) {
-                PodShares.of(after).ifPresent(book::observe);
+                observe(after);
             }
 
             @Override
@@ -80,6 +82,12 @@ public class ClusterWatcher {
         nodes.start();
         pods.start();
         LOG.info("watching Nodes and Pods");
+    }
+
+    /** Books the pod as it is now, and writes what its parking asks (a wake's answer) without waiting for it here. */
+    private void observe(Pod pod) {
+        long at = System.nanoTime();
+        PodShares.of(pod).ifPresent(share -> parking.answer(pod, book.observe(share), at));
     }
 
     private void put(Node node) {

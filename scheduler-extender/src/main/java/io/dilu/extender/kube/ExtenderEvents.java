@@ -4,6 +4,7 @@ import io.dilu.kube.events.EventCounts;
 import io.dilu.core.placement.PlacementDecision;
 import io.dilu.extender.ExtenderConfig;
 import io.dilu.extender.api.PodRef;
+import io.dilu.extender.state.PlacementBook;
 import io.dilu.kube.events.EventThrottle;
 import io.dilu.kube.events.PodEvent;
 import io.dilu.kube.events.PodEventRecorder;
@@ -30,7 +31,7 @@ import org.jboss.logging.Logger;
 /**
  * Tells pods where they went, through Kubernetes Events: {@value #PLACED} (Normal) once bound, naming the node and
  * each GPU's share; {@value #REFUSED} (Warning) when no candidate node can take the pod, or its bind failed,
- * with why. kube-scheduler's own FailedScheduling event lists every node's reason; this one is the short form.
+ * with why; {@value #PARKED_EVICTED} (Normal) on a parked pod deleted because a placement needed its memory. kube-scheduler's own FailedScheduling event lists every node's reason; this one is the short form.
  *
  * <p>A pending pod is filtered again at every scheduling attempt, so refusals come in runs: the throttle writes
  * one per pod and reason per {@code dilu.extender.event-window}, the rest counted into the next. Writes run on a
@@ -44,6 +45,7 @@ public class ExtenderEvents {
 
     public static final String PLACED = "DiluPlaced";
     public static final String REFUSED = "DiluRefused";
+    public static final String PARKED_EVICTED = "DiluParkedEvicted";
     /** Nodes named in a refusal, per reason; the rest are counted. */
     private static final int NODES_NAMED = 3;
 
@@ -71,7 +73,7 @@ public class ExtenderEvents {
         return new PodEventRecorder(new PodEventRecorder.Source("dilu-scheduler-extender", instance, null),
                 new EventThrottle(window, perWindow, 4096), clock,
                 e -> client.v1().events().inNamespace(e.getMetadata().getNamespace()).resource(e).create(),
-                writer, new EventCounts(metrics, List.of(PLACED, REFUSED)));
+                writer, new EventCounts(metrics, List.of(PLACED, REFUSED, PARKED_EVICTED)));
     }
 
     /** The pod is bound where it was placed, with these GPU shares. */
@@ -97,6 +99,13 @@ public class ExtenderEvents {
     public void bindFailed(PodRef pod, String node, String why) {
         recorder.record(PodEvent.warning(pod.namespace(), pod.name(), pod.uid(), REFUSED,
                 "binding to node " + node + " failed, its GPUs were released and it will be placed again: " + why));
+    }
+
+    /** A parked pod is deleted: a placement needed its GPU memory. */
+    public void parkedEvicted(PlacementBook.Evicted victim, PodRef placed) {
+        recorder.record(PodEvent.normal(victim.namespace(), victim.name(), victim.uid(), PARKED_EVICTED,
+                "parked since " + victim.parkedAt() + "; deleted for pod " + placed.namespace() + "/" + placed.name()
+                        + ", which needed its " + victim.memoryMib() + " MiB on GPU " + victim.gpu()));
     }
 
     /** Writes what waited and may go now (every 5 s on the events thread). */

@@ -7,6 +7,7 @@ import io.dilu.core.placement.ComplementaryPlacement;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.placement.InstanceRequest;
 import io.dilu.core.placement.NodeInventory;
+import io.dilu.core.placement.ParkedEviction;
 import io.dilu.core.placement.PlacementDecision;
 import io.dilu.core.placement.PlacementParameters;
 import io.dilu.core.placement.Slot;
@@ -34,6 +35,14 @@ import org.jboss.logging.Logger;
  * reservation is booked at once, so two pods in flight never get the same room; it expires when no bind
  * follows, and is taken back when the bind fails.
  *
+ * <p><b>Parking.</b> A pod the autoscaler parked ({@code dilu.io/parked}) is booked at its memory alone: its SM
+ * request and limit go to new placements, its memory stays hard (Algorithm 1's constraint 4). Unparked — a wake, asked
+ * by {@code dilu.io/wake} — it takes its SM request and limit back where its GPUs have room by the placement's own
+ * rule ({@link ComplementaryPlacement#refusal}); where they have none the wake is refused, with the reason, and the pod
+ * stays booked at its memory ({@code dilu.io/wake-failed}) until the autoscaler deletes it. A placement that finds no
+ * room takes parked pods whose memory would make it ({@link ParkedEviction}) out of the book first, and tells the
+ * caller to delete them; if it still finds none they are booked again.
+ *
  * <p>Kubernetes-free: the adapters feed it {@link PodShare}s and inventories and pass the time in. All
  * methods are serialised: kube-scheduler decides one pod at a time and a decision takes microseconds.
  */
@@ -51,12 +60,42 @@ public final class PlacementBook {
         BOUND
     }
 
-    /** A booking, with the pod it was made for: bind must name that same pod, not only its UID. */
+    /**
+     * A booking, with the pod it was made for: bind must name that same pod, not only its UID.
+     *
+     * @param placed what the pod holds when it serves; parked, only the slots' memory is booked
+     * @param parked booked at its memory alone: parked, or its wake refused
+     * @param parkedAt when it was parked, for the least recently parked to go first
+     * @param wakeRefusal why its wake found no room, once decided
+     */
     private record Entry(String namespace, String name, String function, PlacementDecision.Placed placed, boolean split,
-            Phase phase, Instant expires) {
+            Phase phase, Instant expires, boolean parked, Instant parkedAt, Optional<String> wakeRefusal) {
+
+        Entry(String namespace, String name, String function, PlacementDecision.Placed placed, boolean split, Phase phase,
+                Instant expires) {
+            this(namespace, name, function, placed, split, phase, expires, false, Instant.EPOCH, Optional.empty());
+        }
 
         Entry in(Phase next, Instant until) {
-            return new Entry(namespace, name, function, placed, split, next, until);
+            return new Entry(namespace, name, function, placed, split, next, until, parked, parkedAt, wakeRefusal);
+        }
+
+        Entry parkedSince(Instant at) {
+            return new Entry(namespace, name, function, placed, split, phase, expires, true, at, Optional.empty());
+        }
+
+        Entry serving() {
+            return new Entry(namespace, name, function, placed, split, phase, expires, false, parkedAt, Optional.empty());
+        }
+
+        Entry refused(String reason) {
+            return new Entry(namespace, name, function, placed, split, phase, expires, true, parkedAt, Optional.of(reason));
+        }
+
+        /** What is booked of it: all of {@link #placed}, or parked its slots' memory alone. */
+        PlacementDecision.Placed booked() {
+            return parked ? new PlacementDecision.Placed(placed.node(), placed.slots().stream()
+                    .map(s -> new Slot(s.gpuUuid(), 0, 0, s.memoryMib())).toList()) : placed;
         }
     }
 
@@ -65,8 +104,32 @@ public final class PlacementBook {
      *
      * @param node the node chosen for the pod (empty when none can take it)
      * @param failed why each other candidate node was not chosen
+     * @param evicted parked pods taken out of the book to make room for this one: the caller deletes them
      */
-    public record Filtered(Optional<String> node, Map<String, String> failed) {}
+    public record Filtered(Optional<String> node, Map<String, String> failed, List<Evicted> evicted) {
+
+        public Filtered(Optional<String> node, Map<String, String> failed) {
+            this(node, failed, List.of());
+        }
+    }
+
+    /** A parked pod evicted for a placement: its memory on {@code gpu} went to the pod placed. */
+    public record Evicted(String uid, String namespace, String name, String gpu, long memoryMib, Instant parkedAt) {}
+
+    /**
+     * Where a pod stands in the book after an observation.
+     *
+     * @param kind not booked, booked in full (its SM request held: it may serve), or at its memory alone
+     * @param wakeRefusal a parked pod's refused wake, with why: to be written as {@code dilu.io/wake-failed}
+     * @param wakeDecided this observation decided a wake (woken or refused), for counting
+     */
+    public record Standing(Kind kind, Optional<String> wakeRefusal, boolean wakeDecided) {
+
+        public enum Kind { NONE, SERVING, PARKED }
+
+        static final Standing NONE = new Standing(Kind.NONE, Optional.empty(), false);
+        static final Standing SERVING = new Standing(Kind.SERVING, Optional.empty(), false);
+    }
 
     /** What to do at bind. */
     public sealed interface BindPlan {
@@ -95,6 +158,8 @@ public final class PlacementBook {
     private final TreeMap<String, NodeInventory> nodes = new TreeMap<>();
     private final Map<String, Entry> entries = new LinkedHashMap<>();
     private final Set<String> inState = new HashSet<>();
+    /** Parked pods evicted for a placement, until the watch shows them gone: they are not booked again. */
+    private final Set<String> evicted = new HashSet<>();
     private ClusterState state = new ClusterState(List.of());
     private boolean dirty;
 
@@ -142,7 +207,7 @@ public final class PlacementBook {
 
     private boolean book(String uid, Entry e) {
         try {
-            state.apply(uid, e.function(), e.placed());
+            state.apply(uid, e.function(), e.booked());
             inState.add(uid);
             return true;
         } catch (IllegalArgumentException | IllegalStateException ex) {
@@ -171,35 +236,92 @@ public final class PlacementBook {
 
     // ---- pods seen on the API server ----
 
-    /** A pod as the watch sees it: bound pods with an assignment are booked as they are; ended pods are released. */
-    public synchronized void observe(PodShare pod) {
+    /**
+     * A pod as the watch sees it: bound pods with an assignment are booked as they are, parked ones at their memory;
+     * an unparked one is woken where there is room; ended pods are released.
+     */
+    public synchronized Standing observe(PodShare pod) {
         if (pod.terminal()) {
             drop(pod.uid());
-            return;
+            evicted.remove(pod.uid());
+            return Standing.NONE;
         }
-        if (pod.nodeName().isEmpty() || pod.assigned().isEmpty()) {
-            return; // not bound yet, or bound without Dilu (the node agent will annotate it)
+        if (evicted.contains(pod.uid()) || pod.nodeName().isEmpty() || pod.assigned().isEmpty()) {
+            // evicted (its memory is another pod's), not bound yet, or bound without Dilu (the node agent will annotate it)
+            return Standing.NONE;
         }
         Optional<PlacementDecision.Placed> actual = placedOf(pod, pod.nodeName().get(), pod.assigned().get());
         if (actual.isEmpty()) {
-            return;
+            return Standing.NONE;
         }
         refresh();
+        boolean memoryOnly = pod.parked() || pod.wakeFailed();
         Entry before = entries.get(pod.uid());
+        Entry e;
         if (before != null && before.placed().equals(actual.get())) {
-            entries.put(pod.uid(), before.in(Phase.BOUND, before.expires()));
-            return;
+            e = before.in(Phase.BOUND, before.expires());
+            entries.put(pod.uid(), e);
+        } else {
+            drop(pod.uid());
+            // Seen for the first time (or a restart): parked, or asked to wake, it is booked at its memory first, and a
+            // wake takes its SMs back only where there is room.
+            e = new Entry(pod.namespace(), pod.name(), pod.function(), actual.get(), pod.assigned().get().isSplit(),
+                    Phase.BOUND, Instant.MAX);
+            if (memoryOnly || pod.wakeAsked()) {
+                e = e.parkedSince(pod.parkedAt());
+            }
+            entries.put(pod.uid(), e);
+            book(pod.uid(), e);
         }
-        drop(pod.uid());
-        Entry e = new Entry(pod.namespace(), pod.name(), pod.function(), actual.get(), pod.assigned().get().isSplit(),
-                Phase.BOUND, Instant.MAX);
-        entries.put(pod.uid(), e);
-        book(pod.uid(), e);
+        if (pod.parked() && (!e.parked() || e.wakeRefusal().isPresent() || !e.parkedAt().equals(pod.parkedAt()))) {
+            rebook(pod.uid(), e.parkedSince(pod.parkedAt())); // parked (again): its SMs go back to the placement
+            return new Standing(Standing.Kind.PARKED, Optional.empty(), false);
+        }
+        if (memoryOnly) {
+            return new Standing(Standing.Kind.PARKED, e.wakeRefusal(), false);
+        }
+        if (e.parked() && e.wakeRefusal().isPresent()) {
+            // Refused already, the answer not yet written: the decision stands until the pod is parked again or goes.
+            return new Standing(Standing.Kind.PARKED, e.wakeRefusal(), false);
+        }
+        return e.parked() ? wake(pod.uid(), e) : Standing.SERVING;
+    }
+
+    /**
+     * A parked pod no longer parked: its SM request and limit back on each of its GPUs where the placement's rule finds
+     * room beside what is booked there now (its memory is booked already); refused, with the reasons, otherwise.
+     */
+    private Standing wake(String uid, Entry e) {
+        List<String> refusals = new ArrayList<>();
+        if (!inState.contains(uid)) {
+            refusals.add("its GPUs " + e.placed().slots().stream().map(Slot::gpuUuid).toList()
+                    + " are not in the book (no node agent lists them)");
+        } else {
+            for (Slot s : e.placed().slots()) {
+                policy.refusal(state, new Slot(s.gpuUuid(), s.requestMilli(), s.limitMilli(), 0)).ifPresent(refusals::add);
+            }
+        }
+        if (!refusals.isEmpty()) {
+            String reason = "no room to serve again: " + String.join("; ", refusals);
+            entries.put(uid, e.refused(reason));
+            return new Standing(Standing.Kind.PARKED, Optional.of(reason), true);
+        }
+        rebook(uid, e.serving());
+        return new Standing(Standing.Kind.SERVING, Optional.empty(), true);
+    }
+
+    private void rebook(String uid, Entry e) {
+        if (inState.remove(uid)) {
+            state.release(uid);
+        }
+        entries.put(uid, e);
+        book(uid, e);
     }
 
     /** The pod is gone from the API server. */
     public synchronized void forget(String uid) {
         drop(uid);
+        evicted.remove(uid);
     }
 
     /**
@@ -300,6 +422,25 @@ public final class PlacementBook {
             return new Filtered(Optional.empty(), failed);
         }
         PlacementDecision decision = policy.decide(state, request, known);
+        List<Evicted> gone = List.of();
+        if (decision instanceof PlacementDecision.Infeasible) {
+            List<String> victims = ParkedEviction.victims(state, request.memoryMib(), parkedBeside(request, known))
+                    .stream().map(ParkedEviction.Parked::id).distinct().toList();
+            if (!victims.isEmpty()) {
+                victims.forEach(uid -> {
+                    if (inState.remove(uid)) {
+                        state.release(uid);
+                    }
+                });
+                PlacementDecision again = policy.decide(state, request, known);
+                if (again instanceof PlacementDecision.Placed) {
+                    decision = again;
+                    gone = victims.stream().map(this::evict).toList();
+                } else {
+                    victims.forEach(uid -> book(uid, entries.get(uid)));
+                }
+            }
+        }
         if (decision instanceof PlacementDecision.Infeasible infeasible) {
             known.forEach(n -> failed.put(n, infeasible.reason()));
             return new Filtered(Optional.empty(), failed);
@@ -309,7 +450,37 @@ public final class PlacementBook {
                 Phase.RESERVED, now.plus(reservationTtl));
         entries.put(pod.uid(), e);
         book(pod.uid(), e);
-        return new Filtered(Optional.of(placed.node()), failed);
+        return new Filtered(Optional.of(placed.node()), failed, gone);
+    }
+
+    /**
+     * The parked pods on the candidate nodes, one per GPU they hold memory on, where that GPU has room for the request's
+     * SMs: freeing memory on a GPU whose SMs are booked up would evict for nothing.
+     */
+    private List<ParkedEviction.Parked> parkedBeside(InstanceRequest request, Collection<String> nodes) {
+        Set<String> candidates = Set.copyOf(nodes);
+        List<ParkedEviction.Parked> parked = new ArrayList<>();
+        entries.forEach((uid, e) -> {
+            if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid) && candidates.contains(e.placed().node())) {
+                for (Slot s : e.placed().slots()) {
+                    if (policy.refusal(state, new Slot(s.gpuUuid(), request.requestMilli(), request.limitMilli(), 0)).isEmpty()) {
+                        parked.add(new ParkedEviction.Parked(uid, s.gpuUuid(), s.memoryMib(), e.parkedAt()));
+                    }
+                }
+            }
+        });
+        return parked;
+    }
+
+    /** Takes a parked pod out of the book for good: it is to be deleted, and is not booked again while it goes. */
+    private Evicted evict(String uid) {
+        Entry e = entries.remove(uid);
+        evicted.add(uid);
+        Slot first = e.placed().slots().getFirst();
+        LOG.infof("parked pod %s/%s evicted: its %d MiB on GPU %s go to a new placement", e.namespace(), e.name(),
+                e.placed().slots().stream().mapToLong(Slot::memoryMib).sum(), first.gpuUuid());
+        return new Evicted(uid, e.namespace(), e.name(), first.gpuUuid(),
+                e.placed().slots().stream().mapToLong(Slot::memoryMib).sum(), e.parkedAt());
     }
 
     /**

@@ -12,6 +12,7 @@ import io.dilu.extender.api.ExtenderArgs;
 import io.dilu.extender.api.ExtenderBindingArgs;
 import io.dilu.extender.state.PlacementBook;
 import io.dilu.kube.InventoryAnnotation;
+import io.dilu.kube.ParkingPatch;
 import io.dilu.testing.RealApiServer;
 import io.dilu.testing.TestingClock;
 import io.fabric8.kubernetes.api.model.BindingBuilder;
@@ -21,11 +22,14 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.quarkus.runtime.configuration.DurationConverter;
 import io.smallrye.config.SmallRyeConfigBuilder;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -48,6 +52,8 @@ class ExtenderEventsIT {
     static ClusterWatcher watcher;
     static PlacementBook book;
     static ExtenderConfig config;
+    static ParkingWriter parking;
+    static SimpleMeterRegistry parkingMetrics;
 
     /** The extender's configuration as shipped, with Quarkus' reading of durations ("5s"). */
     static ExtenderConfig defaults() {
@@ -65,7 +71,10 @@ class ExtenderEventsIT {
                         List.of(new GpuDevice("GPU-n0-0", 0, "A100-40GB", 40_960, 108))))).endMetadata().build()).create();
         config = defaults();
         book = new PlacementBook(config.placement(), config.defaultMemoryMib(), config.reservationTtl());
-        watcher = new ClusterWatcher(client, book);
+        parkingMetrics = new SimpleMeterRegistry();
+        parking = new ParkingWriter(client, InstantSource.system(), new ExtenderEvents(ExtenderEvents.recorder(client,
+                Duration.ofMinutes(1), 300, InstantSource.system(), Runnable::run, parkingMetrics)), parkingMetrics);
+        watcher = new ClusterWatcher(client, book, parking);
         watcher.start(null);
         await().atMost(Duration.ofSeconds(30)).until(watcher::synced);
     }
@@ -81,12 +90,21 @@ class ExtenderEventsIT {
     }
 
     static Pod gpuPod(String name, int sm, long memoryMib) {
+        return gpuPod(name, sm, memoryMib, false);
+    }
+
+    /** @param servingGate with a readiness gate on dilu.io/serving, as the webhook gives Dilu-scaled pods */
+    static Pod gpuPod(String name, int sm, long memoryMib, boolean servingGate) {
         Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)),
                 DiluNames.GPU_MEMORY, new Quantity(Long.toString(memoryMib)));
-        return client.pods().inNamespace(NS).resource(new PodBuilder().withNewMetadata().withName(name).endMetadata()
+        PodBuilder pod = new PodBuilder().withNewMetadata().withName(name).endMetadata()
                 .withNewSpec().withSchedulerName(DiluNames.SCHEDULER_NAME).withAutomountServiceAccountToken(false)
                 .addNewContainer().withName("server").withImage("registry.local/fn:1").withNewResources()
-                .withRequests(share).withLimits(share).endResources().endContainer().endSpec().build()).create();
+                .withRequests(share).withLimits(share).endResources().endContainer().endSpec();
+        if (servingGate) {
+            pod.editSpec().addNewReadinessGate(DiluNames.SERVING_CONDITION).endSpec();
+        }
+        return client.pods().inNamespace(NS).resource(pod.build()).create();
     }
 
     static List<Event> events(String pod, String reason) {
@@ -99,6 +117,89 @@ class ExtenderEventsIT {
         return new ExtenderBindingArgs(pod.getMetadata().getName(), NS, pod.getMetadata().getUid(), NODE);
     }
 
+    /**
+     * Parking through the API server, on a GPU of its own: the extender sets the serving condition at bind, gives a
+     * parked pod's SMs to a new pod, answers a wake (condition True, the wake removed) and a wake without room
+     * ({@code dilu.io/wake-failed} naming the GPU and the bounds), and deletes a parked pod whose memory a placement
+     * needs, with an Event. How long a wake's answer took is printed, not judged.
+     */
+    @Test
+    void aParkedPodsSmsGoToANewPodItsWakeIsAnsweredAndItsMemoryIsEvictedForAPlacement() throws Exception {
+        client.nodes().resource(new NodeBuilder().withNewMetadata().withName("n1")
+                .withAnnotations(Map.of(DiluNames.GPU_INVENTORY, InventoryAnnotation.write(
+                        List.of(new GpuDevice("GPU-n1-0", 0, "A100-40GB", 40_960, 108))))).endMetadata().build()).create();
+        SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+        TestingClock clock = new TestingClock(Instant.parse("2026-11-28T10:00:00Z"));
+        ExtenderEvents events = new ExtenderEvents(
+                ExtenderEvents.recorder(client, Duration.ofMinutes(1), 300, clock, Runnable::run, metrics));
+        ExtenderResource extender = new ExtenderResource(book, watcher, new Binder(client, config), clock,
+                new Refusals(metrics), metrics, events, parking);
+        List<String> n1 = List.of("n1");
+
+        Pod a = gpuPod("park-a", 60, 10_240, true);
+        assertThat(extender.filter(new ExtenderArgs(a, null, n1)).nodeNames()).containsExactly("n1");
+        assertThat(extender.bind(new ExtenderBindingArgs("park-a", NS, a.getMetadata().getUid(), "n1")).error()).isNull();
+        assertThat(io.dilu.kube.PodShares.serving(pod("park-a"))).as("set at bind: its SM request is booked").isTrue();
+
+        // Parked as the autoscaler parks: the annotation, and the condition False.
+        patch("park-a", ParkingPatch.park(a.getMetadata().getUid(), clock.instant()));
+        client.pods().inNamespace(NS).withName("park-a").subresource("status").patch(PatchContext.of(PatchType.JSON),
+                ParkingPatch.servingCondition(pod("park-a").getStatus().getConditions(), false, "Parked", "parked",
+                        clock.instant()));
+        await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 0);
+        long before = System.nanoTime();
+        patch("park-a", ParkingPatch.wake(a.getMetadata().getUid(), clock.instant()));
+        await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(5)).until(() -> {
+            Pod p = pod("park-a");
+            return !p.getMetadata().getAnnotations().containsKey(DiluNames.WAKE) && io.dilu.kube.PodShares.serving(p);
+        });
+        assertThat(requestOn("GPU-n1-0")).isEqualTo(600);
+        System.out.printf("a wake answered in %.0f ms, from the autoscaler's patch to the extender's answer on the API "
+                + "server (real API server, this machine)%n", (System.nanoTime() - before) / 1e6);
+        assertThat(parkingCount("dilu_extender_wakes_total", "woken")).isEqualTo(1);
+
+        patch("park-a", ParkingPatch.park(a.getMetadata().getUid(), clock.instant()));
+        await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 0);
+        Pod b = gpuPod("park-b", 60, 10_240);
+        assertThat(extender.filter(new ExtenderArgs(b, null, n1)).nodeNames()).as("the parked pod's SMs are free")
+                .containsExactly("n1");
+        assertThat(extender.bind(new ExtenderBindingArgs("park-b", NS, b.getMetadata().getUid(), "n1")).error()).isNull();
+
+        patch("park-a", ParkingPatch.wake(a.getMetadata().getUid(), clock.instant()));
+        await().atMost(Duration.ofSeconds(10)).until(() -> pod("park-a").getMetadata().getAnnotations()
+                .containsKey(DiluNames.WAKE_FAILED));
+        assertThat(pod("park-a").getMetadata().getAnnotations()).doesNotContainKey(DiluNames.WAKE)
+                .containsEntry(DiluNames.WAKE_FAILED, "no room to serve again: GPU GPU-n1-0 would hold SM request 120% "
+                        + "(Ω = 100%), limit 200% (γ = 150%), 20480 of 40960 MiB");
+        assertThat(parkingCount("dilu_extender_wakes_total", "failed")).isEqualTo(1);
+
+        // 25,000 MiB: 20,480 are free, the parked pod's 10,240 make room.
+        Pod c = gpuPod("park-c", 10, 25_000);
+        assertThat(extender.filter(new ExtenderArgs(c, null, n1)).nodeNames()).containsExactly("n1");
+        await().atMost(Duration.ofSeconds(10)).until(() -> client.pods().inNamespace(NS).withName("park-a").get() == null
+                || client.pods().inNamespace(NS).withName("park-a").get().getMetadata().getDeletionTimestamp() != null);
+        assertThat(events("park-a", ExtenderEvents.PARKED_EVICTED)).singleElement().satisfies(e -> assertThat(e.getMessage())
+                .startsWith("parked since 2026-11-28T10:00:00Z; deleted for pod fns/park-c, which needed its 10240 MiB "
+                        + "on GPU GPU-n1-0"));
+        assertThat(parkingMetrics.get("dilu_extender_parked_evictions_total").counter().count()).isEqualTo(1);
+    }
+
+    private static double parkingCount(String name, String result) {
+        return parkingMetrics.get(name).tag("result", result).counter().count();
+    }
+
+    private static Pod pod(String name) {
+        return client.pods().inNamespace(NS).withName(name).get();
+    }
+
+    private static void patch(String name, String mergePatch) {
+        client.pods().inNamespace(NS).withName(name).patch(PatchContext.of(PatchType.JSON_MERGE), mergePatch);
+    }
+
+    private static int requestOn(String gpu) {
+        return book.activeUsage().stream().filter(u -> u.uuid().equals(gpu)).mapToInt(u -> u.requestMilli()).sum();
+    }
+
     @Test
     void placedRefusedAndFailedBindsAreToldToThePodAtMostOnceAMinute() {
         TestingClock clock = new TestingClock(Instant.parse("2026-11-24T10:00:00Z"));
@@ -106,7 +207,7 @@ class ExtenderEventsIT {
         ExtenderEvents events = new ExtenderEvents(
                 ExtenderEvents.recorder(client, Duration.ofMinutes(1), 300, clock, Runnable::run, metrics));
         ExtenderResource extender = new ExtenderResource(book, watcher, new Binder(client, config), clock,
-                new Refusals(metrics), metrics, events);
+                new Refusals(metrics), metrics, events, parking);
 
         Pod fits = gpuPod("fits", 30, 2048);
         assertThat(extender.filter(new ExtenderArgs(fits, null, List.of(NODE))).nodeNames()).containsExactly(NODE);

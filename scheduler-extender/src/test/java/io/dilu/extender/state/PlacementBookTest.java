@@ -29,7 +29,7 @@ class PlacementBookTest {
 
     static PodShare pod(String uid, int sm, long memory, Map<String, String> annotations) {
         return new PodShare(uid, "ns", "p-" + uid, Optional.empty(), false, "f-" + uid, annotations,
-                List.of(new PodShare.Container("c0", sm, Optional.of(memory))));
+                List.of(new PodShare.Container("c0", sm, Optional.of(memory))), false);
     }
 
     @BeforeEach
@@ -80,11 +80,11 @@ class PlacementBookTest {
         for (int i = 0; i < 4; i++) {
             var placed = book.placement("fill" + i).orElseThrow();
             restarted.observe(new PodShare("fill" + i, "ns", "p-fill" + i, Optional.of(placed.node()), false, "f-fill" + i,
-                    Map.of(DiluNames.ASSIGNED_GPUS, placed.slots().getFirst().gpuUuid()), pod("x", 20, 25_600, Map.of()).containers()));
+                    Map.of(DiluNames.ASSIGNED_GPUS, placed.slots().getFirst().gpuUuid()), pod("x", 20, 25_600, Map.of()).containers(), false));
         }
         Map<String, String> annotations = new HashMap<>(split);
         annotations.put(DiluNames.ASSIGNED_GPUS, assign.gpus().format());
-        restarted.observe(new PodShare("llm", "ns", "p-llm", Optional.of(node), false, "f-llm", annotations, llm.containers()));
+        restarted.observe(new PodShare("llm", "ns", "p-llm", Optional.of(node), false, "f-llm", annotations, llm.containers(), false));
         assertThat(restarted.activeUsage()).containsExactlyInAnyOrderElementsOf(before);
         assertThat(restarted.filter(pod("big", 20, 40_960, split), NODES, T0).node())
                 .as("36 GB left in fragments: too few for 40 GB").isEmpty();
@@ -125,7 +125,7 @@ class PlacementBookTest {
     void boundPodsFromTheApiServerAreBookedAndARestartedBookKnowsThem() {
         Map<String, String> annotations = new HashMap<>(Map.of(DiluNames.ASSIGNED_GPUS, "n1-gpu1", DiluNames.SM_LIMIT, "90"));
         PodShare bound = new PodShare("u1", "ns", "p", Optional.of("n1"), false, "f", annotations,
-                List.of(new PodShare.Container("c0", 70, Optional.of(30_000L))));
+                List.of(new PodShare.Container("c0", 70, Optional.of(30_000L))), false);
         book.observe(bound);
         assertThat(book.activeUsage()).singleElement().satisfies(u -> {
             assertThat(u.uuid()).isEqualTo("n1-gpu1");
@@ -136,14 +136,14 @@ class PlacementBookTest {
         // 40% more does not fit next to 70% on that GPU: the new pod goes elsewhere.
         book.filter(pod("b", 40, 1000, Map.of()), List.of("n1"), T0);
         assertThat(book.placement("b").orElseThrow().slots().getFirst().gpuUuid()).isEqualTo("n1-gpu0");
-        book.observe(new PodShare("u1", "ns", "p", Optional.of("n1"), true, "f", annotations, bound.containers()));
+        book.observe(new PodShare("u1", "ns", "p", Optional.of("n1"), true, "f", annotations, bound.containers(), false));
         assertThat(book.placement("u1")).as("finished pods free their GPU").isEmpty();
     }
 
     @Test
     void nodesArriveAndLeaveWithoutLosingBookings() {
         book.observe(new PodShare("u1", "ns", "p", Optional.of("n2"), false, "f", Map.of(DiluNames.ASSIGNED_GPUS, "n2-gpu0"),
-                List.of(new PodShare.Container("c0", 50, Optional.of(1000L)))));
+                List.of(new PodShare.Container("c0", 50, Optional.of(1000L))), false));
         assertThat(book.activeUsage()).isEmpty(); // n2 has not published its GPUs yet
         book.putNode("n2", gpus("n2", 1));
         assertThat(book.activeUsage()).extracting(ClusterState.GpuUsage::uuid).containsExactly("n2-gpu0");
@@ -161,14 +161,14 @@ class PlacementBookTest {
         var bad = book.filter(pod("bad", 30, 100, Map.of(DiluNames.SM_LIMIT, "10")), NODES, T0);
         assertThat(bad.failed().get("n0")).isEqualTo("dilu.io/sm-limit=10 is not allowed: must be an integer percent in 30..100 (request..100)");
         var split = book.filter(new PodShare("s", "ns", "s", Optional.empty(), false, "f", Map.of(),
-                List.of(new PodShare.Container("a", 30, Optional.of(100L)), new PodShare.Container("b", 40, Optional.of(100L)))), NODES, T0);
+                List.of(new PodShare.Container("a", 30, Optional.of(100L)), new PodShare.Container("b", 40, Optional.of(100L))), false), NODES, T0);
         assertThat(split.failed().get("n1")).contains("different GPU shares");
     }
 
     @Test
     void aMultiGpuPodGetsDistinctGpusOfOneNodeInContainerOrder() {
         PodShare two = new PodShare("t", "ns", "t", Optional.empty(), false, "train", Map.of(),
-                List.of(new PodShare.Container("w0", 50, Optional.of(20_000L)), new PodShare.Container("w1", 50, Optional.of(20_000L))));
+                List.of(new PodShare.Container("w0", 50, Optional.of(20_000L)), new PodShare.Container("w1", 50, Optional.of(20_000L))), false);
         String node = book.filter(two, NODES, T0).node().orElseThrow();
         var assign = (PlacementBook.BindPlan.Assign) book.startBinding("t", "ns", "t", node);
         assertThat(assign.gpus().uuids()).hasSize(2).doesNotHaveDuplicates().allMatch(g -> g.startsWith(node + "-"));
@@ -209,11 +209,146 @@ class PlacementBookTest {
     @Test
     void aPodSeenBoundOnTheApiServerKeepsItsNameForTheBindCheck() {
         PodShare bound = new PodShare("u1", "team", "svc-1", Optional.of("n1"), false, "f",
-                Map.of(DiluNames.ASSIGNED_GPUS, "n1-gpu0"), List.of(new PodShare.Container("c0", 50, Optional.of(1000L))));
+                Map.of(DiluNames.ASSIGNED_GPUS, "n1-gpu0"), List.of(new PodShare.Container("c0", 50, Optional.of(1000L))), false);
         book.observe(bound);
         assertThat(book.startBinding("u1", "team", "intruder", "n1")).isInstanceOfSatisfying(
                 PlacementBook.BindPlan.Refuse.class, r -> assertThat(r.reason()).endsWith("must be team/svc-1"));
         assertThat(book.placement("u1")).isPresent();
+    }
+
+    /** A book of one node with one 40 GB GPU, {@code solo-gpu0}. */
+    private static PlacementBook solo() {
+        PlacementBook b = new PlacementBook(PlacementParameters.DEFAULTS, 1024, Duration.ofSeconds(30));
+        b.putNode("solo", gpus("solo", 1));
+        return b;
+    }
+
+    /** A pod bound to {@code solo-gpu0}, as the watch shows it, with these parking annotations. */
+    private static PodShare onSolo(String uid, int sm, long memory, Map<String, String> parking) {
+        Map<String, String> annotations = new HashMap<>(parking);
+        annotations.put(DiluNames.ASSIGNED_GPUS, "solo-gpu0");
+        return new PodShare(uid, "ns", "p-" + uid, Optional.of("solo"), false, "f-" + uid, annotations,
+                List.of(new PodShare.Container("c0", sm, Optional.of(memory))), true);
+    }
+
+    private static Map<String, String> parkedAt(Instant t) {
+        return Map.of(DiluNames.PARKED, t.toString());
+    }
+
+    private static final Map<String, String> WAKE = Map.of(DiluNames.WAKE, T0.toString());
+
+    private static ClusterState.GpuUsage usage(PlacementBook b) {
+        return b.activeUsage().stream().filter(u -> u.uuid().equals("solo-gpu0")).findFirst().orElseThrow();
+    }
+
+    /** Places {@code pod} on the solo node and binds it, as the scheduler and the watch would. */
+    private static void placeAndBind(PlacementBook b, PodShare pod) {
+        assertThat(b.filter(pod, List.of("solo"), T0).node()).as("%s placed", pod.uid()).contains("solo");
+        b.startBinding(pod.uid(), "ns", pod.name(), "solo");
+        b.bindSucceeded(pod.uid());
+    }
+
+    @Test
+    void aParkedPodIsBookedAtItsMemoryAloneAndItsSmsGoToANewPod() {
+        PlacementBook b = solo();
+        assertThat(b.observe(onSolo("a", 60, 10_240, Map.of())).kind()).isEqualTo(PlacementBook.Standing.Kind.SERVING);
+        assertThat(b.filter(pod("n", 60, 10_240, Map.of()), List.of("solo"), T0).node()).as("Σ request 120% > Ω").isEmpty();
+
+        PlacementBook.Standing parked = b.observe(onSolo("a", 60, 10_240, parkedAt(T0)));
+        assertThat(parked.kind()).isEqualTo(PlacementBook.Standing.Kind.PARKED);
+        assertThat(usage(b).requestMilli()).as("its SMs given back").isZero();
+        assertThat(usage(b).limitMilli()).isZero();
+        assertThat(usage(b).memoryMib()).as("its memory kept").isEqualTo(10_240);
+
+        placeAndBind(b, pod("n", 60, 10_240, Map.of()));
+        assertThat(usage(b).requestMilli()).isEqualTo(600);
+        assertThat(usage(b).memoryMib()).isEqualTo(20_480);
+    }
+
+    @Test
+    void aWakeTakesItsSmsBackWhereItsGpuHasRoom() {
+        PlacementBook b = solo();
+        b.observe(onSolo("a", 60, 10_240, parkedAt(T0)));
+        PlacementBook.Standing woken = b.observe(onSolo("a", 60, 10_240, WAKE));
+        assertThat(woken).isEqualTo(new PlacementBook.Standing(PlacementBook.Standing.Kind.SERVING, Optional.empty(), true));
+        assertThat(usage(b).requestMilli()).isEqualTo(600);
+        assertThat(usage(b).limitMilli()).isEqualTo(1000);
+        assertThat(ParkingAnswer.of(woken, true, false, true, false)).as("condition True, the wake removed")
+                .isEqualTo(new ParkingAnswer(true, true, Optional.empty()));
+        assertThat(b.observe(onSolo("a", 60, 10_240, WAKE)).wakeDecided())
+                .as("the same wake seen again while its answer is written decides nothing").isFalse();
+        assertThat(usage(b).requestMilli()).isEqualTo(600);
+    }
+
+    @Test
+    void aWakeWithoutRoomIsRefusedNamingTheGpuTheSumsAndTheBoundsAndItsMemoryStaysBooked() {
+        PlacementBook b = solo();
+        b.observe(onSolo("a", 60, 10_240, parkedAt(T0)));
+        placeAndBind(b, pod("n", 60, 10_240, Map.of()));
+
+        PlacementBook.Standing refused = b.observe(onSolo("a", 60, 10_240, WAKE));
+        String reason = "no room to serve again: GPU solo-gpu0 would hold SM request 120% (Ω = 100%), limit 200% "
+                + "(γ = 150%), 20480 of 40960 MiB";
+        assertThat(refused).isEqualTo(new PlacementBook.Standing(PlacementBook.Standing.Kind.PARKED, Optional.of(reason), true));
+        assertThat(usage(b).requestMilli()).as("the new pod's alone").isEqualTo(600);
+        assertThat(usage(b).memoryMib()).isEqualTo(20_480);
+        assertThat(ParkingAnswer.of(refused, true, false, true, true)).isEqualTo(new ParkingAnswer(false, false, Optional.of(reason)));
+
+        PlacementBook.Standing again = b.observe(onSolo("a", 60, 10_240, WAKE));
+        assertThat(again.wakeRefusal()).as("the decision stands until the answer is written").contains(reason);
+        assertThat(again.wakeDecided()).isFalse();
+        PlacementBook.Standing answered = b.observe(onSolo("a", 60, 10_240, Map.of(DiluNames.WAKE_FAILED, reason)));
+        assertThat(ParkingAnswer.of(answered, false, true, true, true)).isEqualTo(ParkingAnswer.NOTHING);
+        assertThat(usage(b).memoryMib()).isEqualTo(20_480);
+    }
+
+    @Test
+    void aRestartedBookBooksParkedPodsAtTheirMemoryAndDecidesAWakeLeftUnanswered() {
+        PlacementBook b = solo();
+        b.observe(onSolo("p", 50, 8_192, parkedAt(T0)));
+        b.observe(onSolo("s", 70, 8_192, Map.of()));
+        assertThat(usage(b).requestMilli()).isEqualTo(700);
+        assertThat(usage(b).memoryMib()).isEqualTo(16_384);
+        PlacementBook.Standing w = b.observe(onSolo("w", 20, 8_192, WAKE));
+        assertThat(w.kind()).as("booked at its memory first, then woken: 20% fits beside 70%")
+                .isEqualTo(PlacementBook.Standing.Kind.SERVING);
+        assertThat(usage(b).requestMilli()).isEqualTo(900);
+        assertThat(b.observe(onSolo("x", 20, 8_192, WAKE)).wakeRefusal()).as("a second one does not")
+                .hasValueSatisfying(r -> assertThat(r).contains("SM request 110% (Ω = 100%)"));
+        assertThat(usage(b).requestMilli()).isEqualTo(900);
+    }
+
+    @Test
+    void aPlacementEvictsTheFewestLeastRecentlyParkedPodsWhoseMemoryMakesRoomAndOnlyThen() {
+        PlacementBook b = solo();
+        b.observe(onSolo("old", 10, 15_000, parkedAt(T0)));
+        b.observe(onSolo("young", 10, 15_000, parkedAt(T0.plusSeconds(10))));
+        b.observe(onSolo("serving", 20, 8_000, Map.of()));
+
+        var f = b.filter(pod("new", 30, 12_000, Map.of()), List.of("solo"), T0.plusSeconds(20));
+        assertThat(f.node()).contains("solo");
+        assertThat(f.evicted()).singleElement().satisfies(v -> {
+            assertThat(v.uid()).isEqualTo("old");
+            assertThat(v.name()).isEqualTo("p-old");
+            assertThat(v.gpu()).isEqualTo("solo-gpu0");
+            assertThat(v.memoryMib()).isEqualTo(15_000);
+        });
+        assertThat(usage(b).memoryMib()).isEqualTo(15_000 + 8_000 + 12_000);
+        assertThat(b.observe(onSolo("old", 10, 15_000, parkedAt(T0)))).as("seen again while it is deleted: not booked")
+                .isEqualTo(PlacementBook.Standing.NONE);
+        assertThat(usage(b).memoryMib()).isEqualTo(35_000);
+    }
+
+    @Test
+    void noParkedPodIsEvictedWhereThePlacementWouldStillFail() {
+        PlacementBook b = solo();
+        b.observe(onSolo("parked", 10, 30_000, parkedAt(T0)));
+        b.observe(onSolo("busy", 90, 8_000, Map.of()));
+        var f = b.filter(pod("new", 20, 20_000, Map.of()), List.of("solo"), T0);
+        assertThat(f.node()).as("Σ request 110%: its memory would not help").isEmpty();
+        assertThat(f.evicted()).isEmpty();
+        assertThat(usage(b).memoryMib()).isEqualTo(38_000);
+        assertThat(b.observe(onSolo("parked", 10, 30_000, parkedAt(T0))).kind()).isEqualTo(PlacementBook.Standing.Kind.PARKED);
     }
 
     @Test

@@ -191,7 +191,8 @@ public final class AdmissionHandler {
         List<FieldError> errors = new ArrayList<>();
         if (kind == Review.VALIDATE) {
             errors.addAll(PodUpdateValidator.validate(annotations(old), annotations(object),
-                    request.path("userInfo").path("username").asText(""), policy.assignedGpusWriters()));
+                    request.path("userInfo").path("username").asText(""), policy.assignedGpusWriters(),
+                    policy.parkingWriters()));
         }
         if (ephemeral) {
             JsonNode after = legacy ? asPod(object) : object;

@@ -10,15 +10,18 @@ import java.util.Set;
  * @param protectedHostPaths host directories no hostPath volume may reach (at, under or above)
  * @param protectedContainerPaths paths in GPU containers no volumeMount may cover (at or under)
  * @param assignedGpusWriters users that may change {@code dilu.io/assigned-gpus} on an existing pod
+ * @param parkingWriters users that may change the parking annotations ({@code dilu.io/parked}, {@code dilu.io/wake},
+ *     {@code dilu.io/wake-failed}) on an existing pod
  * @param maxRequestBytes the largest AdmissionReview read
  * @param maxContainers the most containers, all kinds together, of a pod
  */
 public record AdmissionPolicy(HookSettings hook, List<String> protectedHostPaths, List<String> protectedContainerPaths,
-        Set<String> assignedGpusWriters, long maxRequestBytes, int maxContainers) {
+        Set<String> assignedGpusWriters, Set<String> parkingWriters, long maxRequestBytes, int maxContainers) {
 
     public AdmissionPolicy {
         protectedHostPaths = List.copyOf(protectedHostPaths);
         protectedContainerPaths = List.copyOf(protectedContainerPaths);
         assignedGpusWriters = Set.copyOf(assignedGpusWriters);
+        parkingWriters = Set.copyOf(parkingWriters);
     }
 }

@@ -13,6 +13,7 @@ import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.PodReadinessGate;
 import io.fabric8.kubernetes.api.model.PodSecurityContext;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceRequirements;
@@ -31,7 +32,8 @@ import java.util.Set;
 /**
  * Turns a pod that asks for a GPU share into one that works: the hook preloaded (the device plugin mounts it),
  * the pod's identity in the environment for the hook, Dilu's scheduler, the runtime's default seccomp profile
- * where it names none, and the quota annotations filled in
+ * where it names none, a readiness gate on {@code dilu.io/serving} where Dilu's autoscaler scales it (parking), and
+ * the quota annotations filled in
  * (from the function's {@code GpuFunctionProfile} when the pod names one, else the defaults). A pure function of
  * the pod: it returns a mutated copy and the JSON Patch of exactly what it changed, and mutating that copy again
  * changes nothing. It never adds what {@link PodValidator} refuses: no value that needs the quota right where the
@@ -41,6 +43,8 @@ public final class PodMutator {
 
     static final List<String> SERVING_LABELS = List.of("serving.kserve.io/inferenceservice", "serving.knative.dev/service");
     static final String RUNTIME_DEFAULT = "RuntimeDefault";
+    /** Knative's autoscaling class annotation, which Knative copies from the revision to its pods. */
+    static final String KNATIVE_CLASS = "autoscaling.knative.dev/class";
 
     private PodMutator() {}
 
@@ -94,6 +98,7 @@ public final class PodMutator {
             patch.add(add("/spec/runtimeClassName", hook.runtimeClassName().get()));
         }
         seccomp(pod, patch);
+        servingGate(pod, patch);
         List<EnvVar> env = new ArrayList<>(hook.env());
         profile.flatMap(ProfileSettings::batchSize)
                 .ifPresent(b -> env.add(new EnvVar(TrialReport.BATCH_SIZE_ENV, Integer.toString(b), null)));
@@ -126,6 +131,26 @@ public final class PodMutator {
             context.setSeccompProfile(profile);
             patch.add(add("/spec/securityContext/seccompProfile", Map.of("type", RUNTIME_DEFAULT)));
         }
+    }
+
+    /**
+     * A readiness gate on {@code dilu.io/serving} for a pod that Dilu's autoscaler scales (Knative copies the revision's
+     * {@code autoscaling.knative.dev/class} to its pods): ready only while its SM request is booked, so that a parked
+     * instance leaves its Services' endpoints. The scheduler extender sets the condition True at bind. A pod that
+     * declares the gate itself keeps it; other pods get none (nobody parks them, and nothing but the extender would set it).
+     */
+    private static void servingGate(Pod pod, List<PatchOperation> patch) {
+        Map<String, String> annotations = pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations();
+        if (!DiluNames.AUTOSCALER_CLASS.equals(annotations.get(KNATIVE_CLASS)) || PodShares.servingGate(pod)) {
+            return;
+        }
+        PodReadinessGate gate = new PodReadinessGate(DiluNames.SERVING_CONDITION);
+        List<PodReadinessGate> gates = pod.getSpec().getReadinessGates() == null ? new ArrayList<>()
+                : new ArrayList<>(pod.getSpec().getReadinessGates());
+        patch.add(gates.isEmpty() ? add("/spec/readinessGates", List.of(Map.of("conditionType", DiluNames.SERVING_CONDITION)))
+                : add("/spec/readinessGates/-", Map.of("conditionType", DiluNames.SERVING_CONDITION)));
+        gates.add(gate);
+        pod.getSpec().setReadinessGates(gates);
     }
 
     /** Fills the quota annotations the pod leaves out, each only where the quota rights allow it. */

@@ -11,9 +11,11 @@ import java.util.TreeSet;
 
 /**
  * What an UPDATE of a pod may change of its annotations. The quota annotations are fixed when the pod is
- * created (admission judged them then, and the node agent re-reads them), so are the seccomp annotations, and
- * {@code dilu.io/assigned-gpus} is the scheduler extender's and the node agent's to write. A pure function of the two sets of annotations and
- * the requesting user.
+ * created (admission judged them then, and the node agent re-reads them), so are the seccomp annotations,
+ * {@code dilu.io/assigned-gpus} is the scheduler extender's and the node agent's to write, and the parking annotations
+ * ({@code dilu.io/parked}, {@code dilu.io/wake}, {@code dilu.io/wake-failed}) the autoscaler's and the extender's: a
+ * tenant who unparked its own pod would ask the extender for a wake it did not need. A pure function of the two sets
+ * of annotations and the requesting user.
  */
 public final class PodUpdateValidator {
 
@@ -21,14 +23,18 @@ public final class PodUpdateValidator {
     static final List<String> FIXED = List.of(DiluNames.PRIORITY, DiluNames.SM_LIMIT, DiluNames.KLC_THRESHOLD, DiluNames.LLM,
             DiluNames.BATCH_SIZE, DiluNames.FUNCTION, DiluNames.SPLIT, DiluNames.PROFILE);
 
+    /** Annotations of parking, written by the autoscaler and the scheduler extender only. */
+    static final List<String> PARKING = List.of(DiluNames.PARKED, DiluNames.WAKE, DiluNames.WAKE_FAILED);
+
     private PodUpdateValidator() {}
 
     /**
      * @param username the AdmissionReview's {@code userInfo.username}
      * @param writers the users that may change {@code dilu.io/assigned-gpus}
+     * @param parkingWriters the users that may change the parking annotations
      */
     public static List<FieldError> validate(Map<String, String> before, Map<String, String> after, String username,
-            Set<String> writers) {
+            Set<String> writers, Set<String> parkingWriters) {
         List<FieldError> errors = new ArrayList<>();
         for (String key : FIXED) {
             if (!Objects.equals(before.get(key), after.get(key))) {
@@ -54,6 +60,14 @@ public final class PodUpdateValidator {
             errors.add(new FieldError("metadata.annotations[" + assigned + "]", change(before.get(assigned), after.get(assigned)),
                     "unchanged except by the scheduler extender and the node agent (" + String.join(", ", new TreeSet<>(writers))
                             + "), not by " + PodValidator.clip(username.isEmpty() ? "an unnamed user" : username)));
+        }
+        for (String key : PARKING) {
+            if (!Objects.equals(before.get(key), after.get(key)) && !parkingWriters.contains(username)) {
+                errors.add(new FieldError("metadata.annotations[" + key + "]", change(before.get(key), after.get(key)),
+                        "unchanged except by the autoscaler and the scheduler extender (" + String.join(", ",
+                                new TreeSet<>(parkingWriters)) + "), not by " + PodValidator.clip(username.isEmpty()
+                                ? "an unnamed user" : username)));
+            }
         }
         return errors;
     }

@@ -103,6 +103,14 @@ public final class PodValidator {
             errors.addAll(QuotaRights.violations(annotations, smallestRequest > Quota.MAX_SM ? Quota.MIN_SM : smallestRequest,
                     facts.quotaRights()));
         }
+        // Parking is a state of a running instance, written by the autoscaler and the extender; a pod born parked
+        // would hold device IDs at the kubelet without an SM booking.
+        for (String key : PodUpdateValidator.PARKING) {
+            if (annotations(pod).containsKey(key)) {
+                errors.add(new FieldError("metadata.annotations[" + key + "]", clip(annotations(pod).get(key)),
+                        "absent when a pod is created: the autoscaler parks and wakes running instances"));
+            }
+        }
         Confinement.pod(spec, annotations(pod), containers, errors);
         return errors;
     }

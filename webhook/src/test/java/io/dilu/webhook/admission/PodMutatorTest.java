@@ -57,6 +57,27 @@ class PodMutatorTest {
     }
 
     @Test
+    void aPodOfDilusAutoscalingClassGetsAReadinessGateOnTheServingConditionOnce() throws Exception {
+        Pod pod = Pods.gpuPod(30, 2048).editMetadata().withAnnotations(Map.of("autoscaling.knative.dev/class",
+                DiluNames.AUTOSCALER_CLASS)).endMetadata().build();
+        PodMutator.Mutation m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true);
+        assertThat(m.pod().getSpec().getReadinessGates()).extracting(g -> g.getConditionType())
+                .containsExactly(DiluNames.SERVING_CONDITION);
+        JsonNode patched = JsonPatch.apply(JSON.valueToTree(m.patch()), JSON.valueToTree(pod));
+        assertThat(patched.at("/spec/readinessGates/0/conditionType").asText()).as("the patch says the same")
+                .isEqualTo(DiluNames.SERVING_CONDITION);
+        assertThat(PodMutator.mutate(m.pod(), Optional.empty(), Pods.HOOK, true).patch()).as("once").isEmpty();
+
+        Pod ownGate = new PodBuilder(pod).editSpec().addNewReadinessGate("example.com/warm").endSpec().build();
+        assertThat(PodMutator.mutate(ownGate, Optional.empty(), Pods.HOOK, true).pod().getSpec().getReadinessGates())
+                .extracting(g -> g.getConditionType()).containsExactly("example.com/warm", DiluNames.SERVING_CONDITION);
+        Pod kpa = Pods.gpuPod(30, 2048).editMetadata().withAnnotations(Map.of("autoscaling.knative.dev/class",
+                "kpa.autoscaling.knative.dev")).endMetadata().build();
+        assertThat(PodMutator.mutate(kpa, Optional.empty(), Pods.HOOK, true).pod().getSpec().getReadinessGates())
+                .as("Knative's own class never parks").isEmpty();
+    }
+
+    @Test
     void servingPodsAreBestEffortWhereTheNamespaceLacksTheQuotaRight() {
         Pod m = PodMutator.mutate(serving(30), Optional.empty(), Pods.HOOK, false).pod();
         assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.PRIORITY, "best-effort")

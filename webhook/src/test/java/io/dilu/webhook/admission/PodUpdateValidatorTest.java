@@ -15,7 +15,7 @@ class PodUpdateValidatorTest {
             DiluNames.FUNCTION, "fn", "team", "a");
 
     static List<String> errors(Map<String, String> after, String user) {
-        return PodUpdateValidator.validate(CREATED, after, user, Pods.POLICY.assignedGpusWriters()).stream()
+        return PodUpdateValidator.validate(CREATED, after, user, Pods.POLICY.assignedGpusWriters(), Pods.POLICY.parkingWriters()).stream()
                 .map(FieldError::message).toList();
     }
 
@@ -55,9 +55,9 @@ class PodUpdateValidatorTest {
         Map<String, String> created = with("seccomp.security.alpha.kubernetes.io/pod", "runtime/default");
         Map<String, String> changed = new HashMap<>(created);
         changed.put("seccomp.security.alpha.kubernetes.io/pod", "unconfined");
-        assertThat(PodUpdateValidator.validate(created, changed, "alice", Pods.POLICY.assignedGpusWriters())).singleElement()
+        assertThat(PodUpdateValidator.validate(created, changed, "alice", Pods.POLICY.assignedGpusWriters(), Pods.POLICY.parkingWriters())).singleElement()
                 .asString().startsWith("metadata.annotations[seccomp.security.alpha.kubernetes.io/pod]=unconfined (was runtime/default)");
-        assertThat(PodUpdateValidator.validate(created, created, "alice", Pods.POLICY.assignedGpusWriters())).isEmpty();
+        assertThat(PodUpdateValidator.validate(created, created, "alice", Pods.POLICY.assignedGpusWriters(), Pods.POLICY.parkingWriters())).isEmpty();
     }
 
     @Test
@@ -69,5 +69,20 @@ class PodUpdateValidatorTest {
                 "metadata.annotations[dilu.io/assigned-gpus]=GPU-1 (was absent) is not allowed: must be unchanged except by the "
                         + "scheduler extender and the node agent (system:serviceaccount:dilu-system:dilu-node-agent, "
                         + "system:serviceaccount:dilu-system:dilu-scheduler), not by system:serviceaccount:fns:default");
+    }
+
+    @Test
+    void onlyTheAutoscalerAndTheExtenderMayParkAndWake() {
+        Map<String, String> parked = with(DiluNames.PARKED, "2026-11-28T10:00:00Z");
+        assertThat(errors(parked, Pods.AUTOSCALER)).isEmpty();
+        assertThat(errors(with(DiluNames.WAKE_FAILED, "no room"), Pods.SCHEDULER)).isEmpty();
+        assertThat(errors(with(DiluNames.WAKE, "2026-11-28T10:00:00Z"), "system:serviceaccount:fns:default")).containsExactly(
+                "metadata.annotations[dilu.io/wake]=2026-11-28T10:00:00Z (was absent) is not allowed: must be unchanged except "
+                        + "by the autoscaler and the scheduler extender (system:serviceaccount:dilu-system:dilu-autoscaler, "
+                        + "system:serviceaccount:dilu-system:dilu-scheduler), not by system:serviceaccount:fns:default");
+        assertThat(PodUpdateValidator.validate(parked, CREATED, "alice", Pods.POLICY.assignedGpusWriters(),
+                Pods.POLICY.parkingWriters())).as("nor unpark its own pod").singleElement().asString()
+                .startsWith("metadata.annotations[dilu.io/parked]=absent (was 2026-11-28T10:00:00Z) is not allowed");
+        assertThat(errors(parked, Pods.NODE_AGENT)).as("the node agent only reads it").hasSize(1);
     }
 }

@@ -53,6 +53,14 @@ class PodValidatorTest {
     }
 
     @Test
+    void aPodBornParkedOrWakingIsRefused() {
+        assertThat(errors(annotated(30, Map.of(DiluNames.PARKED, "2026-11-28T10:00:00Z")))).containsExactly(
+                "metadata.annotations[dilu.io/parked]=2026-11-28T10:00:00Z is not allowed: must be absent when a pod is "
+                        + "created: the autoscaler parks and wakes running instances");
+        assertThat(errors(annotated(30, Map.of(DiluNames.WAKE, "t", DiluNames.WAKE_FAILED, "x")))).hasSize(2);
+    }
+
+    @Test
     void eachImpossibleShareIsNamedWithItsRange() {
         assertThat(errors(Pods.gpuPod(0, 2048).build())).containsExactly(
                 "spec.containers[0](server).resources[dilu.io/gpu-sm]=0 is not allowed: must be an integer percent in 1..100");

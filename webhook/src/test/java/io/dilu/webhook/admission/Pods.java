@@ -15,12 +15,13 @@ final class Pods {
     static final HookSettings HOOK = new HookSettings("/opt/dilu/lib", "libdilu-hook.so", "dilu-scheduler", Optional.empty());
     static final String NODE_AGENT = "system:serviceaccount:dilu-system:dilu-node-agent";
     static final String SCHEDULER = "system:serviceaccount:dilu-system:dilu-scheduler";
+    static final String AUTOSCALER = "system:serviceaccount:dilu-system:dilu-autoscaler";
     /** WebhookConfig's defaults. */
     static final AdmissionPolicy POLICY = new AdmissionPolicy(HOOK,
             List.of("/var/lib/dilu", "/opt/dilu", "/var/run/dilu", "/run/dilu", "/var/lib/kubelet/device-plugins",
                     "/var/lib/kubelet/pod-resources"),
             List.of("/opt/dilu/lib", "/var/run/dilu", "/run/dilu", "/etc/ld.so.preload"), Set.of(SCHEDULER, NODE_AGENT),
-            3 * 1024 * 1024, 256);
+            Set.of(AUTOSCALER, SCHEDULER), 3 * 1024 * 1024, 256);
 
     private Pods() {}
 
