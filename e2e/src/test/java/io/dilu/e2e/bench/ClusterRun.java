@@ -51,6 +51,14 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         volatile boolean initial;
         volatile double ready = Double.NaN;
         volatile double gone = Double.NaN;
+        /** Parked, or asked to wake and not yet answered: its SMs are not booked, its memory is. */
+        volatile boolean parked;
+        /** When the autoscaler's wake was seen, while it is not yet answered by the pod serving again. */
+        volatile double wakeAsked = Double.NaN;
+        /** The wake's answer already counted (refused): counted once per park. */
+        volatile boolean refusalCounted;
+        final List<Double> wakes = new java.util.concurrent.CopyOnWriteArrayList<>();
+        volatile int failedWakes;
 
         PodLife(String function, double created) {
             this.function = function;
@@ -125,7 +133,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
             Map<String, String> annotations = policy.equals("kpa")
                     ? Map.of(DiluNames.SM_LIMIT, Integer.toString(sm)) // a static share: limit = request
                     : Map.of();
-            ServingFunction.deploy(client, ns, f.name(), 1, sm, 2048, annotations,
+            ServingFunction.deploy(client, ns, f.name(), 1, sm, (int) f.profile().memoryMiB(), annotations,
                     "--load-ms " + (f.profile().coldStartSeconds() - 1) * 1000 + " " + f.model());
             if (policy.equals("dilu")) {
                 ServingFunction.autoscale(client, ns, f.name(), f.profile().rpsAtRequest(), f.profile().rpsAtLimit());
@@ -166,8 +174,26 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                 return;
             }
             PodLife life = pods.computeIfAbsent(p.getMetadata().getName(), n -> new PodLife(function, now()));
-            if (Readiness.isPodReady(p) && Double.isNaN(life.ready)) {
+            boolean ready = Readiness.isPodReady(p);
+            if (ready && Double.isNaN(life.ready)) {
                 life.ready = now();
+            }
+            Map<String, String> a = p.getMetadata().getAnnotations() == null ? Map.of() : p.getMetadata().getAnnotations();
+            life.parked = a.containsKey(DiluNames.PARKED) || a.containsKey(DiluNames.WAKE) || a.containsKey(DiluNames.WAKE_FAILED);
+            if (a.containsKey(DiluNames.PARKED)) {
+                life.refusalCounted = false;
+            }
+            if (a.containsKey(DiluNames.WAKE) && Double.isNaN(life.wakeAsked)) {
+                life.wakeAsked = now();
+            }
+            if (a.containsKey(DiluNames.WAKE_FAILED) && !life.refusalCounted) {
+                life.refusalCounted = true;
+                life.failedWakes++;
+                life.wakeAsked = Double.NaN;
+            }
+            if (!life.parked && ready && !Double.isNaN(life.wakeAsked)) {
+                life.wakes.add(now() - life.wakeAsked);
+                life.wakeAsked = Double.NaN;
             }
             if (p.getMetadata().getDeletionTimestamp() != null && Double.isNaN(life.gone)) {
                 life.gone = now();
@@ -194,19 +220,22 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         System.out.printf("%s: one ready pod per function; the traffic starts%n", policy);
     }
 
-    /** A function's instances now (created, not gone) and how many of them are ready. */
+    /** A function's instances now (created, not gone), how many of them are ready, and how many are parked. */
     private int[] count(String function) {
         int instances = 0;
         int readyNow = 0;
+        int parked = 0;
         for (PodLife life : pods.values()) {
             if (life.function.equals(function) && Double.isNaN(life.gone)) {
                 instances++;
-                if (!Double.isNaN(life.ready)) {
+                if (life.parked) {
+                    parked++;
+                } else if (!Double.isNaN(life.ready)) {
                     readyNow++;
                 }
             }
         }
-        return new int[] {instances, readyNow};
+        return new int[] {instances, readyNow, parked};
     }
 
     private Map<String, Measured> measure(SharedIndexInformer<Pod> informer) throws Exception {
@@ -244,9 +273,9 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                 dueBefore.put(f.name(), due);
                 int[] c = count(f.name());
                 instances.get(f.name())[t] = c[0];
-                share.get(f.name())[t] = c[0] * f.profile().requestShare();
+                share.get(f.name())[t] = (c[0] - c[2]) * f.profile().requestShare(); // a parked pod books no SM
                 if (policy.equals("kpa")) {
-                    int want = kpa.get(f.name()).decide(arrivals.get(f.name()), t, c[1], c[0] - c[1], 0).desired();
+                    int want = kpa.get(f.name()).decide(arrivals.get(f.name()), t, c[1], c[0] - c[1] - c[2], c[2]).desired();
                     if (want != replicas.get(f.name())) {
                         client.apps().deployments().inNamespace(ns).withName(f.name()).scale(want);
                         replicas.put(f.name(), want);
@@ -284,18 +313,25 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                 }
             }
             List<Double> starts = new ArrayList<>();
+            List<Double> wakes = new ArrayList<>();
             int coldStarts = 0;
+            int failedWakes = 0;
             for (PodLife life : pods.values()) {
-                if (life.function.equals(f.name()) && !life.initial) {
-                    coldStarts++;
-                    if (!Double.isNaN(life.ready)) {
-                        starts.add(life.ready - life.created);
+                if (life.function.equals(f.name())) {
+                    wakes.addAll(life.wakes);
+                    failedWakes += life.failedWakes;
+                    if (!life.initial) {
+                        coldStarts++;
+                        if (!Double.isNaN(life.ready)) {
+                            starts.add(life.ready - life.created);
+                        }
                     }
                 }
             }
-            measured.put(f.name(), new Measured(f.name(), coldStarts, starts.stream().mapToDouble(Double::doubleValue).average()
-                    .orElse(Double.NaN), result.count(), violations, Arrays.stream(share.get(f.name())).sum(),
-                    instances.get(f.name()), share.get(f.name()), late));
+            measured.put(f.name(), new Measured(f.name(), coldStarts, Math.min(failedWakes, coldStarts),
+                    starts.stream().mapToDouble(Double::doubleValue).average().orElse(Double.NaN), wakes.size(),
+                    wakes.stream().mapToDouble(Double::doubleValue).sum(), result.count(), violations,
+                    Arrays.stream(share.get(f.name())).sum(), instances.get(f.name()), share.get(f.name()), late));
         }
         return measured;
     }

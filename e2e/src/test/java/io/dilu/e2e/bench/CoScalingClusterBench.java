@@ -51,27 +51,37 @@ public final class CoScalingClusterBench {
      */
     record Function(String name, RateTrace trace, FunctionProfile profile, String model) {}
 
-    /** One function's measured run. */
-    record Measured(String function, int coldStarts, double coldStartMeanS, double requests, double violations,
-            double gpuSeconds, int[] instances, double[] share, double[] late) {
+    /**
+     * One function's measured run: pods started during it ({@code coldStarts}, of which {@code failedWakes} replaced a
+     * parked pod whose wake its GPU refused), wakes answered and their time from the autoscaler's write seen to the
+     * pod Ready, and per second the pods that exist, the SM share they book (a parked pod none) and the late requests.
+     */
+    record Measured(String function, int coldStarts, int failedWakes, double coldStartMeanS, int wakes, double wakeSeconds,
+            double requests, double violations, double gpuSeconds, int[] instances, double[] share, double[] late) {
 
         double svr() {
             return requests == 0 ? 0 : violations / requests;
         }
 
+        double wakeMeanS() {
+            return wakes == 0 ? Double.NaN : wakeSeconds / wakes;
+        }
+
         /**
-         * The books as measured: the pods' booked SM share second by second, and what their memory holds; a pod that
-         * started after the deployment is a scale-out's cold start.
+         * The books as measured: the pods' booked SM share second by second, and the memory every pod holds, parked or
+         * not (dominant share after DRF: each serving pod the larger of its SM and memory shares, a parked one its memory).
          */
         CoScalingSimulation.Books books(FunctionProfile profile) {
             double memoryShare = (double) profile.memoryMiB() / ClusterShape.PAPER.gpuMemoryMib();
             double memoryMibSeconds = 0;
             double dominant = 0;
             for (int t = 0; t < instances.length; t++) {
+                long serving = Math.round(share[t] / profile.requestShare());
                 memoryMibSeconds += (double) instances[t] * profile.memoryMiB();
-                dominant += instances[t] == 0 ? 0 : instances[t] * Math.max(share[t] / instances[t], memoryShare);
+                dominant += serving * Math.max(profile.requestShare(), memoryShare) + (instances[t] - serving) * memoryShare;
             }
-            return new CoScalingSimulation.Books(Math.max(0, coldStarts - 1), 0, 0, 0, memoryMibSeconds / 1024, dominant);
+            return new CoScalingSimulation.Books(coldStarts - failedWakes, failedWakes, wakes, wakeSeconds,
+                    memoryMibSeconds / 1024, dominant);
         }
     }
 
@@ -139,8 +149,9 @@ public final class CoScalingClusterBench {
                 new Function("sporadic", RatePatterns.sporadic(seconds, 32, seed + 2), profile("sporadic"), model));
     }
 
+    /** Each function's pods hold 2 GiB of GPU memory (the emulated model's weights and context, as deployed). */
     static FunctionProfile profile(String name) {
-        return new FunctionProfile(name, 0.2, 0.05, 40, 80, 0.2, 0.4, 200, 8);
+        return new FunctionProfile(name, 0.2, 0.05, 40, 80, 0.2, 0.4, 200, 8, 2048);
     }
 
     static int bounded(String option, String text, int min, int max) {
@@ -172,42 +183,57 @@ public final class CoScalingClusterBench {
         // The cold start this cluster showed (the simulator's input): the mean over the runs' new pods.
         double coldStart = runs.values().stream().flatMap(r -> r.values().stream()).mapToDouble(Measured::coldStartMeanS)
                 .filter(d -> !Double.isNaN(d)).average().orElse(functions.getFirst().profile().coldStartSeconds());
+        // The wake this cluster showed, where the Dilu run woke a parked pod; the model's own figure where it did not.
+        int wakes = runs.values().stream().flatMap(r -> r.values().stream()).mapToInt(Measured::wakes).sum();
+        double wake = wakes == 0 ? CoScalingSimulation.WAKE_SECONDS
+                : runs.values().stream().flatMap(r -> r.values().stream()).mapToDouble(Measured::wakeSeconds).sum() / wakes;
         Map<String, CoScalingSimulation.Result> sim = new LinkedHashMap<>();
         Map<String, CoScalingSimulation.Result> simKpa = new LinkedHashMap<>();
         for (Function f : functions) {
             FunctionProfile p = f.profile();
             FunctionProfile measured = new FunctionProfile(p.name(), p.sloSeconds(), p.serviceSeconds(), p.rpsAtRequest(),
-                    p.rpsAtLimit(), p.requestShare(), p.limitShare(), p.rpsAtWholeGpu(), (int) Math.round(coldStart));
+                    p.rpsAtLimit(), p.requestShare(), p.limitShare(), p.rpsAtWholeGpu(), (int) Math.round(coldStart), p.memoryMiB());
             // As measured: the traffic starts once each function has its first instance ready, and the autoscaler runs
             // as the local cluster installs it, in the chart's default mode (alongside Knative's: never below one).
-            sim.put(f.name(), CoScalingSimulation.run(f.trace(), measured, DiluPolicy.alongside(measured), 1));
-            simKpa.put(f.name(), CoScalingSimulation.run(f.trace(), measured, KpaPolicy.kpa(measured), 1));
+            sim.put(f.name(), CoScalingSimulation.run(f.trace(), measured, DiluPolicy.alongside(measured), 1, wake));
+            simKpa.put(f.name(), CoScalingSimulation.run(f.trace(), measured, KpaPolicy.kpa(measured), 1, wake));
         }
         System.out.printf(Locale.ROOT, "%nco-scaling on the local cluster (emulated GPUs), %d s per run; SLO %.0f ms%n",
                 functions.getFirst().trace().seconds(), functions.getFirst().profile().sloSeconds() * 1000);
         Map<String, double[]> totals = new LinkedHashMap<>();
+        Map<String, CoScalingSimulation.Books> books = new LinkedHashMap<>();
         for (var run : runs.entrySet()) {
             double cold = 0;
             double requests = 0;
             double violations = 0;
             double gpuS = 0;
-            for (Measured m : run.getValue().values()) {
-                System.out.printf(Locale.ROOT, "  %-5s %-9s cold starts %3d (mean %.1f s)  requests %6.0f  SVR %6.2f%%  "
-                        + "GPU-s booked %7.1f  pods peak %d%n", run.getKey(), m.function(), m.coldStarts(), m.coldStartMeanS(),
-                        m.requests(), 100 * m.svr(), m.gpuSeconds(), Arrays.stream(m.instances()).max().orElse(0));
+            CoScalingSimulation.Books sum = new CoScalingSimulation.Books(0, 0, 0, 0, 0, 0);
+            for (Function f : functions) {
+                Measured m = run.getValue().get(f.name());
+                CoScalingSimulation.Books b = m.books(f.profile());
+                System.out.printf(Locale.ROOT, "  %-5s %-9s cold starts %3d (mean %.1f s; %d after a failed wake)  wakes %3d "
+                        + "(mean %.2f s)  requests %6.0f  SVR %6.2f%%  SM GPU-s booked %7.1f  memory GiB-s %7.0f  dominant "
+                        + "GPU-s %7.1f  pods peak %d%n", run.getKey(), m.function(), m.coldStarts(), m.coldStartMeanS(),
+                        m.failedWakes(), m.wakes(), m.wakeMeanS(), m.requests(), 100 * m.svr(), m.gpuSeconds(),
+                        b.memoryGibSeconds(), b.dominantGpuSeconds(), Arrays.stream(m.instances()).max().orElse(0));
                 cold += m.coldStarts();
                 requests += m.requests();
                 violations += m.violations();
                 gpuS += m.gpuSeconds();
+                sum = new CoScalingSimulation.Books(sum.scaleOutColdStarts() + b.scaleOutColdStarts(),
+                        sum.failedWakeColdStarts() + b.failedWakeColdStarts(), sum.wakes() + b.wakes(),
+                        sum.wakeSeconds() + b.wakeSeconds(), sum.memoryGibSeconds() + b.memoryGibSeconds(),
+                        sum.dominantGpuSeconds() + b.dominantGpuSeconds());
             }
             totals.put(run.getKey(), new double[] {cold, requests == 0 ? 0 : violations / requests, gpuS});
+            books.put(run.getKey(), sum);
         }
         double simRequests = sim.values().stream().mapToDouble(CoScalingSimulation.Result::requests).sum();
         double simSvr = sim.values().stream().mapToDouble(CoScalingSimulation.Result::violations).sum() / simRequests;
         double simKpaSvr = simKpa.values().stream().mapToDouble(CoScalingSimulation.Result::violations).sum() / simRequests;
-        sim.forEach((name, r) -> System.out.printf(Locale.ROOT, "  model dilu %-9s cold starts %3d  SVR %6.2f%%  GPU-s %7.1f "
-                + "(the simulator, cold start %.0f s as measured)%n", name, r.coldStarts(), 100 * r.violationRate(), r.gpuSeconds(),
-                coldStart));
+        sim.forEach((name, r) -> System.out.printf(Locale.ROOT, "  model dilu %-9s cold starts %3d  wakes %3d  SVR %6.2f%%  "
+                + "GPU-s %7.1f (the simulator, cold start %.0f s and wake %.2f s as measured)%n", name, r.coldStarts(),
+                r.books().wakes(), 100 * r.violationRate(), r.gpuSeconds(), coldStart, wake));
         try (var w = Files.newBufferedWriter(out.resolve("series.csv"))) {
             w.write("run,function,second,rps,instances,gpu_share,late\n");
             for (var run : runs.entrySet()) {
@@ -249,15 +275,23 @@ public final class CoScalingClusterBench {
                     + " figures above are this machine's pace, for both policies, not a measure of either%n", host.p99Ms(),
                     HostLateness.OVERLOADED_P99_MS);
         }
-        double[] d = totals.get("dilu");
-        double[] k = totals.get("kpa");
-        if (d == null || k == null) {
+        if (!totals.containsKey("dilu") || !totals.containsKey("kpa")) {
             System.out.println("(one policy run: no BENCH line, which compares both)");
             return;
         }
-        System.out.printf(Locale.ROOT, "BENCH coscaling-cluster gpu=emulated seconds=%d dilu_cold_starts=%.0f dilu_svr=%.2f "
-                + "dilu_gpu_s=%.1f kpa_cold_starts=%.0f kpa_svr=%.2f kpa_gpu_s=%.1f sim_dilu_svr=%.2f sim_kpa_svr=%.2f "
-                + "cold_start_s=%.1f host_late_p99_ms=%.2f%n", functions.getFirst().trace().seconds(), d[0], 100 * d[1], d[2],
-                k[0], 100 * k[1], k[2], 100 * simSvr, 100 * simKpaSvr, coldStart, host.p99Ms());
+        StringBuilder bench = new StringBuilder(String.format(Locale.ROOT, "BENCH coscaling-cluster gpu=emulated seconds=%d",
+                functions.getFirst().trace().seconds()));
+        for (String policy : List.of("dilu", "kpa")) {
+            double[] t = totals.get(policy);
+            CoScalingSimulation.Books b = books.get(policy);
+            bench.append(String.format(Locale.ROOT, " %1$s_cold_starts=%2$.0f %1$s_svr=%3$.2f %1$s_gpu_s=%4$.1f"
+                    + " %1$s_scale_out_cold_starts=%5$d %1$s_failed_wake_cold_starts=%6$d %1$s_wakes=%7$d %1$s_wake_s=%8$.2f"
+                    + " %1$s_mem_gib_s=%9$.0f %1$s_drf_gpu_s=%10$.1f", policy, t[0], 100 * t[1], t[2], b.scaleOutColdStarts(),
+                    b.failedWakeColdStarts(), b.wakes(), b.meanWakeSeconds(), b.memoryGibSeconds(),
+                    b.dominantGpuSeconds()));
+        }
+        bench.append(String.format(Locale.ROOT, " sim_dilu_svr=%.2f sim_kpa_svr=%.2f cold_start_s=%.1f wake_s=%.2f"
+                + " host_late_p99_ms=%.2f", 100 * simSvr, 100 * simKpaSvr, coldStart, wake, host.p99Ms()));
+        System.out.println(bench);
     }
 }

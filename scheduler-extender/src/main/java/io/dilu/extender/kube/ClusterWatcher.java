@@ -74,6 +74,7 @@ public class ClusterWatcher {
             @Override
             public void onDelete(Pod pod, boolean unknownFinalState) {
                 book.forget(pod.getMetadata().getUid());
+                parking.handBack(book.handBack());
             }
         });
         // Keep retrying while the API server is away.
@@ -88,6 +89,7 @@ public class ClusterWatcher {
     private void observe(Pod pod) {
         long at = System.nanoTime();
         PodShares.of(pod).ifPresent(share -> parking.answer(pod, book.observe(share), at));
+        parking.handBack(book.handBack());
     }
 
     private void put(Node node) {

@@ -31,7 +31,7 @@ import org.jboss.logging.Logger;
 /**
  * Tells pods where they went, through Kubernetes Events: {@value #PLACED} (Normal) once bound, naming the node and
  * each GPU's share; {@value #REFUSED} (Warning) when no candidate node can take the pod, or its bind failed,
- * with why; {@value #PARKED_EVICTED} (Normal) on a parked pod deleted because a placement needed its memory. kube-scheduler's own FailedScheduling event lists every node's reason; this one is the short form.
+ * with why; {@value #PARKED_EVICTED} (Normal) on a parked pod deleted because a placement needed its memory, or because nothing but parked pods held its GPU. kube-scheduler's own FailedScheduling event lists every node's reason; this one is the short form.
  *
  * <p>A pending pod is filtered again at every scheduling attempt, so refusals come in runs: the throttle writes
  * one per pod and reason per {@code dilu.extender.event-window}, the rest counted into the next. Writes run on a
@@ -101,11 +101,10 @@ public class ExtenderEvents {
                 "binding to node " + node + " failed, its GPUs were released and it will be placed again: " + why));
     }
 
-    /** A parked pod is deleted: a placement needed its GPU memory. */
-    public void parkedEvicted(PlacementBook.Evicted victim, PodRef placed) {
+    /** A parked pod is deleted: a placement needed its GPU memory, or nothing else held its GPU. */
+    public void parkedEvicted(PlacementBook.Evicted victim, String because) {
         recorder.record(PodEvent.normal(victim.namespace(), victim.name(), victim.uid(), PARKED_EVICTED,
-                "parked since " + victim.parkedAt() + "; deleted for pod " + placed.namespace() + "/" + placed.name()
-                        + ", which needed its " + victim.memoryMib() + " MiB on GPU " + victim.gpu()));
+                "parked since " + victim.parkedAt() + "; " + because));
     }
 
     /** Writes what waited and may go now (every 5 s on the events thread). */

@@ -25,6 +25,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.jboss.logging.Logger;
 
 /**
@@ -48,7 +49,8 @@ public class ParkingWriter {
     private final Map<String, ParkingAnswer> inFlight = new ConcurrentHashMap<>();
     private final Counter woken;
     private final Counter failed;
-    private final Counter evictions;
+    private final Counter evictedForPlacement;
+    private final Counter handedBack;
 
     public ParkingWriter(KubernetesClient client, InstantSource clock, ExtenderEvents events, MeterRegistry metrics) {
         this.client = client;
@@ -57,8 +59,11 @@ public class ParkingWriter {
         String wakes = "wakes of parked pods the extender answered";
         this.woken = Counter.builder("dilu_extender_wakes_total").tag("result", "woken").description(wakes).register(metrics);
         this.failed = Counter.builder("dilu_extender_wakes_total").tag("result", "failed").description(wakes).register(metrics);
-        this.evictions = Counter.builder("dilu_extender_parked_evictions_total")
-                .description("parked pods deleted because a placement needed their GPU memory").register(metrics);
+        String evicted = "parked pods deleted: a placement needed their GPU memory, or nothing else held their GPU";
+        this.evictedForPlacement = Counter.builder("dilu_extender_parked_evictions_total").tag("reason", "placement")
+                .description(evicted).register(metrics);
+        this.handedBack = Counter.builder("dilu_extender_parked_evictions_total").tag("reason", "gpu-handed-back")
+                .description(evicted).register(metrics);
     }
 
     /** After the book observed {@code pod}: writes what it asks for, counting a wake it decided. */
@@ -109,15 +114,26 @@ public class ParkingWriter {
 
     /** Deletes parked pods the book evicted to place {@code placed}, telling each with an Event. */
     public void evict(PodRef placed, List<PlacementBook.Evicted> victims) {
+        delete(victims, evictedForPlacement, v -> "deleted for pod " + placed.namespace() + "/" + placed.name()
+                + ", which needed its " + v.memoryMib() + " MiB on GPU " + v.gpu());
+    }
+
+    /** Deletes parked pods whose GPU nothing else held ({@link PlacementBook#handBack}), telling each with an Event. */
+    public void handBack(List<PlacementBook.Evicted> victims) {
+        delete(victims, handedBack, v -> "deleted: nothing but parked pods held GPU " + v.gpu()
+                + ", which goes back to the pool rather than stay in use for their " + v.memoryMib() + " MiB");
+    }
+
+    private void delete(List<PlacementBook.Evicted> victims, Counter counter, Function<PlacementBook.Evicted, String> because) {
         for (PlacementBook.Evicted v : victims) {
-            evictions.increment();
-            events.parkedEvicted(v, placed);
+            counter.increment();
+            String why = because.apply(v);
+            events.parkedEvicted(v, why);
             writer.execute(() -> {
                 try {
                     client.pods().inNamespace(v.namespace()).withName(v.name()).delete();
                 } catch (KubernetesClientException e) {
-                    LOG.warnf("cannot delete parked pod %s/%s evicted for %s: %s", v.namespace(), v.name(), placed,
-                            e.getMessage());
+                    LOG.warnf("cannot delete parked pod %s/%s (%s): %s", v.namespace(), v.name(), why, e.getMessage());
                 }
             });
         }

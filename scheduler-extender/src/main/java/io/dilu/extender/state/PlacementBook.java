@@ -472,12 +472,35 @@ public final class PlacementBook {
         return parked;
     }
 
+    /**
+     * Parked pods on GPUs that nothing but parked pods holds ({@link ParkedEviction#alone}), taken out of the book for
+     * good: the caller deletes them, and their GPUs go back to the pool. Asked after every change the watch shows, so
+     * that a GPU is handed back as soon as its last serving or reserved pod leaves it.
+     */
+    public synchronized List<Evicted> handBack() {
+        List<ParkedEviction.Parked> parked = new ArrayList<>();
+        entries.forEach((uid, e) -> {
+            if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid)) {
+                e.placed().slots().forEach(s -> parked.add(new ParkedEviction.Parked(uid, s.gpuUuid(), s.memoryMib(), e.parkedAt())));
+            }
+        });
+        if (parked.isEmpty()) {
+            return List.of();
+        }
+        List<String> alone = ParkedEviction.alone(state, parked).stream().map(ParkedEviction.Parked::id).distinct().toList();
+        alone.forEach(uid -> {
+            inState.remove(uid);
+            state.release(uid);
+        });
+        return alone.stream().map(this::evict).toList();
+    }
+
     /** Takes a parked pod out of the book for good: it is to be deleted, and is not booked again while it goes. */
     private Evicted evict(String uid) {
         Entry e = entries.remove(uid);
         evicted.add(uid);
         Slot first = e.placed().slots().getFirst();
-        LOG.infof("parked pod %s/%s evicted: its %d MiB on GPU %s go to a new placement", e.namespace(), e.name(),
+        LOG.infof("parked pod %s/%s evicted: its %d MiB on GPU %s are freed", e.namespace(), e.name(),
                 e.placed().slots().stream().mapToLong(Slot::memoryMib).sum(), first.gpuUuid());
         return new Evicted(uid, e.namespace(), e.name(), first.gpuUuid(),
                 e.placed().slots().stream().mapToLong(Slot::memoryMib).sum(), e.parkedAt());

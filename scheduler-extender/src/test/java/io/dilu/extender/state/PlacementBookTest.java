@@ -340,6 +340,24 @@ class PlacementBookTest {
     }
 
     @Test
+    void aGpuThatOnlyParkedPodsHoldIsHandedBackTheirMemoryFreedAndNotBookedAgain() {
+        PlacementBook b = solo();
+        b.observe(onSolo("serving", 20, 8_000, Map.of()));
+        b.observe(onSolo("p1", 10, 10_000, parkedAt(T0)));
+        b.observe(onSolo("p2", 10, 12_000, parkedAt(T0.plusSeconds(5))));
+        assertThat(b.handBack()).as("a serving pod holds the GPU: the parked keep their memory there").isEmpty();
+        assertThat(usage(b).memoryMib()).isEqualTo(30_000);
+
+        b.forget("serving");
+        assertThat(b.handBack()).extracting(PlacementBook.Evicted::uid).containsExactlyInAnyOrder("p1", "p2");
+        assertThat(b.activeUsage().stream().filter(u -> u.uuid().equals("solo-gpu0")).mapToLong(ClusterState.GpuUsage::memoryMib)
+                .sum()).as("the GPU free").isZero();
+        assertThat(b.observe(onSolo("p1", 10, 10_000, parkedAt(T0)))).as("seen again while it is deleted: not booked")
+                .isEqualTo(PlacementBook.Standing.NONE);
+        assertThat(b.handBack()).as("asked again: nothing more").isEmpty();
+    }
+
+    @Test
     void noParkedPodIsEvictedWhereThePlacementWouldStillFail() {
         PlacementBook b = solo();
         b.observe(onSolo("parked", 10, 30_000, parkedAt(T0)));
