@@ -1,6 +1,7 @@
 package io.dilu.e2e.bench;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.e2e.cluster.PodLives;
 import io.dilu.e2e.cluster.ServingFunction;
 import io.dilu.e2e.bench.CoScalingClusterBench.Function;
 import io.dilu.e2e.bench.CoScalingClusterBench.Measured;
@@ -18,15 +19,12 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.readiness.Readiness;
-import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -34,7 +32,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -42,29 +39,6 @@ import java.util.concurrent.TimeUnit;
  * a namespace of its own, replays the traces, samples the functions' pods every second, and measures.
  */
 final class ClusterRun implements Callable<Map<String, Measured>> {
-
-    /** What the run saw of one pod, in the run's clock (seconds since the traffic started). */
-    static final class PodLife {
-        final String function;
-        final double created;
-        /** Started before the traffic: the function's initial instance, not a cold start of the run. */
-        volatile boolean initial;
-        volatile double ready = Double.NaN;
-        volatile double gone = Double.NaN;
-        /** Parked, or asked to wake and not yet answered: its SMs are not booked, its memory is. */
-        volatile boolean parked;
-        /** When the autoscaler's wake was seen, while it is not yet answered by the pod serving again. */
-        volatile double wakeAsked = Double.NaN;
-        /** The wake's answer already counted (refused): counted once per park. */
-        volatile boolean refusalCounted;
-        final List<Double> wakes = new java.util.concurrent.CopyOnWriteArrayList<>();
-        volatile int failedWakes;
-
-        PodLife(String function, double created) {
-            this.function = function;
-            this.created = created;
-        }
-    }
 
     /**
      * At most 64 requests of a function in flight, the rest waiting in the generator's FIFO (as Knative's activator
@@ -81,8 +55,8 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
     private final int seconds;
     /** Where each function's requests are written, one CSV per function. */
     private final Path out;
-    private final Map<String, PodLife> pods = new ConcurrentHashMap<>();
     private volatile long t0 = System.nanoTime();
+    private final PodLives pods = new PodLives(ServingFunction.REVISION_LABEL, this::now);
 
     ClusterRun(KubernetesClient client, String policy, List<Function> functions, int seconds, Path out) {
         this.out = out;
@@ -107,7 +81,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
     public Map<String, Measured> call() throws Exception {
         System.out.printf("%n== %s: deploying into namespace %s%n", policy, ns);
         deploy();
-        try (SharedIndexInformer<Pod> informer = client.pods().inNamespace(ns).inform(new Watch(), 0)) {
+        try (SharedIndexInformer<Pod> informer = client.pods().inNamespace(ns).inform(pods, 0)) {
             awaitOneReadyEach(informer);
             return measure(informer);
         } finally {
@@ -148,59 +122,6 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                 .addToLimits(DiluNames.GPU_MEMORY, new Quantity(Integer.toString(memoryMib))).endResources().build();
     }
 
-    /** The pods of the functions, as the informer delivers them: their life, and each function's ready addresses. */
-    private final class Watch implements ResourceEventHandler<Pod> {
-        @Override
-        public void onAdd(Pod p) {
-            seen(p);
-        }
-
-        @Override
-        public void onUpdate(Pod old, Pod p) {
-            seen(p);
-        }
-
-        @Override
-        public void onDelete(Pod p, boolean unknown) {
-            PodLife life = pods.get(p.getMetadata().getName());
-            if (life != null && Double.isNaN(life.gone)) {
-                life.gone = now();
-            }
-        }
-
-        private void seen(Pod p) {
-            String function = p.getMetadata().getLabels().get(ServingFunction.REVISION_LABEL);
-            if (function == null) {
-                return;
-            }
-            PodLife life = pods.computeIfAbsent(p.getMetadata().getName(), n -> new PodLife(function, now()));
-            boolean ready = Readiness.isPodReady(p);
-            if (ready && Double.isNaN(life.ready)) {
-                life.ready = now();
-            }
-            Map<String, String> a = p.getMetadata().getAnnotations() == null ? Map.of() : p.getMetadata().getAnnotations();
-            life.parked = a.containsKey(DiluNames.PARKED) || a.containsKey(DiluNames.WAKE) || a.containsKey(DiluNames.WAKE_FAILED);
-            if (a.containsKey(DiluNames.PARKED)) {
-                life.refusalCounted = false;
-            }
-            if (a.containsKey(DiluNames.WAKE) && Double.isNaN(life.wakeAsked)) {
-                life.wakeAsked = now();
-            }
-            if (a.containsKey(DiluNames.WAKE_FAILED) && !life.refusalCounted) {
-                life.refusalCounted = true;
-                life.failedWakes++;
-                life.wakeAsked = Double.NaN;
-            }
-            if (!life.parked && ready && !Double.isNaN(life.wakeAsked)) {
-                life.wakes.add(now() - life.wakeAsked);
-                life.wakeAsked = Double.NaN;
-            }
-            if (p.getMetadata().getDeletionTimestamp() != null && Double.isNaN(life.gone)) {
-                life.gone = now();
-            }
-        }
-    }
-
     /** The function's ready pods, as the informer has them: what the load generator may send to. */
     private List<URI> readyTargets(SharedIndexInformer<Pod> informer, String function) {
         return informer.getStore().list().stream()
@@ -220,24 +141,6 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         System.out.printf("%s: one ready pod per function; the traffic starts%n", policy);
     }
 
-    /** A function's instances now (created, not gone), how many of them are ready, and how many are parked. */
-    private int[] count(String function) {
-        int instances = 0;
-        int readyNow = 0;
-        int parked = 0;
-        for (PodLife life : pods.values()) {
-            if (life.function.equals(function) && Double.isNaN(life.gone)) {
-                instances++;
-                if (life.parked) {
-                    parked++;
-                } else if (!Double.isNaN(life.ready)) {
-                    readyNow++;
-                }
-            }
-        }
-        return new int[] {instances, readyNow, parked};
-    }
-
     private Map<String, Measured> measure(SharedIndexInformer<Pod> informer) throws Exception {
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
         Map<String, LoadGenerator> load = new LinkedHashMap<>();
@@ -255,7 +158,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
             share.put(f.name(), new double[seconds]);
             replicas.put(f.name(), 1);
         }
-        pods.values().forEach(life -> life.initial = true);
+        pods.markInitial();
         t0 = System.nanoTime();
         load.values().forEach(LoadGenerator::start);
         Map<String, Integer> dueBefore = new LinkedHashMap<>();
@@ -271,17 +174,18 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                 int due = load.get(f.name()).progress().due();
                 arrivals.get(f.name())[t] = due - dueBefore.get(f.name());
                 dueBefore.put(f.name(), due);
-                int[] c = count(f.name());
-                instances.get(f.name())[t] = c[0];
-                share.get(f.name())[t] = (c[0] - c[2]) * f.profile().requestShare(); // a parked pod books no SM
+                PodLives.Counts c = pods.count(f.name());
+                instances.get(f.name())[t] = c.instances();
+                share.get(f.name())[t] = (c.instances() - c.parked()) * f.profile().requestShare(); // a parked pod books no SM
                 if (policy.equals("kpa")) {
-                    int want = kpa.get(f.name()).decide(arrivals.get(f.name()), t, c[1], c[0] - c[1] - c[2], c[2]).desired();
+                    int want = kpa.get(f.name()).decide(arrivals.get(f.name()), t, c.serving(),
+                            c.instances() - c.serving() - c.parked(), c.parked()).desired();
                     if (want != replicas.get(f.name())) {
                         client.apps().deployments().inNamespace(ns).withName(f.name()).scale(want);
                         replicas.put(f.name(), want);
                     }
                 }
-                line.append(String.format(Locale.ROOT, "  %s %3.0f rps %d pods", f.name(), arrivals.get(f.name())[t], c[0]));
+                line.append(String.format(Locale.ROOT, "  %s %3.0f rps %d pods", f.name(), arrivals.get(f.name())[t], c.instances()));
             }
             if (t % 30 == 29) {
                 System.out.printf(Locale.ROOT, "%s t=%3d s:%s%n", policy, t + 1, line);
@@ -312,26 +216,10 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
                     late[Math.min(seconds - 1, r.second())]++;
                 }
             }
-            List<Double> starts = new ArrayList<>();
-            List<Double> wakes = new ArrayList<>();
-            int coldStarts = 0;
-            int failedWakes = 0;
-            for (PodLife life : pods.values()) {
-                if (life.function.equals(f.name())) {
-                    wakes.addAll(life.wakes);
-                    failedWakes += life.failedWakes;
-                    if (!life.initial) {
-                        coldStarts++;
-                        if (!Double.isNaN(life.ready)) {
-                            starts.add(life.ready - life.created);
-                        }
-                    }
-                }
-            }
-            measured.put(f.name(), new Measured(f.name(), coldStarts, Math.min(failedWakes, coldStarts),
-                    starts.stream().mapToDouble(Double::doubleValue).average().orElse(Double.NaN), wakes.size(),
-                    wakes.stream().mapToDouble(Double::doubleValue).sum(), result.count(), violations,
-                    Arrays.stream(share.get(f.name())).sum(), instances.get(f.name()), share.get(f.name()), late));
+            PodLives.Totals p = pods.totals(f.name());
+            measured.put(f.name(), new Measured(f.name(), p.coldStarts(), p.failedWakes(), p.coldStartMeanS(), p.wakes(),
+                    p.wakeSeconds(), result.count(), violations, Arrays.stream(share.get(f.name())).sum(),
+                    instances.get(f.name()), share.get(f.name()), late));
         }
         return measured;
     }

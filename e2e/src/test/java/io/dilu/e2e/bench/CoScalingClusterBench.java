@@ -67,21 +67,10 @@ public final class CoScalingClusterBench {
             return wakes == 0 ? Double.NaN : wakeSeconds / wakes;
         }
 
-        /**
-         * The books as measured: the pods' booked SM share second by second, and the memory every pod holds, parked or
-         * not (dominant share after DRF: each serving pod the larger of its SM and memory shares, a parked one its memory).
-         */
+        /** The books as measured: a parked pod books no SM, every pod its memory. */
         CoScalingSimulation.Books books(FunctionProfile profile) {
-            double memoryShare = (double) profile.memoryMiB() / ClusterShape.PAPER.gpuMemoryMib();
-            double memoryMibSeconds = 0;
-            double dominant = 0;
-            for (int t = 0; t < instances.length; t++) {
-                long serving = Math.round(share[t] / profile.requestShare());
-                memoryMibSeconds += (double) instances[t] * profile.memoryMiB();
-                dominant += serving * Math.max(profile.requestShare(), memoryShare) + (instances[t] - serving) * memoryShare;
-            }
-            return new CoScalingSimulation.Books(coldStarts - failedWakes, failedWakes, wakes, wakeSeconds,
-                    memoryMibSeconds / 1024, dominant);
+            return CoScalingSimulation.Books.measured(coldStarts - failedWakes, failedWakes, wakes, wakeSeconds, instances,
+                    share, profile.requestShare(), profile.memoryMiB(), ClusterShape.PAPER.gpuMemoryMib());
         }
     }
 

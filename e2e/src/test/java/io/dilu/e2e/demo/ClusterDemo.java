@@ -3,6 +3,7 @@ package io.dilu.e2e.demo;
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.trials.HostLateness;
+import io.dilu.e2e.cluster.PodLives;
 import io.dilu.e2e.cluster.ServingFunction;
 import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;
@@ -11,6 +12,8 @@ import io.dilu.loadgen.Outcome;
 import io.dilu.loadgen.Progress;
 import io.dilu.loadgen.RateTrace;
 import io.dilu.loadgen.RequestRecord;
+import io.dilu.simulator.ClusterShape;
+import io.dilu.simulator.coscaling.CoScalingSimulation;
 import io.dilu.testing.MetricsPage;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
@@ -60,7 +63,9 @@ public final class ClusterDemo {
     /** An emulated A100's tokens per second: 108 SMs × (5 ms / 100 µs blocks) per 5 ms period. */
     static final double GPU_BLOCKS_PER_SECOND = 5_400 / 0.005;
     /** One story of the scaled function's load, repeated: see {@link #scaledRate}. */
-    static final int STORY_SECONDS = 120;
+    static final int STORY_SECONDS = 150;
+    /** The third burst, which finds the instance the second one added parked: {@link #scaledRate}. */
+    static final int THIRD_BURST = 115;
 
     /**
      * An inference function: its emulated model, its SLO, its replicas (the initial ones when Dilu's autoscaler
@@ -72,11 +77,12 @@ public final class ClusterDemo {
     /**
      * The scaled function's load at {@code t} seconds: 24 rps (below what one instance serves at its request),
      * a burst to 64 rps at 20–30 s (beyond its request, within its limit: vertical scaling's), a burst to 160 rps
-     * at 45–60 s (twice what one instance serves at its limit: the autoscaler's), then 24 rps again.
+     * at 45–60 s (twice what one instance serves at its limit: the autoscaler's), then 24 rps again, long enough for
+     * the instance it added to be parked, and the same burst at 115–125 s, which wakes it.
      */
     static double scaledRate(double t) {
         double s = t % STORY_SECONDS;
-        return s >= 20 && s < 30 ? 64 : s >= 45 && s < 60 ? 160 : 24;
+        return s >= 20 && s < 30 ? 64 : (s >= 45 && s < 60) || (s >= THIRD_BURST && s < THIRD_BURST + 10) ? 160 : 24;
     }
 
     public static void main(String[] args) throws Exception {
@@ -237,19 +243,31 @@ public final class ClusterDemo {
         /** A second the API server was not read in (a slow answer, a busy machine): not a count of 0. */
         static final int UNKNOWN = -1;
         final AtomicReference<List<URI>> ready = new AtomicReference<>(List.of());
-        /** Per second of the run: pods that exist (starting or ready), and ready ones; {@link #UNKNOWN} where not read. */
+        /**
+         * Per second of the run: pods that exist (starting, ready or parked), ready ones, and parked ones (their SM
+         * request given back, their model kept in GPU memory); {@link #UNKNOWN} where not read.
+         */
         final int[] total;
         final int[] readyCount;
+        final int[] parked;
         final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
         volatile int last = -1;
+        volatile int lastParked = -1;
         /** Requests due by the previous view (the view's thread only). */
         int dueBefore;
 
         Pods(int seconds) {
             total = new int[seconds];
             readyCount = new int[seconds];
+            parked = new int[seconds];
             Arrays.fill(total, UNKNOWN);
             Arrays.fill(readyCount, UNKNOWN);
+            Arrays.fill(parked, UNKNOWN);
+        }
+
+        /** Pods that are not parked in second {@code t}: starting or serving; {@link #UNKNOWN} where not read. */
+        int unparked(int t) {
+            return total[t] == UNKNOWN ? UNKNOWN : total[t] - Math.max(0, parked[t]);
         }
 
         /** The count last read at or before second {@code t}, or {@link #UNKNOWN}. */
@@ -281,8 +299,12 @@ public final class ClusterDemo {
         }
         ScheduledExecutorService poller = Executors.newSingleThreadScheduledExecutor();
         long start = System.nanoTime();
+        // Each pod's parking and wakes, timed as the informer delivers them, on the run's clock.
+        PodLives lives = new PodLives("app", () -> (System.nanoTime() - start) / 1e9);
         // How late this machine wakes a thread, from the same time zero as the run's seconds.
-        try (HostLateness host = HostLateness.start(start)) {
+        try (HostLateness host = HostLateness.start(start);
+                var informer = client.pods().inNamespace(NS).inform(lives, 0)) {
+            lives.markInitial();
             // Each second: the functions' pods, from the API server (a pod gets requests once it is Ready, as behind
             // Knative's activator), and the scaled function's story.
             poller.scheduleAtFixedRate(() -> {
@@ -293,16 +315,24 @@ public final class ClusterDemo {
                         List<Pod> now = pods(client, f.name());
                         int all = now.size();
                         List<URI> ready = readyTargets(now);
+                        int parked = lives.count(f.name()).parked();
                         p.ready.set(ready);
                         if (t < seconds) {
                             p.total[t] = all;
                             p.readyCount[t] = ready.size();
+                            p.parked[t] = parked;
                         }
                         if (p.last >= 0 && all != p.last) {
                             p.events.add(String.format(Locale.ROOT, "t=%d s: %s %d → %d pods (%.0f rps offered)", t, f.name(),
                                     p.last, all, f.rps().applyAsDouble(t)));
                         }
+                        if (p.lastParked >= 0 && parked != p.lastParked) {
+                            p.events.add(String.format(Locale.ROOT, "t=%d s: %s %s: %d of its %d pods parked (%.0f rps offered)",
+                                    t, f.name(), parked > p.lastParked ? "parked a pod (its SM request given back, its model"
+                                            + " kept in GPU memory)" : "woke a parked pod", parked, all, f.rps().applyAsDouble(t)));
+                        }
                         p.last = all;
+                        p.lastParked = parked;
                     } catch (RuntimeException e) {
                         // the API server busy for a second: the next second reads it again
                     }
@@ -315,7 +345,8 @@ public final class ClusterDemo {
                             + " limit): 24 rps; at t=20–30 s a burst to 64 rps, beyond its request and within its limit, which"
                             + " vertical scaling absorbs (its grant rises, no new pod); at t=45–60 s a burst to 160 rps, beyond"
                             + " its limit, which the autoscaler scales out at once; then 24 rps, and it scales back in lazily,"
-                            + " once 30 s of the last 40 need fewer pods%n"
+                            + " once 30 s of the last 40 need fewer pods, parking the pod it no longer needs (its SM request"
+                            + " given back, its model kept in GPU memory); at t=%d–%d s the same burst again, which wakes it%n"
                             + "  bert-base: 40 rps steady on 2 pods%n"
                             + "  KLC ms is an instance's kernel launch cycle: from its first kernel launch to the synchronisation"
                             + " that ends it (one batch, for an inference server). The node agent's token manager compares it"
@@ -325,7 +356,7 @@ public final class ClusterDemo {
                             + " on this machine's CPUs; past %.0f ms at p99 the host is overloaded, and what the cluster shows"
                             + " is its pace, not Dilu's%n",
                     seconds, scaled.name(), scaled.rpsAtRequest(), scaled.sm(), scaled.rpsAtLimit(), 2 * scaled.sm(),
-                    HostLateness.OVERLOADED_P99_MS);
+                    THIRD_BURST, THIRD_BURST + 10, HostLateness.OVERLOADED_P99_MS);
             Map<String, Double> previous = scrape();
             long previousAt = System.nanoTime();
             Shares shares = new Shares();
@@ -351,7 +382,7 @@ public final class ClusterDemo {
                 results.put(e.getKey(), e.getValue().finished().get(2, TimeUnit.MINUTES));
             }
             poller.shutdownNow();
-            summary(client, functions, results, pods, shares, seconds, host);
+            summary(client, functions, results, pods, shares, seconds, host, lives);
         }
         http.shutdownNow();
     }
@@ -469,7 +500,7 @@ public final class ClusterDemo {
     }
 
     static void summary(KubernetesClient client, List<Inference> functions, Map<String, LoadResult> results,
-            Map<String, Pods> pods, Shares shares, int seconds, HostLateness host) {
+            Map<String, Pods> pods, Shares shares, int seconds, HostLateness host, PodLives lives) {
         System.out.println();
         System.out.println("Summary (emulated GPUs; latencies measured by the load generator, end to end over HTTP, waiting"
                 + " included):");
@@ -483,9 +514,11 @@ public final class ClusterDemo {
         hostSummary(host, seconds).forEach(line -> System.out.println("  " + line));
         Inference scaled = functions.getFirst();
         for (String line : story(pods.get(scaled.name()), shares.scaledGrant, seconds, results.get(scaled.name()),
-                scaled.sloMs() / 1000, host)) {
+                scaled.sloMs() / 1000, host, lives.wakes(scaled.name()))) {
             System.out.println("  " + scaled.name() + ": " + line);
         }
+        System.out.println("  " + scaled.name() + ": " + books(pods.get(scaled.name()), scaled, lives.totals(scaled.name()),
+                results.get(scaled.name())));
         Pod train = client.pods().inNamespace(NS).withName("gpt2-train").get();
         String limit = train == null ? "?" : train.getMetadata().getAnnotations().getOrDefault(DiluNames.SM_LIMIT, "?");
         shares.workers.forEach((worker, w) -> System.out.printf(Locale.ROOT,
@@ -526,7 +559,7 @@ public final class ClusterDemo {
      * lateness, and credited to Dilu or blamed on it not at all.
      */
     static List<String> story(Pods p, List<double[]> grants, int seconds, LoadResult load, double sloSeconds,
-            HostLateness host) {
+            HostLateness host, List<PodLives.Wake> wakes) {
         List<String> out = new ArrayList<>();
         if (seconds < 30) {
             return out;
@@ -548,12 +581,12 @@ public final class ClusterDemo {
         if (seconds < 60) {
             return out;
         }
-        int end = Math.min(seconds, STORY_SECONDS);
+        int end = Math.min(seconds, THIRD_BURST);
         HostLateness.Window second = host.window(45, 75);
         int before = Pods.known(p.total, 44);
         int out1 = -1;
         for (int t = 45; t < end && out1 < 0; t++) {
-            if (p.total[t] != Pods.UNKNOWN && p.total[t] > before) {
+            if (p.total[t] != Pods.UNKNOWN && p.unparked(t) > before) {
                 out1 = t;
             }
         }
@@ -562,19 +595,21 @@ public final class ClusterDemo {
                     + (second.overloaded() ? overloaded(second, "at t=45–75 s") : ""));
             return out;
         }
-        // From the scale-out on: its peak, and when the pods were back to what they were before it; never earlier.
+        // From the scale-out on: its peak, and when the pods not parked were back to what they were before it; never
+        // earlier.
         int peak = 0;
         int back = -1;
         for (int t = out1; t < end && back < 0; t++) {
             if (p.total[t] == Pods.UNKNOWN) {
                 continue;
             }
-            if (p.total[t] <= before) {
+            if (p.unparked(t) <= before) {
                 back = t;
             } else {
-                peak = Math.max(peak, p.total[t]);
+                peak = Math.max(peak, p.unparked(t));
             }
         }
+        int parkedBack = back < 0 ? 0 : Math.max(0, p.parked[back]);
         int ready = -1;
         for (int t = out1; t < (back < 0 ? end : back) && ready < 0; t++) {
             if (p.readyCount[t] >= peak) {
@@ -583,8 +618,10 @@ public final class ClusterDemo {
         }
         out.add(String.format(Locale.ROOT, "the burst to 160 rps (t=45–60 s): scaled out at t=%d s to %d pods%s; %s%s", out1,
                 peak, ready < 0 ? "" : ", all ready at t=" + ready + " s",
-                back < 0 ? "not yet back to " + before + " when the run ended"
-                        : "back to " + before + " at t=" + back + " s (scale-in waits until 30 of 40 seconds need fewer pods)",
+                back < 0 ? "not yet back to " + before + (seconds < THIRD_BURST ? " when the run ended" : " by the next burst")
+                        : "back to " + before + (parkedBack == 0 ? "" : " serving") + " at t=" + back + " s"
+                                + (parkedBack == 0 ? "" : ", " + parkedBack + " parked (its SM request given back, its model kept"
+                                        + " in GPU memory)") + " (scale-in waits until 30 of 40 seconds need fewer pods)",
                 second.overloaded() ? overloaded(second, "at t=45–75 s") : ""));
         // Where the late requests were: those of the second burst that came before its pods, and the backlog they left.
         long[] late = new long[2];
@@ -601,7 +638,52 @@ public final class ClusterDemo {
                 100.0 * late[0] / Math.max(1, all[0]), second.overloaded() ? overloaded(second, "then")
                         : " (the burst before its new pods were ready, and the queue it left)",
                 100.0 * late[1] / Math.max(1, all[1]), others.overloaded() ? overloaded(others, "in the other seconds") : ""));
+        if (seconds >= THIRD_BURST + 10) {
+            out.add(thirdBurst(p, wakes, seconds, host));
+        }
         return out;
+    }
+
+    /** The third burst: whether it woke the pod the second one added, and how fast, or started pods (cold starts). */
+    static String thirdBurst(Pods p, List<PodLives.Wake> wakes, int seconds, HostLateness host) {
+        int from = THIRD_BURST;
+        int to = Math.min(seconds, THIRD_BURST + 20);
+        HostLateness.Window w = host.window(from, to);
+        String when = String.format(Locale.ROOT, "the burst to 160 rps (t=%d–%d s): ", from, from + 10);
+        List<PodLives.Wake> woken = wakes.stream().filter(k -> k.at() >= from && k.at() < to).toList();
+        int before = Pods.known(p.total, from - 1);
+        int peak = maxPods(p.total, from, to);
+        String started = before == Pods.UNKNOWN || peak <= before ? "no new pod" : "scaled out to " + peak + " pods (cold starts)";
+        String wokeText = woken.isEmpty() ? "woke no parked pod" : String.format(Locale.ROOT,
+                "woke %d parked pod(s) at t=%.0f s, serving %.2f s after the autoscaler's wake (its model still in GPU memory)",
+                woken.size(), woken.getFirst().at(), woken.stream().mapToDouble(PodLives.Wake::seconds).average().orElse(0));
+        return when + wokeText + "; " + started + (w.overloaded() ? overloaded(w, "then") : "");
+    }
+
+    /**
+     * The scaled function's books over the run, as the co-scaling benches keep them (docs/coscaling.md, "The books"):
+     * cold starts after t=0 split into scale-out and failed wake, wakes and their time, SVR, SM GPU-seconds (a parked
+     * pod 0), GPU-memory GiB·s, dominant-share GPU-seconds. A second the pods were not read in counts the last read.
+     */
+    static String books(Pods p, Inference f, PodLives.Totals totals, LoadResult load) {
+        int seconds = p.total.length;
+        int[] instances = new int[seconds];
+        double[] sm = new double[seconds];
+        for (int t = 0; t < seconds; t++) {
+            int all = Math.max(0, Pods.known(p.total, t));
+            int parked = Math.max(0, Pods.known(p.parked, t));
+            instances[t] = all;
+            sm[t] = Math.max(0, all - parked) * f.sm() / 100.0;
+        }
+        CoScalingSimulation.Books b = CoScalingSimulation.Books.measured(totals.coldStarts() - totals.failedWakes(),
+                totals.failedWakes(), totals.wakes(), totals.wakeSeconds(), instances, sm, f.sm() / 100.0, f.memoryMib(),
+                ClusterShape.PAPER.gpuMemoryMib());
+        return String.format(Locale.ROOT, "books: %d cold start(s) after t=0 (%d scale-out, %d failed wake), %d wake(s)%s;"
+                        + " SVR %.2f%%; SM GPU-s %.1f (a parked pod 0), GPU memory %.0f GiB·s, dominant-share GPU-s %.1f",
+                b.coldStarts(), b.scaleOutColdStarts(), b.failedWakeColdStarts(), b.wakes(),
+                b.wakes() == 0 ? "" : String.format(Locale.ROOT, " (mean %.2f s)", b.meanWakeSeconds()),
+                100 * load.sloViolationRate(f.sloMs() / 1000), Arrays.stream(sm).sum(), b.memoryGibSeconds(),
+                b.dominantGpuSeconds());
     }
 
     /** The seconds of a story whose late requests the second burst explains: the burst, and the queue it leaves. */

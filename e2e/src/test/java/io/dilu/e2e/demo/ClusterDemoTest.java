@@ -2,6 +2,7 @@ package io.dilu.e2e.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.e2e.cluster.PodLives;
 import io.dilu.trials.HostLateness;
 import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.Outcome;
@@ -19,7 +20,8 @@ class ClusterDemoTest {
         assertThat(ClusterDemo.scaledRate(10)).isEqualTo(24);
         assertThat(ClusterDemo.scaledRate(25)).as("beyond 40 rps at the request, within 80 at the limit").isEqualTo(64);
         assertThat(ClusterDemo.scaledRate(50)).as("twice what one instance serves at its limit").isEqualTo(160);
-        assertThat(ClusterDemo.scaledRate(100)).isEqualTo(24);
+        assertThat(ClusterDemo.scaledRate(100)).as("long enough for the added pod to be parked").isEqualTo(24);
+        assertThat(ClusterDemo.scaledRate(ClusterDemo.THIRD_BURST + 5)).as("the burst that wakes it").isEqualTo(160);
         assertThat(ClusterDemo.scaledRate(ClusterDemo.STORY_SECONDS + 50)).as("the story repeats").isEqualTo(160);
     }
 
@@ -40,7 +42,7 @@ class ClusterDemoTest {
         requests.add(new RequestRecord(10, 0, new Outcome.Failed(Outcome.Failure.TIMEOUT)));
 
         List<String> story = ClusterDemo.story(pods, grants, seconds, new LoadResult("bert-large", requests), 0.2,
-                host(t -> 0.2));
+                host(t -> 0.2), List.of());
 
         assertThat(story).hasSize(3);
         assertThat(story.get(0)).contains("absorbed vertically, still 1 pod(s)").contains("37.6%");
@@ -50,12 +52,45 @@ class ClusterDemoTest {
     }
 
     @Test
+    void theSecondBurstsPodIsParkedNotRemovedAndTheThirdBurstWakesIt() {
+        int seconds = ClusterDemo.STORY_SECONDS;
+        ClusterDemo.Pods pods = new ClusterDemo.Pods(seconds);
+        for (int t = 0; t < seconds; t++) {
+            pods.total[t] = t >= 49 ? 2 : 1;
+            pods.readyCount[t] = t >= 52 && (t < 93 || t >= 117) ? 2 : 1;
+            pods.parked[t] = t >= 93 && t < 117 ? 1 : 0;
+        }
+        List<String> story = ClusterDemo.story(pods, List.of(), seconds, new LoadResult("bert-large", List.of()), 0.2,
+                new HostLateness(0), List.of(new PodLives.Wake(116.2, 0.71)));
+        assertThat(story.get(1)).contains("scaled out at t=49 s to 2 pods", "back to 1 serving at t=93 s, 1 parked (its SM"
+                + " request given back, its model kept in GPU memory)");
+        assertThat(story.getLast()).isEqualTo("the burst to 160 rps (t=115–125 s): woke 1 parked pod(s) at t=116 s, serving"
+                + " 0.71 s after the autoscaler's wake (its model still in GPU memory); no new pod");
+    }
+
+    @Test
+    void theBooksChargeAParkedPodItsMemoryAndNoSm() {
+        ClusterDemo.Pods pods = new ClusterDemo.Pods(10);
+        for (int t = 0; t < 10; t++) {
+            pods.total[t] = 2;
+            pods.parked[t] = t < 5 ? 1 : 0;
+        }
+        ClusterDemo.Inference f = new ClusterDemo.Inference("bert-large", 1, 20, 4096, 200, "", true, 40, 80, t -> 24);
+        String books = ClusterDemo.books(pods, f, new PodLives.Totals(1, 8.0, 0, 1, 0.7),
+                new LoadResult("bert-large", List.of()));
+        // 5 s of one serving pod and 5 s of two at 20% each; 4 GiB a pod for 10 s; DRF: max(0.2, 4/40) per serving pod,
+        // 4/40 per parked one
+        assertThat(books).isEqualTo("books: 1 cold start(s) after t=0 (1 scale-out, 0 failed wake), 1 wake(s) (mean 0.70 s);"
+                + " SVR 0.00%; SM GPU-s 3.0 (a parked pod 0), GPU memory 80 GiB·s, dominant-share GPU-s 3.5");
+    }
+
+    @Test
     void aBurstThatScaledNothingIsSaidSo() {
         ClusterDemo.Pods pods = new ClusterDemo.Pods(120);
         java.util.Arrays.fill(pods.total, 1);
         java.util.Arrays.fill(pods.readyCount, 1);
         List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
-                new HostLateness(0));
+                new HostLateness(0), List.of());
         assertThat(story).containsExactly(
                 "the burst to 64 rps (t=20–30 s): absorbed vertically, still 1 pod(s)",
                 "the burst to 160 rps (t=45–60 s): no scale-out");
@@ -73,7 +108,7 @@ class ClusterDemoTest {
             pods.readyCount[t] = t >= 63 && t < 101 ? 2 : 1;
         }
         List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
-                new HostLateness(0));
+                new HostLateness(0), List.of());
         assertThat(story.get(1)).contains("scaled out at t=61 s to 2 pods", "all ready at t=63 s", "back to 1 at t=101 s");
     }
 
@@ -88,14 +123,14 @@ class ClusterDemoTest {
         pods.total[70] = ClusterDemo.Pods.UNKNOWN;
         pods.readyCount[70] = ClusterDemo.Pods.UNKNOWN;
         List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
-                new HostLateness(0));
+                new HostLateness(0), List.of());
         assertThat(story.get(1)).contains("scaled out at t=49 s to 3 pods", "all ready at t=52 s", "back to 1 at t=92 s");
     }
 
     @Test
     void podsNeverReadTellNoStory() {
         List<String> story = ClusterDemo.story(new ClusterDemo.Pods(120), List.of(), 120,
-                new LoadResult("bert-large", List.of()), 0.2, new HostLateness(0));
+                new LoadResult("bert-large", List.of()), 0.2, new HostLateness(0), List.of());
         assertThat(story).containsExactly("its pods were not read from the API server before or during the first burst:"
                 + " no story to tell");
     }
@@ -115,7 +150,7 @@ class ClusterDemoTest {
         HostLateness host = host(t -> t >= 20 && t < 75 ? 40 : 0.2);
 
         List<String> story = ClusterDemo.story(pods, List.of(new double[] {25, 38}), 120, new LoadResult("bert-large", requests),
-                0.2, host);
+                0.2, host, List.of());
 
         assertThat(story.get(0)).doesNotContain("absorbed vertically")
                 .contains("still 1 pod(s); its largest grant 38.0% of a GPU; the host was overloaded then (a 5 ms wake-up late"

@@ -52,6 +52,24 @@ public final class CoScalingSimulation {
         public double meanWakeSeconds() {
             return wakes == 0 ? 0 : wakeSeconds / wakes;
         }
+
+        /**
+         * The books of a measured run (the cluster bench, the demo), from what existed each second: {@code instances[t]}
+         * pods, of which {@code smShare[t] / requestShare} booked their SM request and the rest were parked; every pod
+         * holds {@code memoryMib} of a GPU of {@code gpuMemoryMib}.
+         */
+        public static Books measured(int scaleOutColdStarts, int failedWakeColdStarts, int wakes, double wakeSeconds,
+                int[] instances, double[] smShare, double requestShare, long memoryMib, long gpuMemoryMib) {
+            double memoryShare = (double) memoryMib / gpuMemoryMib;
+            double memoryMibSeconds = 0;
+            double dominant = 0;
+            for (int t = 0; t < instances.length; t++) {
+                long serving = Math.round(smShare[t] / requestShare);
+                memoryMibSeconds += (double) instances[t] * memoryMib;
+                dominant += serving * Math.max(requestShare, memoryShare) + (instances[t] - serving) * memoryShare;
+            }
+            return new Books(scaleOutColdStarts, failedWakeColdStarts, wakes, wakeSeconds, memoryMibSeconds / 1024, dominant);
+        }
     }
 
     /**
