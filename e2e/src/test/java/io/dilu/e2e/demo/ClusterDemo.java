@@ -54,7 +54,8 @@ import java.util.regex.Pattern;
  * happens on every GPU and to the scaled function shown live from the node agents' metrics, the API server and
  * the load's own latencies; then a summary. All GPUs are emulated: the figures are emulated figures.
  *
- * <p>Usage: {@code ClusterDemo [--seconds N]} (N in 10..3600, default {@value #STORY_SECONDS}, the length of the load's story, which repeats).
+ * <p>Usage: {@code ClusterDemo [--seconds N]} (N in 10..3600, default {@value #STORY_SECONDS}, the length of the load's
+ * story, which repeats).
  */
 public final class ClusterDemo {
 
