@@ -382,9 +382,23 @@ class LocalClusterIT {
             coldStarts.add(answeredAfter(ns, fresh.getMetadata().getName(), asked, http, new java.util.ArrayList<>()));
         }
 
+        // A pod of another function serving beside the one parked: a GPU that parked pods alone hold is handed back at
+        // once (the extender deletes them). Placed beside partners first (Algorithm 1), it lands on one of fn's GPUs.
+        client.pods().inNamespace(ns).resource(new PodBuilder().withNewMetadata().withName("keeper").endMetadata()
+                .withNewSpec().withTerminationGracePeriodSeconds(1L).addNewContainer().withName("keeper")
+                .withImage("dilu.local/workload:0.1.0").withImagePullPolicy("Never").withCommand("/bin/sh", "-c", "exec sleep 3600")
+                .withNewResources().addToLimits(DiluNames.GPU_SM, new Quantity("10"))
+                .addToLimits(DiluNames.GPU_MEMORY, new Quantity("1024")).endResources().endContainer().endSpec().build())
+                .create();
+        await(Duration.ofMinutes(2), () -> annotation(ns, "keeper", DiluNames.ASSIGNED_GPUS) != null);
+        String keeperGpu = annotation(ns, "keeper", DiluNames.ASSIGNED_GPUS);
+        List<Pod> fnPods = podsOf(ns);
+        String parked = fnPods.stream().filter(p -> keeperGpu.equals(p.getMetadata().getAnnotations().get(DiluNames.ASSIGNED_GPUS)))
+                .map(p -> p.getMetadata().getName()).reduce((a, b) -> b).orElseThrow(() -> new AssertionError(
+                        "the keeper on " + keeperGpu + " is beside none of fn's pods: " + fnPods.stream().map(p -> p.getMetadata()
+                                .getName() + "=" + p.getMetadata().getAnnotations().get(DiluNames.ASSIGNED_GPUS)).toList()));
         List<Double> wakes = new java.util.ArrayList<>();
         List<Double> booked = new java.util.ArrayList<>();
-        String parked = podsOf(ns).getLast().getMetadata().getName();
         for (int i = 0; i < 5; i++) {
             park(ns, parked);
             // Parked for a while, as between the end of a burst and the next: a wake right after the kubelet's sync
