@@ -25,7 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
 class BackstopIT {
 
     private static final long MIB = 1L << 20;
-    /** A short window and grace, so that the test does not wait ten seconds for each. */
+    /** A short window and grace, so that the test does not wait ten seconds for each; an allowance of 256 MiB. */
     private static final ShareBackstop.Bounds BOUNDS =
             new ShareBackstop.Bounds(256 * MIB, Duration.ofSeconds(2), 0.25, 0.10, Duration.ofSeconds(1));
 
@@ -82,6 +82,38 @@ class BackstopIT {
             assertThat(node.counter("dilu_container_share_violations_total", "kind", "memory")).isEqualTo(1);
             assertThat(node.counter("dilu_container_share_violations_total", "kind", "unknown-process")).isEqualTo(1);
             assertThat(node.counter("dilu_backstop_kills_total", "outcome", "killed")).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void eightProcessesWithoutTheHookShareOneContextAllowance() throws Exception {
+        // Issue 36: eight processes without the hook, 1000 MiB each, on a 1024 MiB share, at the shipped allowance.
+        // Per process (1024 MiB each, as shipped before) none was ended; one per container ends seven, the largest
+        // first (equal figures: by pid), and the one left is within 1024 + 518 MiB.
+        ShareBackstop.Bounds shipped = new ShareBackstop.Bounds(ShareBackstop.CONTEXT_ALLOWANCE_MIB * MIB,
+                BOUNDS.smWindow(), BOUNDS.smMargin(), BOUNDS.busySlack(), BOUNDS.unknownGrace());
+        try (TestingBackstop node = new TestingBackstop(tmp, shipped, true)) {
+            TestingBackstop.Container c = node.pod("tenant", "eight", 1, 25, 1024, "c0").getFirst();
+            List<Process> eight = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                eight.add(node.start(Optional.of(c), probe("alloc", "1000", "60000")));
+            }
+
+            List<Fault> faults = roundsUntil(node, 30, f -> node.counter("dilu_backstop_kills_total", "outcome", "killed") >= 7);
+            for (Process p : eight) {
+                p.waitFor(5, TimeUnit.SECONDS);
+            }
+            node.round(); // the ended processes gone: nothing more to end
+
+            assertThat(eight.stream().filter(Process::isAlive)).as("one 1000 MiB process is within 1024 + 518 MiB")
+                    .hasSize(1);
+            assertThat(eight.stream().filter(p -> !p.isAlive())).allSatisfy(p -> assertThat(p.exitValue()).isEqualTo(128 + 9));
+            assertThat(faults).filteredOn(ShareBackstop.MemoryExcess.class::isInstance).first()
+                    .isInstanceOfSatisfying(ShareBackstop.MemoryExcess.class, m -> {
+                        assertThat(m.boundBytes()).isEqualTo((1024 + 518) * MIB);
+                        assertThat(m.heldBytes()).isGreaterThanOrEqualTo(2000 * MIB);
+                    });
+            assertThat(node.counter("dilu_backstop_kills_total", "outcome", "killed")).isEqualTo(7);
         }
     }
 
