@@ -7,11 +7,13 @@ import io.dilu.deviceplugin.gpu.NvmlInventory;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -82,7 +84,16 @@ public final class NvmlBackstopCheck {
                 .start();
         try {
             long[] pids = announced(holder);
-            return judge(inventory, pids);
+            Runnable second = () -> {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted", e);
+                }
+            };
+            return judge(new NvmlProcesses(inventory), inventory.gpus().getFirst().uuid(),
+                    inventory.gpus().getFirst().model(), pids, InstantSource.system(), second, System.out);
         } finally {
             holder.getOutputStream().close(); // the probe ends its processes when its input closes
             if (!holder.waitFor(10, TimeUnit.SECONDS)) {
@@ -109,22 +120,25 @@ public final class NvmlBackstopCheck {
         return pids;
     }
 
-    private static int judge(NvmlInventory inventory, long[] pids) throws InterruptedException {
-        GpuProcesses reader = new NvmlProcesses(inventory);
-        String gpu = inventory.gpus().getFirst().uuid();
+    /**
+     * Reads {@code reader} once a {@code second} for the window and two more, then judges the probe's processes
+     * ({@code pids} by role) on GPU 0; prints what it found on {@code out}. The number of checks failed.
+     */
+    static int judge(GpuProcesses reader, String gpu, String model, long[] pids, InstantSource clock, Runnable second,
+            PrintStream out) {
         Map<Long, List<ShareBackstop.Sample>> samples = new HashMap<>();
         Map<Long, Long> memory = new HashMap<>();
-        Instant start = Instant.now(), last = null;
+        Instant start = clock.instant(), last = null;
         int failures = 0;
         long reads = SHIPPED.smWindow().toSeconds() + 2;
         for (int r = 0; r < reads; r++) {
-            Thread.sleep(1000);
-            Instant now = Instant.now();
+            second.run();
+            Instant now = clock.instant();
             List<GpuProcesses.Use> uses;
             try {
                 uses = reader.read();
             } catch (GpuProcesses.ReadFailure e) {
-                System.out.println("FAILED: NVML could not be read: " + e.getMessage());
+                out.println("FAILED: NVML could not be read: " + e.getMessage());
                 return 1;
             }
             Duration interval = last == null ? Duration.ZERO : Duration.between(last, now);
@@ -144,7 +158,7 @@ public final class NvmlBackstopCheck {
             String owner = "check/" + NAMES[role] + "/c0";
             List<ShareBackstop.Sample> own = samples.getOrDefault(pids[role], List.of());
             if (own.isEmpty()) {
-                System.out.printf(Locale.ROOT, "FAILED: NVML did not list the %s process (pid %d)%n", NAMES[role], pids[role]);
+                out.printf(Locale.ROOT, "FAILED: NVML did not list the %s process (pid %d)%n", NAMES[role], pids[role]);
                 failures++;
                 continue;
             }
@@ -161,26 +175,26 @@ public final class NvmlBackstopCheck {
             boolean smFault = faults.stream().anyMatch(f -> f.key().equals("sm/" + key));
             busy[role] = busyOf(samples.getOrDefault(pids[role], List.of()));
             long mib = memory.getOrDefault(pids[role], -1L) / MIB;
-            System.out.printf(Locale.ROOT, "nvml-backstop: %-16s pid %-8d %6d MiB on a %4d MiB share, busy %5.1f%% on a "
+            out.printf(Locale.ROOT, "nvml-backstop: %-16s pid %-8d %6d MiB on a %4d MiB share, busy %5.1f%% on a "
                     + "%3.0f%% limit: memory %s, SM %s%n", NAMES[role], pids[role], mib, SHARE_MIB[role],
                     100 * busy[role], 100 * LIMIT[role], memoryFault ? "AT FAULT" : "within",
                     smFault ? "AT FAULT" : "within");
             if (memoryFault) {
-                System.out.printf(Locale.ROOT, "FAILED: %s holds %d MiB on a %d MiB share: beyond the %d MiB context "
+                out.printf(Locale.ROOT, "FAILED: %s holds %d MiB on a %d MiB share: beyond the %d MiB context "
                         + "allowance, calibrated on an H100 (ShareBackstop.CONTEXT_ALLOWANCE_MIB); raise "
                         + "dilu.agent.backstop.context-allowance-mib for this GPU and driver%n", NAMES[role], mib,
                         SHARE_MIB[role], ShareBackstop.CONTEXT_ALLOWANCE_MIB);
                 failures++;
             }
             if (smFault != SM_FAULT[role]) {
-                System.out.printf(Locale.ROOT, "FAILED: %s is %s for SM use, expected %s%n", NAMES[role],
+                out.printf(Locale.ROOT, "FAILED: %s is %s for SM use, expected %s%n", NAMES[role],
                         smFault ? "at fault" : "within", SM_FAULT[role] ? "at fault" : "within");
                 failures++;
             }
         }
-        System.out.printf(Locale.ROOT, "BENCH nvml-backstop gpu=%s context_mib=%d alloc_mib=%d allowance_mib=%d "
+        out.printf(Locale.ROOT, "BENCH nvml-backstop gpu=%s context_mib=%d alloc_mib=%d allowance_mib=%d "
                 + "busy_narrow=%.3f busy_wide=%.3f busy_quarter=%.3f faults=%d checks_failed=%d%n",
-                inventory.gpus().getFirst().model().replace(' ', '_'), memory.getOrDefault(pids[0], -1L) / MIB,
+                model.replace(' ', '_'), memory.getOrDefault(pids[0], -1L) / MIB,
                 memory.getOrDefault(pids[1], -1L) / MIB, ShareBackstop.CONTEXT_ALLOWANCE_MIB, busy[2], busy[3], busy[4],
                 faults.size(), failures);
         return failures;
