@@ -646,7 +646,8 @@ public final class NodeAttacks {
 
     /**
      * Kernels of zero time launched as fast as a process can, without the hook, on a 10% share: reported (an Event
-     * and the metric) within the window, the process left running (SM evidence is reported, never acted on).
+     * and the metric) within the window, the process left running (an emulated GPU's SM figures are its tenants' to
+     * write: reported, never acted on).
      */
     private Outcome backstopLaunchesWithoutHook() throws Exception {
         try (TestingBackstop node = node("bs-launches")) {
