@@ -39,6 +39,7 @@ typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef uint64_t cuuint64_t;
 typedef unsigned long long CUmemGenericAllocationHandle;
+typedef unsigned int CUdeviceptr_v1; /* the 32-bit device pointers of CUDA before 3.2 */
 
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
@@ -54,6 +55,8 @@ typedef struct CUarray_st *CUarray;
 typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef struct CUctxCreateParams_st CUctxCreateParams;
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;
+typedef struct CUarrayMapInfo_st CUarrayMapInfo;               /* only ever passed on, never read */
+typedef struct CUmulticastObjectProp_st CUmulticastObjectProp; /* only ever passed on, never read */
 
 typedef struct CUuuid_st {
     char bytes[16];
@@ -101,6 +104,20 @@ typedef struct CUlaunchConfig_st {
     CUlaunchAttribute *attrs;
     unsigned int numAttrs;
 } CUlaunchConfig;
+
+/* One device's launch of cuLaunchCooperativeKernelMultiDevice. */
+typedef struct CUDA_LAUNCH_PARAMS_st {
+    CUfunction function;
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    void **kernelParams;
+} CUDA_LAUNCH_PARAMS;
 
 typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
     CUfunction func;
@@ -491,6 +508,10 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 CUresult cuModuleUnload(CUmodule hmod);
 
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
+/* CUDA 2.0's 32-bit flavours, still exported; a 64-bit driver refuses them. */
+CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize);
+CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int widthInBytes, unsigned int height,
+                         unsigned int elementSizeBytes);
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t widthInBytes, size_t height,
                             unsigned int elementSizeBytes);
@@ -515,6 +536,11 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
                   unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
+/* Sparse arrays' tiles mapped onto memory handles, and multicast objects (NVLink SHARP): both hold physical memory
+ * beyond what cuMemCreate's handle accounts for. */
+CUresult cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream);
+CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream);
+CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle, const CUmulticastObjectProp *prop);
 /* Arrays: cuArrayCreate and cuArray3DCreate are the CUDA 2.0 flavour, with 32-bit sizes. */
 CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray);
 CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v2 *pAllocateArray);
@@ -543,6 +569,14 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
                                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                                         void **kernelParams);
+CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList, unsigned int numDevices,
+                                              unsigned int flags);
+/* CUDA 2.0's execution control, deprecated and still exported: a grid of the block shape cuFuncSetBlockShape set
+ * (cuLaunch: one block; cuLaunchGrid: width × height blocks), on the legacy default stream or hStream. */
+CUresult cuFuncSetBlockShape(CUfunction hfunc, int x, int y, int z);
+CUresult cuLaunch(CUfunction f);
+CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height);
+CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream);
 
 /* Graphs. The unsuffixed cuGraphAddKernelNode, cuGraphKernelNode[GS]etParams, cuGraphExecKernelNodeSetParams
  * take CUDA 10's parameters (_v1); cuGraphInstantiate and cuGraphInstantiate_v2 are CUDA 10 and 11's form,

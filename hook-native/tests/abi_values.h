@@ -192,6 +192,10 @@
     X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) \
     X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) \
     X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) \
+    X(sizeof(CUDA_LAUNCH_PARAMS)) \
+    X(offsetof(CUDA_LAUNCH_PARAMS, sharedMemBytes)) \
+    X(offsetof(CUDA_LAUNCH_PARAMS, hStream)) \
+    X(offsetof(CUDA_LAUNCH_PARAMS, kernelParams)) \
     X(CUDA_ERROR_UNKNOWN)
 
 #define ABI_PUT(v) out[i++] = (size_t)(v);

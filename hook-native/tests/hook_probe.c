@@ -253,6 +253,9 @@ int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "fork") == 0) {
         return probe_fork(argv[2], argv[3]);
     }
+    if (argc >= 2 && strcmp(argv[1], "legacy") == 0) {
+        return probe_legacy();
+    }
     if (argc >= 2 && strcmp(argv[1], "init") == 0) {
         CUresult rc = cuInit(0);
         printf("init=%d\n", (int)rc);
@@ -261,6 +264,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: hook-probe bypass|wait|alloc MIB HOLD_MS|rate SECONDS BLOCK_US|graph|graph_paths|"
                     "graph_update|graph_capture|graph_race|graph_memory|arrays|vmm|hold array|vmm|alloc MIB HOLD_MS|"
                     "next|init|devices|scope deepbind|symbolic|copy PATH|lookup|dlmopen TENANT_LIB|elf|"
-                    "launch BLOCKS|fork fork|clone HOLD_MS\n");
+                    "launch BLOCKS|fork fork|clone HOLD_MS|legacy\n");
     return 2;
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "dilu_control.h"
+#include "dilu_cuda.h"
 #include "expect.h"
 
 static char dir[384];
@@ -517,6 +518,32 @@ static void test_graph_paths(void) {
     EXPECT(ran == 2018ull * 150, "the emulated GPU ran %llu blocks, expected 2018 launches x 150", ran);
     EXPECT(charged() == ran, "the hook charged %llu blocks for %llu run", charged(), ran);
     EXPECT(old_alloc == 500, "cuGetProcAddress(\"cuMemAlloc\", 3000) must give no 32-bit flavour: %d", old_alloc);
+}
+
+/* CUDA 2.0's launches by every route are charged exactly what ran; the entry points refused outright (src/hook/
+ * refused.c) refuse by every route, and run and book nothing. */
+static void test_legacy(void) {
+    char out[4096];
+    char *argv[] = {PROBE, "legacy", NULL};
+    int code = run_probe(argv, 1ull << 30, out, sizeof(out));
+    int launches = 0, bad[2] = {0, 0}, multi[3] = {0, 0, 0}, refused[5] = {0, 0, 0, 0, 0};
+    unsigned long long ran = 0;
+    EXPECT(code == 0 && sscanf(out, "legacy_launches=%d bad_grid=%d,%d multi_device=%d,%d,%d refused=%d,%d,%d,%d,%d "
+                                    "ran_blocks=%llu", &launches, &bad[0], &bad[1], &multi[0], &multi[1], &multi[2],
+                               &refused[0], &refused[1], &refused[2], &refused[3], &refused[4], &ran) == 12,
+           "legacy: %s", out);
+    EXPECT(launches == 9 && ran == 3 * (1 + 10 * 20 + 7 * 3), "%d legacy launches ran %llu blocks: %s", launches, ran,
+           out);
+    EXPECT(charged() == ran, "the hook charged %llu blocks for %llu run", charged(), ran);
+    EXPECT(bad[0] == CUDA_ERROR_INVALID_VALUE && bad[1] == CUDA_ERROR_INVALID_VALUE,
+           "a grid side below 1 must be refused as invalid, not charged: %s", out);
+    for (int i = 0; i < 3; i++) {
+        EXPECT(multi[i] == CUDA_ERROR_NOT_SUPPORTED, "cuLaunchCooperativeKernelMultiDevice, route %d: %d", i, multi[i]);
+    }
+    for (int i = 0; i < 5; i++) {
+        EXPECT(refused[i] == CUDA_ERROR_NOT_SUPPORTED, "refused entry point %d answered %d: %s", i, refused[i], out);
+    }
+    EXPECT(__atomic_load_n(&report->device[0].memory_used_bytes, __ATOMIC_ACQUIRE) == 0, "memory was booked");
 }
 
 /* Per-node changes, child graphs, whole-graph updates (both flavours), a refused update, unknown graphs. */
@@ -1067,7 +1094,8 @@ int main(int argc, char **argv) {
                  {"devices", test_devices},             {"userns", test_userns},
                  {"fork", test_fork},                   {"loader_scope", test_loader_scope},
                  {"loader_lookup", test_loader_lookup}, {"loader_namespaces", test_loader_namespaces},
-                 {"loader_ahead", test_loader_ahead},   {"loader_elf", test_loader_elf}};
+                 {"loader_ahead", test_loader_ahead},   {"loader_elf", test_loader_elf},
+                 {"legacy", test_legacy}};
     if (argc != 2) {
         fprintf(stderr, "usage: hook-test NAME\n");
         return 2;

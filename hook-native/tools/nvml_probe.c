@@ -13,6 +13,9 @@
  * Test and measurement tool: it is not shipped in images.
  *
  *   dilu-nvml-probe [seconds]      (default 6 s of utilisation samples)
+ *   dilu-nvml-probe --hold         the same five processes, each announced as "HOLD role=N pid=P" once all are
+ *                                  ready, kept until standard input closes: for the node agent's own NVML reader to
+ *                                  read (NvmlBackstopCheck, run by the packed GPU check)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -106,7 +109,8 @@ static void child(enum role role, int ready_fd) {
         CU(cu("cuModuleGetFunction")(&spin, module, "spin"));
     }
     char ok = 1;
-    if (write(ready_fd, &ok, 1) != 1) {
+    /* Closed once written, so that the parent reads the end of the pipe, not a hang, when a child fails first. */
+    if (write(ready_fd, &ok, 1) != 1 || close(ready_fd) != 0) {
         _exit(3);
     }
     long long cycles = (long long)clock_khz * 2; /* 2 ms a kernel */
@@ -126,8 +130,37 @@ static void child(enum role role, int ready_fd) {
     }
 }
 
+/* Ends the first n children. */
+static void end_children(const pid_t *pids, int n) {
+    for (int r = 0; r < n; r++) {
+        if (kill(pids[r], SIGKILL) != 0 || waitpid(pids[r], NULL, 0) < 0) {
+            perror("ending a child");
+        }
+    }
+}
+
+/* Announces the children, then holds them until standard input closes (or fails); ends them either way. */
+static int hold(const pid_t *pids) {
+    for (int r = 0; r < ROLES; r++) {
+        printf("HOLD role=%d pid=%d name=%s\n", r, (int)pids[r], ROLE_NAMES[r]);
+    }
+    if (fflush(stdout) != 0) {
+        perror("stdout");
+    }
+    char buf[64];
+    while (read(0, buf, sizeof(buf)) > 0) {
+    }
+    end_children(pids, ROLES);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    double seconds = argc > 1 ? atof(argv[1]) : 6;
+    int holding = argc > 1 && strcmp(argv[1], "--hold") == 0;
+    double seconds = argc > 1 && !holding ? atof(argv[1]) : 6;
+    if (!holding && argc > 1 && !(seconds > 0)) {
+        fprintf(stderr, "usage: dilu-nvml-probe [SECONDS > 0] | --hold\n");
+        return 2;
+    }
     pid_t pids[ROLES];
     int ready[2];
     if (pipe(ready) != 0) {
@@ -136,20 +169,35 @@ int main(int argc, char **argv) {
     }
     for (int r = 0; r < ROLES; r++) {
         pids[r] = fork();
+        if (pids[r] < 0) {
+            perror("fork");
+            end_children(pids, r);
+            return 3;
+        }
         if (pids[r] == 0) {
             child((enum role)r, ready[1]);
         }
+    }
+    if (close(ready[1]) != 0) {
+        perror("close");
+        end_children(pids, ROLES);
+        return 3;
     }
     for (int r = 0; r < ROLES; r++) {
         char c;
         if (read(ready[0], &c, 1) != 1) {
             fprintf(stderr, "a child failed before it was ready\n");
+            end_children(pids, ROLES);
             return 3;
         }
+    }
+    if (holding) {
+        return hold(pids);
     }
     void *nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
     if (nvml == NULL) {
         fprintf(stderr, "no libnvidia-ml.so.1: %s\n", dlerror());
+        end_children(pids, ROLES);
         return 3;
     }
     int (*init)(void) = (int (*)(void))dlsym(nvml, "nvmlInit_v2");
@@ -161,6 +209,7 @@ int main(int argc, char **argv) {
     void *device = NULL;
     if (init == NULL || handle == NULL || procs == NULL || util == NULL || init() != 0 || handle(0, &device) != 0) {
         fprintf(stderr, "NVML: an entry point is missing or failed\n");
+        end_children(pids, ROLES);
         return 3;
     }
     sleep(2);
@@ -210,8 +259,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < ROLES; r++) {
         printf("UTIL role=%s samples=%d mean_sm=%.1f mean_spacing_ms=%.1f\n", ROLE_NAMES[r], n[r],
                n[r] ? sum[r] / n[r] : 0, n[r] > 1 ? (last_ts[r] - first_ts[r]) / (n[r] - 1) / 1000.0 : 0);
-        kill(pids[r], SIGKILL);
-        waitpid(pids[r], NULL, 0);
     }
+    end_children(pids, ROLES);
     return 0;
 }

@@ -376,3 +376,45 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, un
                                                unsigned int shm, CUstream s, void **params) {
     return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params);
 }
+
+/* Each device's grid of a multi-device cooperative launch, on its own stream; the flags order the launches against
+ * other work, which the emulator's streams do already. */
+EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *list, unsigned int devices, unsigned int flags) {
+    (void)flags;
+    if (list == NULL || devices == 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (unsigned int i = 0; i < devices; i++) {
+        CUresult rc = launch(list[i].function, list[i].gridDimX, list[i].gridDimY, list[i].gridDimZ, list[i].hStream);
+        if (rc != CUDA_SUCCESS) {
+            return rc;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---- CUDA 2.0's execution control: the block shape and parameters are set on the function beforehand, which the
+ * emulator, running no device code, only checks ---- */
+
+EXPORT CUresult cuFuncSetBlockShape(CUfunction f, int x, int y, int z) {
+    return f == NULL || x <= 0 || y <= 0 || z <= 0 ? CUDA_ERROR_INVALID_VALUE : ready();
+}
+
+static CUresult launch_grid(CUfunction f, int width, int height, CUstream s) {
+    if (width <= 0 || height <= 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return launch(f, (unsigned int)width, (unsigned int)height, 1, s);
+}
+
+EXPORT CUresult cuLaunch(CUfunction f) {
+    return launch_grid(f, 1, 1, NULL);
+}
+
+EXPORT CUresult cuLaunchGrid(CUfunction f, int width, int height) {
+    return launch_grid(f, width, height, NULL);
+}
+
+EXPORT CUresult cuLaunchGridAsync(CUfunction f, int width, int height, CUstream s) {
+    return launch_grid(f, width, height, s);
+}

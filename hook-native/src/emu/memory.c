@@ -76,6 +76,18 @@ static CUresult release(CUdeviceptr p) {
     return CUDA_SUCCESS;
 }
 
+/* CUDA 2.0's 32-bit flavours: a 64-bit driver refuses them, as the emulator does. */
+EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes) {
+    (void)dptr, (void)bytes;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch, unsigned int width, unsigned int height,
+                                unsigned int elementSize) {
+    (void)dptr, (void)pitch, (void)width, (void)height, (void)elementSize;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
     return allocate(dptr, bytes);
 }

@@ -38,7 +38,8 @@ static const entry table[] = {
     E("cuEventDestroy", cuEventDestroy_v2), E("cuModuleLoadData", cuModuleLoadData),
     E("cuModuleLoadDataEx", cuModuleLoadDataEx), E("cuModuleLoadFatBinary", cuModuleLoadFatBinary),
     E("cuModuleGetFunction", cuModuleGetFunction), E("cuModuleUnload", cuModuleUnload),
-    E("cuMemGetInfo", cuMemGetInfo_v2), E("cuMemAlloc", cuMemAlloc_v2), E("cuMemAllocPitch", cuMemAllocPitch_v2),
+    E("cuMemGetInfo", cuMemGetInfo_v2), V("cuMemAlloc", 2000, cuMemAlloc), V("cuMemAlloc", 3020, cuMemAlloc_v2),
+    V("cuMemAllocPitch", 2000, cuMemAllocPitch), V("cuMemAllocPitch", 3020, cuMemAllocPitch_v2),
     E("cuMemAllocManaged", cuMemAllocManaged), E("cuMemFree", cuMemFree_v2),
     P("cuMemAllocAsync", cuMemAllocAsync, cuMemAllocAsync_ptsz),
     P("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz),
@@ -47,6 +48,9 @@ static const entry table[] = {
     P("cuLaunchKernel", cuLaunchKernel, cuLaunchKernel_ptsz),
     P("cuLaunchKernelEx", cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
     P("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz),
+    V("cuLaunchCooperativeKernelMultiDevice", 9000, cuLaunchCooperativeKernelMultiDevice),
+    E("cuFuncSetBlockShape", cuFuncSetBlockShape), E("cuLaunch", cuLaunch), E("cuLaunchGrid", cuLaunchGrid),
+    E("cuLaunchGridAsync", cuLaunchGridAsync),
     E("cuGraphCreate", cuGraphCreate),
     V("cuGraphAddKernelNode", 10000, cuGraphAddKernelNode), V("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2),
     V("cuGraphKernelNodeGetParams", 10000, cuGraphKernelNodeGetParams),
@@ -85,6 +89,7 @@ static const entry table[] = {
     E("cuMemGetAllocationGranularity", cuMemGetAllocationGranularity),
     E("cuMemAddressReserve", cuMemAddressReserve), E("cuMemAddressFree", cuMemAddressFree),
     E("cuMemMap", cuMemMap), E("cuMemUnmap", cuMemUnmap), E("cuMemSetAccess", cuMemSetAccess),
+    P("cuMemMapArrayAsync", cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz), E("cuMulticastCreate", cuMulticastCreate),
     E("cuGetProcAddress", cuGetProcAddress_v2),
 };
 

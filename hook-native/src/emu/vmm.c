@@ -262,3 +262,18 @@ EXPORT CUresult cuMemSetAccess(CUdeviceptr p, size_t size, const CUmemAccessDesc
     pthread_mutex_unlock(&vmm_lock);
     return at >= p + size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+
+/* Sparse arrays and multicast objects are not emulated: the calls exist, as in a driver on a GPU without them. */
+EXPORT CUresult cuMemMapArrayAsync(CUarrayMapInfo *list, unsigned int count, CUstream s) {
+    (void)list, (void)count, (void)s;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo *list, unsigned int count, CUstream s) {
+    return cuMemMapArrayAsync(list, count, s);
+}
+
+EXPORT CUresult cuMulticastCreate(CUmemGenericAllocationHandle *handle, const CUmulticastObjectProp *prop) {
+    (void)handle, (void)prop;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}

@@ -117,6 +117,27 @@ CUresult hook_device(const hook_control *c, int *device);
 /* launch.c */
 CUresult hook_admit(uint64_t blocks); /* spends tokens, waits for them if none are left */
 
+/*
+ * Charges a launch and runs it, returning from the caller (launch.c, legacy.c). While any stream of the process
+ * captures (rare: one relaxed load decides), a launch onto a capturing stream is only recorded into the capture's
+ * graph, so it is not charged: the graph's launches will be. The graph lock held from the check to the driver's
+ * answer keeps the capture from ending in between, when the launch would run uncharged.
+ */
+#define LAUNCH(real, stream, per_thread, blocks, ...)                                                     \
+    do {                                                                                                 \
+        if ((real) == NULL) {                                                                            \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+        }                                                                                                \
+        if (__builtin_expect(atomic_load_explicit(&hook_capturing_streams, memory_order_relaxed) != 0, 0) && \
+            hook_capture_enter((stream), (per_thread))) {                                                \
+            CUresult captured_ = (real)(__VA_ARGS__);                                                    \
+            hook_capture_leave();                                                                        \
+            return captured_;                                                                            \
+        }                                                                                                \
+        CUresult admitted_ = hook_admit(blocks);                                                         \
+        return admitted_ == CUDA_SUCCESS ? (real)(__VA_ARGS__) : admitted_;                              \
+    } while (0)
+
 /* Thread blocks of a grid, in 64 bits: x < 2^31 and y, z < 2^16 in CUDA, but nothing stops a caller passing
  * more, so saturate, never wrap (hook_admit refuses anything that large). */
 static inline uint64_t hook_grid_blocks(unsigned int x, unsigned int y, unsigned int z) {

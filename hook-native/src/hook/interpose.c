@@ -11,7 +11,7 @@
 #include "hook.h"
 
 typedef struct wrapped {
-    const char *base; /* the name cuGetProcAddress is asked for */
+    const char *base; /* the name cuGetProcAddress is asked for; NULL for X() */
     int since;        /* the first CUDA version (1000 × major + 10 × minor) cuGetProcAddress answers with this */
     const char *exported; /* the driver's exported symbol of the default flavour */
     void *legacy;
@@ -26,12 +26,20 @@ typedef struct wrapped {
  * unwrapped, whether by cuGetProcAddress or by its exported name through dlsym. */
 #define V(base, since, fn) {base, since, #fn, (void *)fn, NULL, NULL}
 #define VP(base, since, fn, fn_ptsz) {base, since, #fn, (void *)fn, #fn_ptsz, (void *)fn_ptsz}
+/* An exported flavour cuGetProcAddress never answers with: asked for at its version, the driver's answer is refused
+ * (swap_in) for being older than any flavour of the name we answer with. */
+#define X(fn) {NULL, 0, #fn, (void *)fn, NULL, NULL}
 
 static const wrapped table[] = {
     W("cuInit", cuInit),
     WP("cuLaunchKernel", cuLaunchKernel, cuLaunchKernel_ptsz),
     WP("cuLaunchKernelEx", cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
     WP("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz),
+    /* CUDA 2.0's launches (legacy.c); launches on several devices at once, refused (refused.c) */
+    W("cuLaunch", cuLaunch),
+    W("cuLaunchGrid", cuLaunchGrid),
+    W("cuLaunchGridAsync", cuLaunchGridAsync),
+    W("cuLaunchCooperativeKernelMultiDevice", cuLaunchCooperativeKernelMultiDevice),
     /* graphs (graph.c) */
     WP("cuGraphLaunch", cuGraphLaunch, cuGraphLaunch_ptsz),
     V("cuGraphInstantiate", 10000, cuGraphInstantiate),
@@ -66,6 +74,8 @@ static const wrapped table[] = {
      * for get nothing, rather than a 32-bit flavour that would run unbooked */
     V("cuMemAlloc", 3020, cuMemAlloc_v2),
     V("cuMemAllocPitch", 3020, cuMemAllocPitch_v2),
+    X(cuMemAlloc),
+    X(cuMemAllocPitch),
     W("cuMemAllocManaged", cuMemAllocManaged),
     WP("cuMemAllocAsync", cuMemAllocAsync, cuMemAllocAsync_ptsz),
     WP("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz),
@@ -76,6 +86,8 @@ static const wrapped table[] = {
     W("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle),
     W("cuMemMap", cuMemMap),
     W("cuMemUnmap", cuMemUnmap),
+    WP("cuMemMapArrayAsync", cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz),
+    W("cuMulticastCreate", cuMulticastCreate),
     V("cuArrayCreate", 2000, cuArrayCreate),
     V("cuArrayCreate", 3020, cuArrayCreate_v2),
     V("cuArray3DCreate", 2000, cuArray3DCreate),
@@ -99,7 +111,7 @@ void *hook_wrapper_for(const char *name, int version, cuuint64_t flags) {
     const wrapped *best = NULL;
     int named = 0;
     for (size_t i = 0; i < ENTRIES; i++) {
-        if (strcmp(table[i].base, name) == 0) {
+        if (table[i].base != NULL && strcmp(table[i].base, name) == 0) {
             named = 1;
             best = table[i].since <= version && (best == NULL || table[i].since > best->since) ? &table[i] : best;
         }

@@ -84,26 +84,6 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
 typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                             CUstream, void **);
-/*
- * Charges a launch and runs it. While any stream of the process captures (rare: one relaxed load decides),
- * a launch onto a capturing stream is only recorded into the capture's graph, so it is not charged: the
- * graph's launches will be. The graph lock held from the check to the driver's answer keeps the capture
- * from ending in between, when the launch would run uncharged.
- */
-#define LAUNCH(real, stream, per_thread, blocks, ...)                                                     \
-    do {                                                                                                 \
-        if ((real) == NULL) {                                                                            \
-            return CUDA_ERROR_NOT_INITIALIZED;                                                           \
-        }                                                                                                \
-        if (__builtin_expect(atomic_load_explicit(&hook_capturing_streams, memory_order_relaxed) != 0, 0) && \
-            hook_capture_enter((stream), (per_thread))) {                                                \
-            CUresult captured_ = (real)(__VA_ARGS__);                                                    \
-            hook_capture_leave();                                                                        \
-            return captured_;                                                                            \
-        }                                                                                                \
-        CUresult admitted_ = hook_admit(blocks);                                                         \
-        return admitted_ == CUDA_SUCCESS ? (real)(__VA_ARGS__) : admitted_;                              \
-    } while (0)
 
 HOOK_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned shm, CUstream s, void **params, void **extra) {

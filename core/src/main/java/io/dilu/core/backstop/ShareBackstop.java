@@ -14,20 +14,26 @@ import java.util.Optional;
  * grant. The hook enforces shares from inside the container; this catches what went around it — a process the hook
  * never loaded into, memory the hook never saw allocated, a container that reached a GPU it holds no share of.
  *
- * <p>Three rules, each with its evidence in the {@link Fault}:
+ * <p>Every rule judges a container by all of its processes on a GPU together, whether the hook saw them or not, and
+ * whatever the hook reports: the hook's own figures are what a tenant who went around it controls. Three rules, each
+ * with its evidence in the {@link Fault}:
  *
  * <ul>
- *   <li><b>Memory.</b> The GPU memory of a container's processes on a GPU, as the GPU reports it now, above its
- *       share plus {@link Bounds#memoryTolerancePerProcess} for each of those processes (the driver's own context
- *       memory, which the GPU reports as the process's and the hook never books) → {@link MemoryExcess}, naming
- *       the processes to end: the largest first, until what remains is within the bound.</li>
- *   <li><b>SM.</b> Over the last {@link Bounds#smWindow}, integrated over every sample: with an
- *       {@link Measure#SM_SHARE SM share} (the emulated GPU's thread blocks, the unit of the grant), a container
- *       above its SM limit × (1 + {@link Bounds#smMargin}) → {@link SmExcess}. With a {@link Measure#TIME_SHARE time
- *       share} (NVML's per-process utilisation: the share of time the process's kernels ran, whatever number of SMs
- *       they occupied — an upper bound of its SM share, never evidence that it used more SMs than its limit), a
- *       container busy at least {@link Bounds#busyFloor} of the window while its hook saw it launch nothing →
- *       {@link SmExcess}: kernels ran that did not pass through the hook.</li>
+ *   <li><b>Memory.</b> The GPU memory of a container's processes on a GPU, as the GPU reports it now, summed, above
+ *       its share plus one {@link Bounds#contextAllowance} (the driver's own context memory, which the GPU reports as
+ *       a process's and the hook never books: {@value #CONTEXT_ALLOWANCE_MIB} MiB measured) → {@link MemoryExcess},
+ *       naming the processes to end: the largest first, until what remains is within the bound. One allowance per
+ *       container, however many processes it runs: an allowance per process would let a tenant multiply it by
+ *       starting processes.</li>
+ *   <li><b>SM.</b> Over the last {@link Bounds#smWindow}, integrated over every sample of every process of the
+ *       container (those ended since included): with an {@link Measure#SM_SHARE SM share} (the emulated GPU's thread
+ *       blocks, the unit of the grant), above its SM limit × (1 + {@link Bounds#smMargin}) → {@link SmExcess}. With a
+ *       {@link Measure#TIME_SHARE time share} (NVML's per-process utilisation: the share of time the process's
+ *       kernels ran, whatever number of SMs they occupied), above its SM limit × (1 + {@link Bounds#smMargin}) +
+ *       {@link Bounds#busySlack} → {@link SmExcess}: time is what a kernel takes from its neighbours on a GPU that
+ *       time-slices, and what kernels the hook never saw (launched around it, or by other kernels on the GPU: dynamic
+ *       parallelism) show as. Fail closed: a container whose kernels leave most SMs idle, or whose thread blocks
+ *       outlast the block time a token stands for, is held to its limit in time as well.</li>
  *   <li><b>Unknown process.</b> A process on a GPU that belongs to no container with a share of that GPU, seen for
  *       {@link Bounds#unknownGrace} → {@link UnknownProcess}.</li>
  * </ul>
@@ -36,6 +42,15 @@ import java.util.Optional;
  * agent that just started, or a container that just appeared, is not judged on a sliver of evidence.
  */
 public final class ShareBackstop {
+
+    /**
+     * The driver's context as NVML counts it in a process's GPU memory: 518 MiB for a process holding a context and
+     * nothing else (with or without a module loaded), and 1542 MiB = 518 + 1024 for one that also allocated 1024 MiB,
+     * on an NVIDIA H100 80GB HBM3 with driver 580.159.04, no MPS (docs/gpu/h100-nvml-backstop-2026-11-26.txt,
+     * {@code MEMORY role=0 used_mib=518.0}, measured by hook-native/tools/nvml_probe.c). The default of
+     * {@link Bounds#contextAllowance}.
+     */
+    public static final long CONTEXT_ALLOWANCE_MIB = 518;
 
     private ShareBackstop() {}
 
@@ -50,23 +65,24 @@ public final class ShareBackstop {
     /**
      * The bounds.
      *
-     * @param memoryTolerancePerProcess GPU memory a process may hold beyond what the hook books: the driver's
-     *     context (518 MiB measured on an H100, docs/gpu/h100-nvml-backstop-2026-11-26.txt)
+     * @param contextAllowance GPU memory, in bytes, a container may hold on a GPU beyond its share, once whatever
+     *     its number of processes: the driver's context, which the hook never books ({@link #CONTEXT_ALLOWANCE_MIB}
+     *     MiB measured). A container's second and later CUDA processes on a GPU pay their contexts from its share.
      * @param smWindow how much reading an SM judgement integrates
-     * @param smMargin with {@link Measure#SM_SHARE}, how far above its limit a container may run before it is at
-     *     fault, as a fraction of the limit (the hook's own slack: the 10% it may run ahead, the periods it lends
-     *     itself while the agent is late)
-     * @param busyFloor with {@link Measure#TIME_SHARE}, the share of the window a container's kernels must have run
-     *     while its hook saw no launch
+     * @param smMargin how far above its limit a container may run before it is at fault, as a fraction of the limit:
+     *     the hook's own slack (the 10% it may run ahead, the periods it lends itself while the agent is late)
+     * @param busySlack with {@link Measure#TIME_SHARE}, what a container may be busy beyond its limit × (1 + smMargin),
+     *     as a share of the window: NVML's samples come per read, so up to one read's worth of a busy GPU may fall on
+     *     the wrong side of the window's edge (one 1 s read of a 10 s window: 0.10)
      * @param unknownGrace how long a process may be on a GPU without a share before it is reported: long enough
      *     for the kubelet and the pod watch to name a container that just started
      */
-    public record Bounds(long memoryTolerancePerProcess, Duration smWindow, double smMargin, double busyFloor,
+    public record Bounds(long contextAllowance, Duration smWindow, double smMargin, double busySlack,
             Duration unknownGrace) {
 
         public Bounds {
-            if (memoryTolerancePerProcess < 0) {
-                throw new IllegalArgumentException("memoryTolerancePerProcess must be ≥ 0, got " + memoryTolerancePerProcess);
+            if (contextAllowance < 0) {
+                throw new IllegalArgumentException("contextAllowance must be ≥ 0, got " + contextAllowance);
             }
             if (smWindow.isNegative() || smWindow.isZero()) {
                 throw new IllegalArgumentException("smWindow must be positive, got " + smWindow);
@@ -74,8 +90,8 @@ public final class ShareBackstop {
             if (!(smMargin >= 0 && smMargin <= 10)) {
                 throw new IllegalArgumentException("smMargin must be in [0, 10], got " + smMargin);
             }
-            if (!(busyFloor > 0 && busyFloor <= 1)) {
-                throw new IllegalArgumentException("busyFloor must be in (0, 1], got " + busyFloor);
+            if (!(busySlack >= 0 && busySlack < 1)) {
+                throw new IllegalArgumentException("busySlack must be in [0, 1), got " + busySlack);
             }
             if (unknownGrace.isNegative()) {
                 throw new IllegalArgumentException("unknownGrace must be ≥ 0, got " + unknownGrace);
@@ -125,8 +141,8 @@ public final class ShareBackstop {
      * A container's share of one GPU.
      *
      * @param smLimit fraction of the GPU
-     * @param launchesSeen thread blocks its hook reported launching on that GPU over the SM window; negative when
-     *     not known (no judgement by {@link Measure#TIME_SHARE} then)
+     * @param launchesSeen thread blocks its hook reported launching on that GPU over the SM window, negative when not
+     *     known: evidence beside a fault (kernels the GPU ran that the hook never charged), never part of a rule
      */
     public record Grant(String owner, String gpu, long memoryBytes, double smLimit, long launchesSeen) {}
 
@@ -141,7 +157,7 @@ public final class ShareBackstop {
 
     /**
      * @param heldBytes what the container's processes hold on the GPU
-     * @param boundBytes its share plus the tolerance for each of its processes
+     * @param boundBytes its share plus the context allowance
      * @param processes each of them, the largest first
      * @param toEnd the processes whose end brings the container within the bound
      */
@@ -156,10 +172,13 @@ public final class ShareBackstop {
     /**
      * @param share what the container used over the window ({@link #measure})
      * @param bound what it was allowed before it is at fault
-     * @param launchesSeen what its hook reported launching over the window
+     * @param launchesSeen what its hook reported launching over the window (negative: not known)
+     * @param processes each of its processes over the window, the largest first, those ended since included
+     * @param toEnd the processes still running whose end brings the container within the bound, once those ended
+     *     since have left the window
      */
     public record SmExcess(String owner, String gpu, Measure measure, double share, double smLimit, double bound,
-            long launchesSeen, Duration window, List<ProcessUse> processes) implements Fault {
+            long launchesSeen, Duration window, List<ProcessUse> processes, List<ProcessKey> toEnd) implements Fault {
         @Override
         public String key() {
             return "sm/" + owner + "/" + gpu;
@@ -217,14 +236,14 @@ public final class ShareBackstop {
                         .thenComparingLong(u -> u.process().pid()))
                 .toList();
         long held = uses.stream().mapToLong(ProcessUse::memoryBytes).reduce(0, ShareBackstop::saturatedAdd);
-        long bound = boundFor(bounds, grant, uses.size());
+        long bound = saturatedAdd(grant.memoryBytes(), bounds.contextAllowance());
         if (held <= bound) {
             return Optional.empty();
         }
         List<ProcessKey> toEnd = new ArrayList<>();
         long remaining = held;
         for (ProcessUse u : uses) {
-            if (remaining <= boundFor(bounds, grant, uses.size() - toEnd.size())) {
+            if (remaining <= bound) {
                 break;
             }
             toEnd.add(u.process());
@@ -233,15 +252,12 @@ public final class ShareBackstop {
         return Optional.of(new MemoryExcess(grant.owner(), grant.gpu(), held, grant.memoryBytes(), bound, uses, toEnd));
     }
 
-    private static long boundFor(Bounds bounds, Grant grant, int processes) {
-        return saturatedAdd(grant.memoryBytes(), saturatedMultiply(bounds.memoryTolerancePerProcess(), processes));
-    }
-
     private static Optional<Fault> sm(Bounds bounds, Measure measure, Grant grant, List<Observation> observed,
             Instant now) {
         Instant from = now.minus(bounds.smWindow());
         double window = seconds(bounds.smWindow());
         List<ProcessUse> uses = new ArrayList<>();
+        Map<ProcessKey, Boolean> present = new LinkedHashMap<>();
         double total = 0;
         for (Observation o : observed) {
             double used = 0;
@@ -251,17 +267,29 @@ public final class ShareBackstop {
                 }
             }
             uses.add(new ProcessUse(o.process(), Math.max(0, o.memoryBytes()), used / window));
+            present.put(o.process(), o.present());
             total += used / window;
         }
-        uses.sort(Comparator.comparingDouble(ProcessUse::share).reversed());
-        if (measure == Measure.SM_SHARE) {
-            double bound = grant.smLimit() * (1 + bounds.smMargin());
-            return total > bound ? Optional.of(new SmExcess(grant.owner(), grant.gpu(), measure, total, grant.smLimit(),
-                    bound, grant.launchesSeen(), bounds.smWindow(), uses)) : Optional.empty();
+        uses.sort(Comparator.comparingDouble(ProcessUse::share).reversed().thenComparingLong(u -> u.process().pid()));
+        double limit = grant.smLimit() * (1 + bounds.smMargin());
+        double bound = measure == Measure.TIME_SHARE ? limit + bounds.busySlack() : limit;
+        if (!(total > bound)) {
+            return Optional.empty();
         }
-        boolean unseen = grant.launchesSeen() == 0;
-        return unseen && total >= bounds.busyFloor() ? Optional.of(new SmExcess(grant.owner(), grant.gpu(), measure,
-                total, grant.smLimit(), bounds.busyFloor(), 0, bounds.smWindow(), uses)) : Optional.empty();
+        // What ended has stopped using the GPU: its part leaves the window by itself; the rest, largest first.
+        double remaining = total - uses.stream().filter(u -> !present.get(u.process())).mapToDouble(ProcessUse::share).sum();
+        List<ProcessKey> toEnd = new ArrayList<>();
+        for (ProcessUse u : uses) {
+            if (remaining <= bound) {
+                break;
+            }
+            if (present.get(u.process())) {
+                toEnd.add(u.process());
+                remaining -= u.share();
+            }
+        }
+        return Optional.of(new SmExcess(grant.owner(), grant.gpu(), measure, total, grant.smLimit(), bound,
+                grant.launchesSeen(), bounds.smWindow(), uses, toEnd));
     }
 
     private static double seconds(Duration d) {
@@ -271,11 +299,5 @@ public final class ShareBackstop {
     private static long saturatedAdd(long a, long b) {
         long r = a + b;
         return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
-    }
-
-    private static long saturatedMultiply(long a, long b) {
-        long hi = Math.multiplyHigh(a, b);
-        long lo = a * b;
-        return (hi == 0 && lo >= 0) ? lo : Long.MAX_VALUE;
     }
 }

@@ -23,7 +23,9 @@ import org.junit.jupiter.api.Test;
 class ShareBackstopTest {
 
     private static final long MIB = 1L << 20;
-    private static final Bounds BOUNDS = new Bounds(768 * MIB, Duration.ofSeconds(10), 0.25, 0.10, Duration.ofSeconds(10));
+    /** The agent's shipped bounds: one measured context per container, a 10 s window. */
+    private static final Bounds BOUNDS = new Bounds(ShareBackstop.CONTEXT_ALLOWANCE_MIB * MIB, Duration.ofSeconds(10),
+            0.25, 0.10, Duration.ofSeconds(10));
     private static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
     private static final Instant NOW = T0.plusSeconds(60);
     private static final String GPU = "GPU-a";
@@ -47,23 +49,45 @@ class ShareBackstopTest {
     }
 
     @Test
-    void aContainerWithinItsShareAndTheContextToleranceIsNoFault() {
-        // 1024 MiB allocated through the hook + 518 MiB of context, as NVML reports an H100 process.
-        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(1, "ns/pod/c", 1542 * MIB, 0.9, 30))).isEmpty();
+    void aContainerWithinItsShareAndTheContextAllowanceIsNoFault() {
+        // 1024 MiB allocated through the hook + 518 MiB of context, as NVML reports an H100 process; busy 40% of the
+        // time on a 25% limit, within 25% × 1.25 + 0.10.
+        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(1, "ns/pod/c", 1542 * MIB, 0.40, 30))).isEmpty();
     }
 
     @Test
-    void memoryBeyondTheShareAndToleranceEndsTheLargestProcessesFirst() {
+    void memoryBeyondTheShareAndTheAllowanceEndsTheLargestProcessesFirst() {
         List<Fault> faults = judge(Measure.SM_SHARE, List.of(SHARE),
                 process(1, "ns/pod/c", 900 * MIB, 0.1, 30),       // hooked, within its share
                 process(2, "ns/pod/c", 3000 * MIB, 0.1, 30),      // allocated past the hook
                 process(3, "ns/pod/c", 100 * MIB, 0.0, 30));
         assertThat(faults).singleElement().isInstanceOfSatisfying(MemoryExcess.class, m -> {
             assertThat(m.heldBytes()).isEqualTo(4000 * MIB);
-            assertThat(m.boundBytes()).isEqualTo((1024 + 3 * 768) * MIB);
+            assertThat(m.boundBytes()).isEqualTo((1024 + 518) * MIB);
             assertThat(m.toEnd()).containsExactly(pid(2));
             assertThat(m.processes().getFirst().process()).isEqualTo(pid(2));
         });
+    }
+
+    @Test
+    void theContextAllowanceIsTheContainersNotEachProcesss() {
+        // Issue 36: eight processes without the hook, 1000 MiB each, on a 1024 MiB share. One allowance per
+        // process would have let 1024 + 8 × 518 MiB go; one per container ends seven of them.
+        Observation[] eight = new Observation[8];
+        for (int i = 0; i < 8; i++) {
+            eight[i] = process(i + 1, "ns/pod/c", 1000 * MIB, 0, 30);
+        }
+        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), eight)).singleElement()
+                .isInstanceOfSatisfying(MemoryExcess.class, m -> {
+                    assertThat(m.heldBytes()).isEqualTo(8000 * MIB);
+                    assertThat(m.boundBytes()).isEqualTo(1542 * MIB);
+                    assertThat(m.toEnd()).containsExactly(pid(1), pid(2), pid(3), pid(4), pid(5), pid(6), pid(7));
+                });
+        // Two processes, each with a context, within the share together: the second context is the share's.
+        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(1, "ns/pod/c", 1018 * MIB, 0, 30),
+                process(2, "ns/pod/c", 524 * MIB, 0, 30))).isEmpty();
+        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(1, "ns/pod/c", 1018 * MIB, 0, 30),
+                process(2, "ns/pod/c", 525 * MIB, 0, 30))).singleElement().isInstanceOf(MemoryExcess.class);
     }
 
     @Test
@@ -137,15 +161,37 @@ class ShareBackstopTest {
     }
 
     @Test
-    void aTimeShareIsAFaultOnlyWhenTheHookSawNothingLaunched() {
-        // NVML: a one-block kernel shows 85% of the time (measured); with launches seen, no fault at any figure.
-        assertThat(judge(Measure.TIME_SHARE, List.of(SHARE), process(1, "ns/pod/c", 0, 0.99, 30))).isEmpty();
-        Grant unseen = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.25, 0);
-        assertThat(judge(Measure.TIME_SHARE, List.of(unseen), process(1, "ns/pod/c", 0, 0.05, 30))).isEmpty();
-        assertThat(judge(Measure.TIME_SHARE, List.of(unseen), process(1, "ns/pod/c", 0, 0.5, 30)))
-                .singleElement().isInstanceOfSatisfying(SmExcess.class, s -> assertThat(s.launchesSeen()).isZero());
-        Grant notKnown = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.25, -1);
-        assertThat(judge(Measure.TIME_SHARE, List.of(notKnown), process(1, "ns/pod/c", 0, 0.5, 30))).isEmpty();
+    void aTimeShareAboveTheLimitIsAFaultWhateverTheHookCounted() {
+        // Issue 36: NVML measured 66% busy for a container on a 10% grant whose hook counted a launch now and then.
+        Grant tenth = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.10, 26);
+        assertThat(judge(Measure.TIME_SHARE, List.of(tenth), process(1, "ns/pod/c", 0, 0.66, 30))).singleElement()
+                .isInstanceOfSatisfying(SmExcess.class, s -> {
+                    assertThat(s.share()).isCloseTo(0.66, org.assertj.core.data.Offset.offset(1e-9));
+                    assertThat(s.bound()).isCloseTo(0.10 * 1.25 + 0.10, org.assertj.core.data.Offset.offset(1e-9));
+                    assertThat(s.launchesSeen()).isEqualTo(26);
+                    assertThat(s.toEnd()).containsExactly(pid(1));
+                });
+        // The bound on a 25% limit: 0.25 × 1.25 + 0.10 = 0.4125, whatever the hook counted or whether it is known.
+        for (long seen : new long[] {0, 1, 5_000_000, -1}) {
+            Grant g = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.25, seen);
+            assertThat(judge(Measure.TIME_SHARE, List.of(g), process(1, "ns/pod/c", 0, 0.41, 30))).isEmpty();
+            assertThat(judge(Measure.TIME_SHARE, List.of(g), process(1, "ns/pod/c", 0, 0.42, 30)))
+                    .singleElement().isInstanceOf(SmExcess.class);
+        }
+    }
+
+    @Test
+    void whatEndedIsNotEndedAgainNorMadeUpForByItsNeighbours() {
+        Grant tenth = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.10, 1);
+        Observation ended = new Observation(pid(5), Optional.of("ns/pod/c"), false, T0,
+                List.of(new Sample(NOW.minusSeconds(2), 0, 5.0, Duration.ofSeconds(1)))); // 0.5 of the window
+        // Still at fault while the ended process is in the window, but no one is left to end.
+        assertThat(judge(Measure.TIME_SHARE, List.of(tenth), ended, process(1, "ns/pod/c", 0, 0.2, 30)))
+                .singleElement().isInstanceOfSatisfying(SmExcess.class, s -> assertThat(s.toEnd()).isEmpty());
+        // Two running: the larger is ended, the one within the bound stays.
+        assertThat(judge(Measure.TIME_SHARE, List.of(tenth), process(1, "ns/pod/c", 0, 0.05, 30),
+                process(2, "ns/pod/c", 0, 0.5, 30))).singleElement()
+                .isInstanceOfSatisfying(SmExcess.class, s -> assertThat(s.toEnd()).containsExactly(pid(2)));
     }
 
     @Test
@@ -174,8 +220,9 @@ class ShareBackstopTest {
     @Test
     void boundsAreChecked() {
         assertThatThrownBy(() -> new Bounds(-1, Duration.ofSeconds(1), 0, 0.1, Duration.ZERO))
-                .hasMessageContaining("memoryTolerancePerProcess");
+                .hasMessageContaining("contextAllowance");
         assertThatThrownBy(() -> new Bounds(0, Duration.ZERO, 0, 0.1, Duration.ZERO)).hasMessageContaining("smWindow");
-        assertThatThrownBy(() -> new Bounds(0, Duration.ofSeconds(1), 0, 0, Duration.ZERO)).hasMessageContaining("busyFloor");
+        assertThatThrownBy(() -> new Bounds(0, Duration.ofSeconds(1), 0, -0.1, Duration.ZERO)).hasMessageContaining("busySlack");
+        assertThatThrownBy(() -> new Bounds(0, Duration.ofSeconds(1), 0, 1, Duration.ZERO)).hasMessageContaining("busySlack");
     }
 }

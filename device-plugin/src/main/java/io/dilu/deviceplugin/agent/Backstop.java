@@ -35,18 +35,22 @@ import org.jboss.logging.Logger;
 
 /**
  * The node's backstop: every round (a second) it reads what the GPUs say each process uses ({@link GpuProcesses}),
- * finds each process's container from its cgroup ({@link Cgroups}) and that container's shares from the agent's
+ * finds each process's container from its cgroup ({@link Cgroups}) — every process on a GPU, whether the hook ever
+ * loaded into it or holds a slot of its report page — and that container's shares from the agent's
  * {@link Allocations}, asks {@link ShareBackstop} for faults, and acts on them:
  *
  * <ul>
  *   <li>every new fault counts in {@code dilu_container_share_violations_total{kind}} and is logged;</li>
  *   <li>a container at fault is told by a Warning Event on its pod: {@value #SHARE_EXCEEDED} for memory or SM use
  *       beyond its share, {@value #GPU_WITHOUT_SHARE} for a process on a GPU it holds no share of;</li>
- *   <li>memory beyond the bound ends the processes {@link MemoryExcess#toEnd()} names, when
- *       {@code dilu.agent.backstop.kill-memory-excess} (the default), through {@link ProcessKiller}, which checks
- *       that the pid still names that process in that container. SM faults and unknown processes are reported, never
- *       ended: their evidence (NVML's time share, the emulator's tenant-writable slots, a container the pod watch may
- *       not know yet) does not prove enough to take a process's work.</li>
+ *   <li>memory beyond the bound ends the processes {@link MemoryExcess#toEnd()} names at once, when
+ *       {@code dilu.agent.backstop.kill-memory-excess} (the default): memory held is what the GPU reports now;</li>
+ *   <li>SM use beyond the bound ends the processes {@link SmExcess#toEnd()} names once the container has been at
+ *       fault {@link Settings#killComputeAfterRounds} rounds in a row, each judging the whole window, so that no one
+ *       odd read ends a process; only where the figure is the driver's ({@link GpuProcesses#shareTrusted()}: NVML),
+ *       never on an emulated GPU's tenant-writable slots;</li>
+ *   <li>every kill goes through {@link ProcessKiller}, which checks that the pid still names that process in that
+ *       container. Unknown processes are reported, never ended: the pod watch may not know their container yet.</li>
  * </ul>
  */
 final class Backstop {
@@ -56,8 +60,20 @@ final class Backstop {
     static final String GPU_WITHOUT_SHARE = "DiluGpuWithoutShare";
     private static final long MIB = 1L << 20;
 
-    /** What the backstop does beyond what it judges. */
-    record Settings(ShareBackstop.Bounds bounds, boolean killMemoryExcess) {}
+    /**
+     * What the backstop does beyond what it judges.
+     *
+     * @param killComputeAfterRounds the rounds in a row a container must be at fault for SM use before its processes
+     *     are ended; 0: never ended
+     */
+    record Settings(ShareBackstop.Bounds bounds, boolean killMemoryExcess, int killComputeAfterRounds) {
+        Settings {
+            if (killComputeAfterRounds < 0) {
+                throw new IllegalArgumentException("killComputeAfterRounds must be ≥ 0 (0: never), got "
+                        + killComputeAfterRounds);
+            }
+        }
+    }
 
     /** A process on a GPU, across rounds. */
     private static final class Track {
@@ -88,6 +104,8 @@ final class Backstop {
     private final Map<ProcessKiller.Outcome, Counter> kills = new EnumMap<>(ProcessKiller.Outcome.class);
     private final Counter readFailures;
     private Set<String> faultedBefore = Set.of();
+    /** SM faults by key: the rounds in a row each has been found. */
+    private Map<String, Integer> roundsAtFault = Map.of();
     private Instant readingSince;
     private Instant lastRead;
 
@@ -109,8 +127,8 @@ final class Backstop {
         }
         for (ProcessKiller.Outcome o : ProcessKiller.Outcome.values()) {
             kills.put(o, Counter.builder("dilu_backstop_kills_total").tag("outcome", o.label())
-                    .description("processes the backstop set out to end for GPU memory beyond their container's share")
-                    .register(metrics));
+                    .description("processes the backstop set out to end for GPU memory or SM use beyond their "
+                            + "container's share").register(metrics));
         }
         this.readFailures = Counter.builder("dilu_backstop_read_failures_total")
                 .description("rounds in which the GPUs' per-process use could not be read").register(metrics);
@@ -215,18 +233,16 @@ final class Backstop {
 
     private void act(List<Fault> faults, Map<String, PodView> podsByUid) {
         Set<String> now = new HashSet<>();
+        Map<String, Integer> rounds = new HashMap<>();
         for (Fault f : faults) {
             now.add(f.key());
             boolean fresh = !faultedBefore.contains(f.key());
             switch (f) {
                 case MemoryExcess m -> memory(m, fresh, podsByUid);
                 case SmExcess s -> {
-                    if (fresh) {
-                        violations.get("sm").increment();
-                        String message = sm(s);
-                        LOG.warnf("backstop: %s: %s", s.owner(), message);
-                        tell(s.owner(), podsByUid, SHARE_EXCEEDED, message);
-                    }
+                    int inARow = roundsAtFault.getOrDefault(s.key(), 0) + 1;
+                    rounds.put(s.key(), inARow);
+                    sm(s, fresh, inARow, podsByUid);
                 }
                 case UnknownProcess u -> {
                     if (fresh) {
@@ -239,25 +255,44 @@ final class Backstop {
             }
         }
         faultedBefore = now;
+        roundsAtFault = rounds;
+    }
+
+    /** Ends these processes of a container at fault; the pids of those ended. */
+    private List<String> end(List<ProcessKey> processes, String owner, String why) {
+        List<String> ended = new ArrayList<>();
+        for (ProcessKey k : processes) {
+            Track t = tracks.get(k);
+            ProcessKiller.Outcome o = killer.kill(k.pid(), k.startTicks(), t == null ? Optional.empty() : t.container);
+            kills.get(o).increment();
+            LOG.warnf("backstop: %s of %s %s: %s", k, owner, why, o.label());
+            if (o == ProcessKiller.Outcome.KILLED) {
+                ended.add("pid " + k.pid());
+            }
+        }
+        return ended;
+    }
+
+    private void sm(SmExcess s, boolean fresh, int inARow, Map<String, PodView> podsByUid) {
+        if (fresh) {
+            violations.get("sm").increment();
+        }
+        int after = settings.killComputeAfterRounds();
+        boolean due = after > 0 && inARow >= after && source.shareTrusted() && !s.toEnd().isEmpty();
+        List<String> ended = due ? end(s.toEnd(), s.owner(), "uses the GPU beyond its container's SM limit") : List.of();
+        if (fresh || !ended.isEmpty()) {
+            String message = smMessage(s, ended, inARow);
+            LOG.warnf("backstop: %s: %s", s.owner(), message);
+            tell(s.owner(), podsByUid, SHARE_EXCEEDED, message);
+        }
     }
 
     private void memory(MemoryExcess m, boolean fresh, Map<String, PodView> podsByUid) {
         if (fresh) {
             violations.get("memory").increment();
         }
-        List<String> ended = new ArrayList<>();
-        if (settings.killMemoryExcess()) {
-            for (ProcessKey k : m.toEnd()) {
-                Track t = tracks.get(k);
-                ProcessKiller.Outcome o = killer.kill(k.pid(), k.startTicks(),
-                        t == null ? Optional.empty() : t.container);
-                kills.get(o).increment();
-                LOG.warnf("backstop: %s of %s holds GPU memory beyond its container's share: %s", k, m.owner(), o.label());
-                if (o == ProcessKiller.Outcome.KILLED) {
-                    ended.add("pid " + k.pid());
-                }
-            }
-        }
+        List<String> ended = settings.killMemoryExcess()
+                ? end(m.toEnd(), m.owner(), "holds GPU memory beyond its container's share") : List.of();
         if (fresh || !ended.isEmpty()) {
             String message = memoryMessage(m, ended);
             LOG.warnf("backstop: %s: %s", m.owner(), message);
@@ -283,22 +318,26 @@ final class Backstop {
                 ? (m.toEnd().isEmpty() ? "" : "; not ended (" + m.toEnd().stream().map(k -> "pid " + k.pid())
                         .collect(Collectors.joining(", ")) + ")")
                 : "; ended " + String.join(", ", ended) + " (SIGKILL)";
-        return m.heldBytes() / MIB + " MiB of GPU memory on " + m.gpu() + " as the GPU reports it (" + processes
-                + "), beyond its share of " + m.shareBytes() / MIB + " MiB (dilu.io/gpu-memory) and the driver's context "
-                + "allowance per process (bound " + m.boundBytes() / MIB + " MiB)" + action;
+        return m.heldBytes() / MIB + " MiB of GPU memory on " + m.gpu() + " as the GPU reports it, all its processes "
+                + "together (" + processes + "), beyond its share of " + m.shareBytes() / MIB + " MiB (dilu.io/gpu-memory) "
+                + "and one driver context's allowance (bound " + m.boundBytes() / MIB + " MiB)" + action;
     }
 
-    private static String sm(SmExcess s) {
+    private String smMessage(SmExcess s, List<String> ended, int inARow) {
         String processes = s.processes().stream().filter(u -> u.share() > 0)
                 .map(u -> String.format(Locale.ROOT, "pid %d %.0f%%", u.process().pid(), 100 * u.share()))
                 .collect(Collectors.joining(", "));
-        if (s.measure() == ShareBackstop.Measure.SM_SHARE) {
-            return String.format(Locale.ROOT, "ran %.0f%% of %s's thread blocks over %ds (%s), beyond its SM limit of "
-                    + "%.0f%% (at fault above %.0f%%)", 100 * s.share(), s.gpu(), s.window().toSeconds(), processes,
-                    100 * s.smLimit(), 100 * s.bound());
-        }
-        return String.format(Locale.ROOT, "kept %s busy %.0f%% of %ds (%s) while its hook saw no launch: kernels ran "
-                + "that did not pass through Dilu's hook", s.gpu(), 100 * s.share(), s.window().toSeconds(), processes);
+        String seen = s.launchesSeen() < 0 ? "" : "; its hook counted " + s.launchesSeen() + " thread blocks";
+        String what = s.measure() == ShareBackstop.Measure.SM_SHARE
+                ? String.format(Locale.ROOT, "ran %.0f%% of %s's thread blocks over %ds (%s), beyond its SM limit of "
+                        + "%.0f%% (at fault above %.0f%%)", 100 * s.share(), s.gpu(), s.window().toSeconds(), processes,
+                        100 * s.smLimit(), 100 * s.bound())
+                : String.format(Locale.ROOT, "kept %s busy %.0f%% of %ds as NVML reports it (%s), beyond its SM limit "
+                        + "of %.0f%% (at fault above %.0f%% of the time)", s.gpu(), 100 * s.share(),
+                        s.window().toSeconds(), processes, 100 * s.smLimit(), 100 * s.bound());
+        String action = ended.isEmpty() ? "" : "; ended " + String.join(", ", ended) + " (SIGKILL) after " + inARow
+                + " rounds at fault";
+        return what + seen + action;
     }
 
     private static String unknown(UnknownProcess u) {

@@ -168,11 +168,11 @@ public class NodeAgent {
             }
             source = new EmulatedProcesses(gpus, config.emulatorHostDir(), proc, perSecond);
         }
-        ShareBackstop.Bounds bounds = new ShareBackstop.Bounds(b.memoryToleranceMib() << 20, b.smWindow(), b.smMargin(),
-                b.busyFloor(), b.unknownGrace());
+        ShareBackstop.Bounds bounds = new ShareBackstop.Bounds(b.contextAllowanceMib() << 20, b.smWindow(), b.smMargin(),
+                b.busySlack(), b.unknownGrace());
         backstop = new Backstop(source, gpus, proc, new ProcessKiller(proc), allocations,
                 identity != null ? identity : List::of, recorder, InstantSource.system(),
-                new Backstop.Settings(bounds, b.killMemoryExcess()), metrics);
+                new Backstop.Settings(bounds, b.killMemoryExcess(), b.killComputeAfterRounds()), metrics);
         long every = b.interval().toMillis();
         backstopThread.scheduleWithFixedDelay(() -> {
             try {

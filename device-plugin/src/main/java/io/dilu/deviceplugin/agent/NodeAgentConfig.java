@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.agent;
 
+import io.dilu.core.backstop.ShareBackstop;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.nio.file.Path;
@@ -163,24 +164,35 @@ public interface NodeAgentConfig {
         boolean killMemoryExcess();
 
         /**
-         * GPU memory a process may hold beyond what the hook books, in MiB: the driver's context, which the GPU
-         * reports as the process's (518 MiB measured on an H100 with driver 580), twice over for larger contexts,
-         * the device heap and libraries' module code.
+         * Whether a container's processes are ended (SIGKILL) once it has used a GPU beyond its SM limit this many
+         * rounds in a row (each judging the whole {@link #smWindow()}), where the GPU's own accounting says so (NVML);
+         * 0: never ended, only reported.
          */
-        @WithDefault("1024")
-        long memoryToleranceMib();
+        @WithDefault("3")
+        int killComputeAfterRounds();
+
+        /**
+         * GPU memory a container may hold on a GPU beyond its share, in MiB, once whatever its number of processes: the
+         * driver's context, which the GPU reports as a process's and the hook never books (ShareBackstop's
+         * CONTEXT_ALLOWANCE_MIB, measured on an H100 with driver 580).
+         */
+        @WithDefault("" + ShareBackstop.CONTEXT_ALLOWANCE_MIB)
+        long contextAllowanceMib();
 
         /** How much reading an SM judgement integrates: at least ten of NVML's samples even at its slowest (1 s). */
         @WithDefault("10s")
         Duration smWindow();
 
-        /** On an emulated GPU, how far above its SM limit a container may run, as a fraction of the limit. */
+        /** How far above its SM limit a container may run, as a fraction of the limit (the hook's own slack). */
         @WithDefault("0.25")
         double smMargin();
 
-        /** With NVML, the share of the window a container must keep the GPU busy while its hook saw no launch. */
+        /**
+         * With NVML, what a container may keep the GPU busy beyond its limit × (1 + sm-margin), as a share of the
+         * window: one read's worth of samples at a window's edge (1 s of 10 s).
+         */
         @WithDefault("0.10")
-        double busyFloor();
+        double busySlack();
 
         /** How long a process may be on a GPU without a share before it is reported. */
         @WithDefault("10s")

@@ -14,6 +14,13 @@ public interface GpuProcesses {
     ShareBackstop.Measure measure();
 
     /**
+     * Whether {@link Use#share} comes from where no tenant can write it (NVML: the driver's accounting), so that a
+     * process may be ended on it. An emulated GPU's thread blocks are counted in state every tenant on it can write:
+     * a neighbour could make a process look busy, so faults on them are reported, never acted on.
+     */
+    boolean shareTrusted();
+
+    /**
      * Every process on every GPU of the node now, by host pid.
      *
      * @throws ReadFailure when the GPUs could not be read at all (then nothing is judged this round)

@@ -73,8 +73,12 @@ public final class NvmlProcesses implements GpuProcesses {
         this(Native.load("nvidia-ml", Calls.class), inventory.gpus().size(), inventory::handle);
     }
 
-    /** @param handles NVML's handle of each of the node's {@code gpus} GPUs, by index */
-    NvmlProcesses(Calls nvml, int gpus, java.util.function.IntFunction<Pointer> handles) {
+    /**
+     * Over any NVML: the driver's through JNA, or one that stands for it (tests; answers recorded on a GPU).
+     *
+     * @param handles NVML's handle of each of the node's {@code gpus} GPUs, by index
+     */
+    public NvmlProcesses(Calls nvml, int gpus, java.util.function.IntFunction<Pointer> handles) {
         this.nvml = nvml;
         this.gpus = gpus;
         this.handles = handles;
@@ -86,6 +90,12 @@ public final class NvmlProcesses implements GpuProcesses {
     @Override
     public ShareBackstop.Measure measure() {
         return ShareBackstop.Measure.TIME_SHARE;
+    }
+
+    /** The driver's own accounting, which no container can write. */
+    @Override
+    public boolean shareTrusted() {
+        return true;
     }
 
     @Override

@@ -52,6 +52,17 @@ public record ProcFs(Path root, Path cgroupRoot) {
         return read(root.resolve(pid + "/stat")).map(ProcFs::startTicksOf).orElse(OptionalLong.empty());
     }
 
+    /** Whether the process has ended and not yet been reaped (state Z, zombie, or X, dead), or is gone altogether. */
+    public boolean ended(long pid) {
+        return read(root.resolve(pid + "/stat")).map(ProcFs::endedOf).orElse(true);
+    }
+
+    static boolean endedOf(String stat) {
+        int close = stat.lastIndexOf(')');
+        String rest = close < 0 ? "" : stat.substring(close + 1).strip();
+        return rest.isEmpty() || rest.charAt(0) == 'Z' || rest.charAt(0) == 'X';
+    }
+
     static OptionalLong startTicksOf(String stat) {
         // The command name (field 2) may hold spaces and parentheses: the fields follow its last ')'.
         int close = stat.lastIndexOf(')');

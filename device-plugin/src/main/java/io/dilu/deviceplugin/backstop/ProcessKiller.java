@@ -86,9 +86,14 @@ public class ProcessKiller {
         }
     }
 
-    /** Whether {@code pid} still names the process at fault: the same start time, the same container. */
+    /**
+     * Whether {@code pid} still names the process at fault, running: the same start time, the same container, not
+     * ended (a process killed a round ago may linger, unreaped, while the GPU still lists it: a second SIGKILL would
+     * count a kill that did nothing).
+     */
     boolean same(long pid, long startTicks, Optional<Cgroups.ContainerId> container) {
         OptionalLong start = proc.startTicks(pid);
-        return start.isPresent() && start.getAsLong() == startTicks && proc.container(pid).equals(container);
+        return start.isPresent() && start.getAsLong() == startTicks && !proc.ended(pid)
+                && proc.container(pid).equals(container);
     }
 }

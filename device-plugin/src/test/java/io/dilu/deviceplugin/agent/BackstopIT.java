@@ -25,7 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
 class BackstopIT {
 
     private static final long MIB = 1L << 20;
-    /** A short window and grace, so that the test does not wait ten seconds for each. */
+    /** A short window and grace, so that the test does not wait ten seconds for each; an allowance of 256 MiB. */
     private static final ShareBackstop.Bounds BOUNDS =
             new ShareBackstop.Bounds(256 * MIB, Duration.ofSeconds(2), 0.25, 0.10, Duration.ofSeconds(1));
 
@@ -86,12 +86,46 @@ class BackstopIT {
     }
 
     @Test
+    void eightProcessesWithoutTheHookShareOneContextAllowance() throws Exception {
+        // Issue 36: eight processes without the hook, 1000 MiB each, on a 1024 MiB share, at the shipped allowance.
+        // Per process (1024 MiB each, as shipped before) none was ended; one per container ends seven, the largest
+        // first (equal figures: by pid), and the one left is within 1024 + 518 MiB.
+        ShareBackstop.Bounds shipped = new ShareBackstop.Bounds(ShareBackstop.CONTEXT_ALLOWANCE_MIB * MIB,
+                BOUNDS.smWindow(), BOUNDS.smMargin(), BOUNDS.busySlack(), BOUNDS.unknownGrace());
+        try (TestingBackstop node = new TestingBackstop(tmp, shipped, true)) {
+            TestingBackstop.Container c = node.pod("tenant", "eight", 1, 25, 1024, "c0").getFirst();
+            List<Process> eight = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                eight.add(node.start(Optional.of(c), probe("alloc", "1000", "60000")));
+            }
+
+            List<Fault> faults = roundsUntil(node, 30, f -> node.counter("dilu_backstop_kills_total", "outcome", "killed") >= 7);
+            for (Process p : eight) {
+                p.waitFor(5, TimeUnit.SECONDS);
+            }
+            node.round(); // the ended processes gone: nothing more to end
+
+            assertThat(eight.stream().filter(Process::isAlive)).as("one 1000 MiB process is within 1024 + 518 MiB")
+                    .hasSize(1);
+            assertThat(eight.stream().filter(p -> !p.isAlive())).allSatisfy(p -> assertThat(p.exitValue()).isEqualTo(128 + 9));
+            assertThat(faults).filteredOn(ShareBackstop.MemoryExcess.class::isInstance).first()
+                    .isInstanceOfSatisfying(ShareBackstop.MemoryExcess.class, m -> {
+                        assertThat(m.boundBytes()).isEqualTo((1024 + 518) * MIB);
+                        assertThat(m.heldBytes()).isGreaterThanOrEqualTo(2000 * MIB);
+                    });
+            assertThat(node.counter("dilu_backstop_kills_total", "outcome", "killed")).isEqualTo(7);
+        }
+    }
+
+    @Test
     void launchesPastTheLimitWithoutTheHookAreReportedNotEnded() throws Exception {
         try (TestingBackstop node = new TestingBackstop(tmp, BOUNDS, true)) {
             TestingBackstop.Container c = node.pod("tenant", "launcher", 1, 10, 1024, "c0").getFirst();
-            Process greedy = node.start(Optional.of(c), probe("rate", "8", "0"));
+            Process greedy = node.start(Optional.of(c), probe("rate", "30", "0"));
 
-            List<Fault> faults = roundsUntil(node, 20, f -> f.stream().anyMatch(ShareBackstop.SmExcess.class::isInstance));
+            // Four rounds at fault: beyond the three after which NVML's figures would end the process.
+            List<Fault> faults = roundsUntil(node, 20,
+                    f -> f.stream().filter(ShareBackstop.SmExcess.class::isInstance).count() >= 4);
 
             assertThat(faults).filteredOn(ShareBackstop.SmExcess.class::isInstance).first()
                     .isInstanceOfSatisfying(ShareBackstop.SmExcess.class, s -> {
@@ -99,7 +133,8 @@ class BackstopIT {
                         assertThat(s.share()).isGreaterThan(s.bound());
                         assertThat(s.smLimit()).isEqualTo(0.10);
                     });
-            assertThat(greedy.isAlive()).as("SM faults are reported, never ended").isTrue();
+            assertThat(greedy.isAlive()).as("an emulated GPU's SM faults are reported, never ended, however many rounds")
+                    .isTrue();
             assertThat(events(node, Backstop.SHARE_EXCEEDED)).singleElement()
                     .satisfies(e -> assertThat(e.getMessage()).contains("thread blocks", "SM limit of 10%"));
             assertThat(node.counter("dilu_container_share_violations_total", "kind", "sm")).isEqualTo(1);

@@ -6,8 +6,11 @@ import io.dilu.core.quota.Priority;
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.deviceplugin.backstop.Cgroups;
 import io.dilu.deviceplugin.backstop.EmulatedProcesses;
+import io.dilu.deviceplugin.backstop.GpuProcesses;
 import io.dilu.deviceplugin.backstop.ProcFs;
 import io.dilu.deviceplugin.backstop.ProcessKiller;
+import io.dilu.deviceplugin.backstop.RecordedNvml;
+import io.dilu.deviceplugin.control.FakeHook;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import io.dilu.kube.events.EventCounts;
 import io.dilu.kube.events.EventThrottle;
@@ -30,10 +33,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.IntStream;
 
 /**
- * A node with one emulated GPU and the real backstop over it, for tests and the isolation bench: real processes on
- * the emulated GPU (its state in {@code <work>/emulated-gpus/gpu0}, as the agent hands it to containers), the real
+ * A node with one GPU and the real backstop over it, for tests and the isolation bench: real processes, the real
  * /proc for what the kernel says of them, and, standing for the kubelet's cgroups, a cgroup file per process that the
- * test writes (a process it starts "in a container" gets {@code /kubepods/burstable/pod<uid>/<id>}).
+ * test writes (a process it starts "in a container" gets {@code /kubepods/burstable/pod<uid>/<id>}). The GPU is an
+ * emulated one (its state in {@code <work>/emulated-gpus/gpu0}, as the agent hands it to containers, read as the
+ * agent reads it), or an H100 as NVML answered for the processes of a recording ({@link #overRecordedNvml}).
  */
 public final class TestingBackstop implements AutoCloseable {
 
@@ -49,6 +53,7 @@ public final class TestingBackstop implements AutoCloseable {
     private final List<Event> events = new CopyOnWriteArrayList<>();
     private final SimpleMeterRegistry metrics = new SimpleMeterRegistry();
     private final Backstop backstop;
+    private final PodEventRecorder recorder;
     private final ProcFs proc;
     private final List<Process> started = new ArrayList<>();
     private int nextDevice;
@@ -57,7 +62,26 @@ public final class TestingBackstop implements AutoCloseable {
     /** A container of a pod on this node, as the runtime names it. */
     public record Container(ContainerRef ref, Cgroups.ContainerId id) {}
 
+    /**
+     * Over an emulated GPU, SM kills after the shipped three rounds at fault: which the backstop never makes there, the
+     * emulator's figures being the tenants' to write ({@link GpuProcesses#shareTrusted()}).
+     */
     public TestingBackstop(Path work, ShareBackstop.Bounds bounds, boolean killMemoryExcess) throws IOException {
+        this(work, new Backstop.Settings(bounds, killMemoryExcess, 3), null, InstantSource.system());
+    }
+
+    /**
+     * Over NVML's answers recorded on an H100 ({@link RecordedNvml}), judged at {@code clock}'s time: what the driver
+     * would say of the test's processes, each given a role of the recording. Memory and SM faults end processes as the
+     * agent's shipped settings do (SM after {@code killComputeAfterRounds} rounds at fault).
+     */
+    public static TestingBackstop overRecordedNvml(Path work, ShareBackstop.Bounds bounds, int killComputeAfterRounds,
+            RecordedNvml nvml, InstantSource clock) throws IOException {
+        return new TestingBackstop(work, new Backstop.Settings(bounds, true, killComputeAfterRounds), nvml.reader(), clock);
+    }
+
+    private TestingBackstop(Path work, Backstop.Settings settings, GpuProcesses source, InstantSource clock)
+            throws IOException {
         this.work = work;
         this.cgroups = Files.createDirectories(work.resolve("cgroups"));
         Files.createDirectories(gpuDir());
@@ -68,14 +92,14 @@ public final class TestingBackstop implements AutoCloseable {
                 InstantSource.system(), () -> List.copyOf(pods.values()));
         allocations.recover();
         this.proc = new ProcFs(Path.of("/proc"), cgroups);
-        PodEventRecorder recorder = new PodEventRecorder(new PodEventRecorder.Source("dilu-node-agent", "node", "node"),
-                new EventThrottle(Duration.ofMinutes(1), 30, 1024), InstantSource.system(), events::add, Runnable::run,
+        this.recorder = new PodEventRecorder(new PodEventRecorder.Source("dilu-node-agent", "node", "node"),
+                new EventThrottle(Duration.ofMinutes(1), 30, 1024), clock, events::add, Runnable::run,
                 new EventCounts(metrics, List.of(Backstop.SHARE_EXCEEDED, Backstop.GPU_WITHOUT_SHARE)));
         double perSecond = PARAMS.maxTokens() * (1e9 / PARAMS.period().toNanos());
-        this.backstop = new Backstop(new EmulatedProcesses(List.of(gpu), work.resolve("emulated-gpus"), proc,
-                new double[] {perSecond}), List.of(gpu), proc, new ProcessKiller(proc), allocations,
-                () -> List.copyOf(pods.values()), recorder, InstantSource.system(),
-                new Backstop.Settings(bounds, killMemoryExcess), metrics);
+        GpuProcesses gpus = source != null ? source
+                : new EmulatedProcesses(List.of(gpu), work.resolve("emulated-gpus"), proc, new double[] {perSecond});
+        this.backstop = new Backstop(gpus, List.of(gpu), proc, new ProcessKiller(proc), allocations,
+                () -> List.copyOf(pods.values()), recorder, clock, settings, metrics);
     }
 
     /** The emulated GPU's directory: DILU_EMU_DIR of its processes. */
@@ -140,6 +164,17 @@ public final class TestingBackstop implements AutoCloseable {
         return p;
     }
 
+    /** What the container's hook reports it has launched, in thread blocks, as its hook would write it. */
+    public void hookLaunched(Container container, long blocks) throws IOException {
+        for (Allocations.Part part : allocations.parts()) {
+            if (part.allocation().owner().filter(container.ref()::equals).isPresent()) {
+                FakeHook.of(part.tenant().block()).report(blocks, 0);
+                return;
+            }
+        }
+        throw new IllegalArgumentException(container.ref() + " holds no share on this node");
+    }
+
     /** Writes the cgroup file the backstop reads for {@code pid}, as the kubelet's cgroupfs layout would have it. */
     public void putInCgroup(long pid, Cgroups.ContainerId id) throws IOException {
         Path dir = Files.createDirectories(cgroups.resolve(Long.toString(pid)));
@@ -163,6 +198,11 @@ public final class TestingBackstop implements AutoCloseable {
     /** How many processes on the GPU the backstop follows. */
     public int followed() {
         return backstop.followed().size();
+    }
+
+    /** Writes the Events the throttle held (one per pod and reason a minute) whose minute is over, as the agent does. */
+    public void flushEvents() {
+        recorder.flush();
     }
 
     /** The Events written, as the API server would have received them. */

@@ -9,12 +9,14 @@ import io.dilu.deviceplugin.agent.Allocations;
 import io.dilu.deviceplugin.agent.PodView;
 import io.dilu.deviceplugin.agent.TestingBackstop;
 import io.dilu.core.backstop.ShareBackstop;
+import io.dilu.deviceplugin.backstop.RecordedNvml;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.control.FakeHook;
 import io.dilu.deviceplugin.testing.TestingContainers;
 import io.dilu.deviceplugin.tokens.ReportReading;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
+import io.dilu.testing.TestingClock;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -126,6 +128,11 @@ public final class NodeAttacks {
         all.put("backstop-pid-reuse", this::backstopPidReuse);
         all.put("backstop-framed-neighbour", this::backstopFramedNeighbour);
         all.put("backstop-state-file-swapped", this::backstopStateFileSwapped);
+        // Issue 36: launch entry points the hook did not wrap, and what the backstop let through.
+        all.put("legacy-launch-entry-points", this::legacyLaunchEntryPoints);
+        all.put("backstop-memory-multiplied-over-processes", this::memoryMultipliedOverProcesses);
+        all.put("backstop-compute-masked-by-hooked-launch", this::computeMaskedByHookedLaunch);
+        all.put("backstop-dynamic-parallelism", this::dynamicParallelism);
         return all;
     }
 
@@ -579,8 +586,12 @@ public final class NodeAttacks {
 
     private static final long MIB = 1L << 20;
     /** The agent's bounds but for a 2 s window and a 1 s grace, so that the bench waits seconds, not tens of them. */
-    private static final ShareBackstop.Bounds BOUNDS =
-            new ShareBackstop.Bounds(1024 * MIB, Duration.ofSeconds(2), 0.25, 0.10, Duration.ofSeconds(1));
+    private static final ShareBackstop.Bounds BOUNDS = new ShareBackstop.Bounds(ShareBackstop.CONTEXT_ALLOWANCE_MIB * MIB,
+            Duration.ofSeconds(2), 0.25, 0.10, Duration.ofSeconds(1));
+    /** The agent's shipped bounds, for rounds on a clock the bench moves (NVML replayed: no waiting). */
+    private static final ShareBackstop.Bounds SHIPPED = new ShareBackstop.Bounds(ShareBackstop.CONTEXT_ALLOWANCE_MIB * MIB,
+            Duration.ofSeconds(10), 0.25, 0.10, Duration.ofSeconds(10));
+    private static final int ROUNDS_TO_END = 3;
 
     private TestingBackstop node(String name) throws IOException {
         return new TestingBackstop(Files.createTempDirectory(work, name + "-"), BOUNDS, true);
@@ -635,7 +646,8 @@ public final class NodeAttacks {
 
     /**
      * Kernels of zero time launched as fast as a process can, without the hook, on a 10% share: reported (an Event
-     * and the metric) within the window, the process left running (SM evidence is reported, never acted on).
+     * and the metric) within the window, the process left running (an emulated GPU's SM figures are its tenants' to
+     * write: reported, never acted on).
      */
     private Outcome backstopLaunchesWithoutHook() throws Exception {
         try (TestingBackstop node = node("bs-launches")) {
@@ -791,6 +803,135 @@ public final class NodeAttacks {
                     "state moved away, a link to another file and a FIFO in its place: the 4000 MiB process %s after %.1f s; "
                             + "longest round %.2f s; %d fault(s)", ended ? "ended" : "NOT ended",
                     (System.nanoTime() - t0) / 1e9, longest, faults.size()), Double.NaN, Double.NaN);
+        }
+    }
+
+    // ---- issue 36 ----
+
+    /**
+     * CUDA 2.0's launches (cuLaunch, cuLaunchGrid, cuLaunchGridAsync), each called directly, through dlsym on the driver
+     * and through cuGetProcAddress: charged exactly the blocks the emulated GPU ran. cuLaunchCooperativeKernelMultiDevice
+     * by every route, the 32-bit allocations, sparse array mappings and multicast objects: refused, nothing run or booked.
+     */
+    private Outcome legacyLaunchEntryPoints() throws Exception {
+        ControlBlock b = block("legacy");
+        b.grantTokens(0, 1L << 40);
+        Run r = contained(b, "--control", Map.of(), probe(), "legacy");
+        long ran = ranBlocks(r.out()), charged = b.blocksLaunched(0);
+        boolean contained = r.exit() == 0 && ran == 3 * (1 + 10 * 20 + 7 * 3) && charged == ran
+                && r.out().contains("bad_grid=1,1 multi_device=801,801,801 refused=801,801,801,801,801 ")
+                && b.memoryUsed(0) == 0;
+        return new Outcome("legacy-launch-entry-points", contained, "charged " + charged + " blocks for " + ran + " run: "
+                + r.out().strip(), Double.NaN, Double.NaN);
+    }
+
+    /**
+     * Eight processes without the hook hold 1,000 MiB each on a 1,024 MiB share (before: 8,000 MiB held, nothing ended,
+     * the allowance being per process). One context allowance per container: seven are ended, the one left is within
+     * share + allowance.
+     */
+    private Outcome memoryMultipliedOverProcesses() throws Exception {
+        try (TestingBackstop node = node("bs-multiplied")) {
+            TestingBackstop.Container c = node.pod("tenant", "multiplied", 1, 25, 1024, "c0").getFirst();
+            List<Process> eight = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                eight.add(node.start(Optional.of(c), unhooked("alloc", "1000", "60000")));
+            }
+            long t0 = System.nanoTime();
+            List<ShareBackstop.Fault> faults = rounds(node, 30, f -> killed(node) >= 7);
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            for (Process p : eight) {
+                p.waitFor(5, TimeUnit.SECONDS);
+            }
+            node.round();
+            long left = eight.stream().filter(Process::isAlive).count();
+            long ended = eight.stream().filter(p -> !p.isAlive() && p.exitValue() == 128 + 9).count();
+            long held = faults.stream().filter(ShareBackstop.MemoryExcess.class::isInstance)
+                    .mapToLong(f -> ((ShareBackstop.MemoryExcess) f).heldBytes()).max().orElse(0);
+            boolean contained = left == 1 && ended == 7 && killed(node) == 7
+                    && events(node, "DiluShareExceeded", "multiplied") >= 1;
+            return new Outcome("backstop-memory-multiplied-over-processes", contained, String.format(Locale.ROOT,
+                    "8 processes without the hook, 1000 MiB each, on a 1024 MiB share (at most %d MiB seen held): %d "
+                            + "ended (SIGKILL) within %.1f s, %d left within share + one %d MiB context allowance",
+                    held / MIB, ended, seconds, left, ShareBackstop.CONTEXT_ALLOWANCE_MIB), Double.NaN, Double.NaN);
+        }
+    }
+
+    private static double killed(TestingBackstop node) {
+        return node.counter("dilu_backstop_kills_total", "outcome", "killed");
+    }
+
+    /**
+     * Kernels launched past the hook keep the GPU busy — NVML's answers for them replayed from the H100
+     * (docs/gpu/h100-nvml-backstop-2026-11-26.txt: 528-block kernels, 2 ms on, 6 ms off) — while the hook counts a
+     * 26-block launch every 200 ms, on a 10% grant; beside it a container granted 60%, busy the same way. Before, one
+     * launch seen masked everything; now the masked container's process is ended after its rounds at fault.
+     */
+    private Outcome computeMaskedByHookedLaunch() throws Exception {
+        return busyBeyondGrant("backstop-compute-masked-by-hooked-launch", RecordedNvml.Role.WIDE_KERNELS_QUARTER_TIME,
+                10, 5 * 26, true);
+    }
+
+    /**
+     * Dynamic parallelism: a kernel launches kernels on the GPU, which never pass through the hook; it charges the
+     * parent's one block a second while NVML sees the GPU kept busy (replayed from the H100: kernels filling every SM,
+     * back to back), on a 25% grant. Bounded by the same rule: ended after its rounds at fault.
+     */
+    private Outcome dynamicParallelism() throws Exception {
+        return busyBeyondGrant("backstop-dynamic-parallelism", RecordedNvml.Role.WIDE_KERNELS, 25, 1, false);
+    }
+
+    /**
+     * A container granted {@code percent} whose process NVML reports busy as the recording's {@code role}, its hook
+     * counting {@code perRound} blocks a round; with a 60% neighbour busy the same way when {@code neighbour}. Rounds a
+     * second apart on the bench's clock, at the agent's shipped bounds.
+     */
+    private Outcome busyBeyondGrant(String name, RecordedNvml.Role role, int percent, long perRound, boolean neighbour)
+            throws Exception {
+        TestingClock clock = new TestingClock(Instant.parse("2026-11-26T12:00:00Z"));
+        RecordedNvml nvml = RecordedNvml.load(clock);
+        try (TestingBackstop node = TestingBackstop.overRecordedNvml(Files.createTempDirectory(work, name + "-"),
+                SHIPPED, ROUNDS_TO_END, nvml, clock)) {
+            TestingBackstop.Container c = node.pod("tenant", "attacker", 1, percent, 1024, "c0").getFirst();
+            Optional<TestingBackstop.Container> other = neighbour
+                    ? Optional.of(node.pod("tenant", "neighbour", 1, 60, 1024, "c0").getFirst()) : Optional.empty();
+            Process attacker = node.start(Optional.of(c), List.of("sleep", "600"));
+            nvml.assign(attacker.pid(), role);
+            Optional<Process> beside = Optional.empty();
+            if (other.isPresent()) {
+                beside = Optional.of(node.start(other, List.of("sleep", "600")));
+                nvml.assign(beside.get().pid(), role);
+            }
+            List<ShareBackstop.Fault> faults = new ArrayList<>();
+            int firstAtFault = -1, endedAt = -1;
+            for (int round = 1; round <= 40 && endedAt < 0; round++) {
+                clock.advance(Duration.ofSeconds(1));
+                node.hookLaunched(c, round * perRound);
+                List<ShareBackstop.Fault> now = node.round();
+                faults.addAll(now);
+                if (firstAtFault < 0 && now.stream().anyMatch(f -> f.key().startsWith("sm/tenant/attacker/"))) {
+                    firstAtFault = round;
+                }
+                if (killed(node) >= 1) {
+                    endedAt = round;
+                }
+            }
+            boolean ended = attacker.waitFor(5, TimeUnit.SECONDS) && attacker.exitValue() == 128 + 9;
+            Optional<ShareBackstop.SmExcess> sm = faults.stream().filter(ShareBackstop.SmExcess.class::isInstance)
+                    .map(ShareBackstop.SmExcess.class::cast).filter(f -> f.owner().equals("tenant/attacker/c0")).findFirst();
+            boolean neighbourLeft = beside.map(Process::isAlive).orElse(true)
+                    && faults.stream().noneMatch(f -> f.key().contains("/neighbour/"));
+            boolean contained = ended && sm.isPresent() && sm.get().launchesSeen() > 0 && neighbourLeft
+                    && endedAt - firstAtFault + 1 >= ROUNDS_TO_END && killed(node) == 1;
+            beside.ifPresent(Process::destroyForcibly);
+            int from = firstAtFault, at = endedAt;
+            return new Outcome(name, contained, sm.map(s -> String.format(Locale.ROOT,
+                    "NVML (replayed from the H100) busy %.0f%% of %ds on a %d%% grant while the hook counted %d blocks "
+                            + "(at fault above %.1f%%): at fault from round %d, %s at round %d%s", 100 * s.share(),
+                    s.window().toSeconds(), percent, s.launchesSeen(), 100 * s.bound(), from,
+                    ended ? "ended (SIGKILL)" : "NOT ended", at,
+                    neighbour ? (neighbourLeft ? "; the 60% neighbour, as busy, left" : "; the neighbour was HIT") : ""))
+                    .orElse("NOT at fault"), Double.NaN, Double.NaN);
         }
     }
 

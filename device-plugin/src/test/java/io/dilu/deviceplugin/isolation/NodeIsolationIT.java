@@ -18,7 +18,7 @@ class NodeIsolationIT {
     void everyAttackFromInsideAContainerIsContained() throws Exception {
         TestingContainers.assumeRoot();
         List<NodeAttacks.Outcome> outcomes = new NodeAttacks(TestingContainers.nativeDir(), tmp).runAll();
-        assertThat(outcomes).hasSizeGreaterThanOrEqualTo(33);
+        assertThat(outcomes).hasSizeGreaterThanOrEqualTo(44);
         assertThat(outcomes).allSatisfy(o -> assertThat(o.contained()).as("%s: %s", o.attack(), o.detail()).isTrue());
     }
 }
