@@ -223,11 +223,12 @@ public final class Main implements Runnable {
                 + "left out)")
         boolean gpuOnly;
 
-        @Option(names = "--omega", defaultValue = "1.0", description = "Most Σ SM request per GPU, Ω (default ${DEFAULT-VALUE})")
-        double omega;
+        // Their defaults are core's (picocli takes a field's initial value as its option's default).
+        @Option(names = "--omega", description = "Most Σ SM request per GPU, Ω (default ${DEFAULT-VALUE})")
+        double omega = PlacementParameters.DEFAULTS.omega();
 
-        @Option(names = "--gamma", defaultValue = "1.5", description = "Most Σ SM limit per GPU, γ (default ${DEFAULT-VALUE})")
-        double gamma;
+        @Option(names = "--gamma", description = "Most Σ SM limit per GPU, γ (default ${DEFAULT-VALUE})")
+        double gamma = PlacementParameters.DEFAULTS.gamma();
 
         @Override
         public Integer call() throws IOException {
