@@ -25,8 +25,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "contain.h"
 #include "dilu_control.h"
+#include "steps.h"
+#include "tenant.h"
 
 /* The capabilities container runtimes give a container by default (containerd's and Docker's): no CAP_SYS_ADMIN,
  * which the webhook refuses anyway. Enough to map root in a user namespace of one's own (CAP_SETFCAP), as a
