@@ -27,7 +27,7 @@ import picocli.CommandLine.Option;
  * <p>With its tests rather than among the simulator's sources: the copy it times against is frozen, no model, and
  * stays out of what the simulator ships.
  */
-@Command(name = "placement", mixinStandardHelpOptions = true,
+@Command(name = "dilu bench placement", mixinStandardHelpOptions = true,
         description = {"Time Dilu's placement of the paper's mix; compare GPUs with Exclusive and static-limit.",
                 "Times the search as it was before the paper's workload affinity (72b749d) in the same run and "
                         + "exits 1 when today's is more than " + PlacementBench.RATIO_BAR + "× slower."})

@@ -24,7 +24,7 @@ import picocli.CommandLine.Option;
  * and fails when today's takes more than {@link #RATIO_BAR}× that reference. With the simulator's tests, as the frozen
  * controller it times against.
  */
-@Command(name = "tokens", mixinStandardHelpOptions = true,
+@Command(name = "dilu bench tokens", mixinStandardHelpOptions = true,
         description = "Time one token period (Algorithm 2) for every GPU of a node.")
 public final class TokenBench implements Callable<Integer> {
 
