@@ -46,7 +46,7 @@ class ServingRateTest {
         List<FieldError> problems = new ArrayList<>();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40", "dilu.io/profile", "bert"), problems).rps()).isEqualTo(40);
         assertThat(rate(Map.of("dilu.io/profile", "bert"), problems)).isEqualTo(new InstanceRate(120, "GpuFunctionProfile of bert"));
-        assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), KNATIVE, ServingRateTest::none,
+        assertThat(ServingRate.of(Map.of(), Map.of(KnativeNames.SERVICE_LABEL, "bert"), KNATIVE, ServingRateTest::none,
                 ServingRateTest::bert, 10, problems).rps()).isEqualTo(120);
         assertThat(problems).isEmpty();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "-3"), problems)).as("a bad annotation is skipped")
@@ -73,7 +73,7 @@ class ServingRateTest {
         InstanceRate r = ServingRate.of(Map.of("dilu.io/profile", "bert"), Map.of(), KNATIVE, ServingRateTest::measured,
                 ServingRateTest::none, 10, problems);
         assertThat(r).isEqualTo(new InstanceRate(120, "GpuFunctionProfile of bert", 192));
-        assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), KNATIVE, ServingRateTest::none,
+        assertThat(ServingRate.of(Map.of(), Map.of(KnativeNames.SERVICE_LABEL, "bert"), KNATIVE, ServingRateTest::none,
                 ServingRateTest::measured, 10, problems).rpsAtLimit()).as("the function's profile").isEqualTo(192);
         // A rate chosen by annotation keeps the headroom the profile measured: 192 / 120 = 1.6 times it.
         assertThat(ServingRate.of(Map.of(DiluNames.SERVING_RPS, "50", "dilu.io/profile", "bert"), Map.of(), KNATIVE,

@@ -52,7 +52,7 @@ import org.junit.jupiter.api.Test;
 class PaReconcilerTest {
 
     static final String NS = "fns";
-    static final String DILU = "co-scaling.dilu.io";
+    static final String DILU = DiluNames.AUTOSCALER_CLASS;
 
     KubernetesClient client;
 
@@ -253,8 +253,8 @@ class PaReconcilerTest {
     @Test
     void alongsideKnativeScaleToZeroStaysOffWhateverConfigAutoscalerSaysButItsMaxScaleHolds() throws Exception {
         start();
-        client.configMaps().inNamespace("knative-serving").resource(new ConfigMapBuilder().withNewMetadata()
-                .withName("config-autoscaler").endMetadata().addToData("enable-scale-to-zero", "true")
+        client.configMaps().inNamespace(KnativeNames.SERVING_NAMESPACE).resource(new ConfigMapBuilder().withNewMetadata()
+                .withName(KnativeNames.CONFIG_AUTOSCALER).endMetadata().addToData("enable-scale-to-zero", "true")
                 .addToData("max-scale", "3").build()).create();
         until(() -> reconciler.clusterConfigSeen());
         revision("r", DILU, Map.of(KnativeNames.INITIAL_SCALE, "0", DiluNames.SERVING_RPS, "10"));
