@@ -42,3 +42,12 @@ void contain_mkdirs(const char *path) {
         contain_die(buf);
     }
 }
+
+void contain_map_root(uid_t uid, gid_t gid) {
+    char map[64];
+    contain_write_file("/proc/self/setgroups", "deny");
+    snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+    contain_write_file("/proc/self/uid_map", map);
+    snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+    contain_write_file("/proc/self/gid_map", map);
+}

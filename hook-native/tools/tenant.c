@@ -76,12 +76,7 @@ static void own_namespaces(void) {
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
         refused("unshare(CLONE_NEWUSER | CLONE_NEWNS)");
     }
-    char map[64];
-    contain_write_file("/proc/self/setgroups", "deny");
-    snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-    contain_write_file("/proc/self/uid_map", map);
-    snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
-    contain_write_file("/proc/self/gid_map", map);
+    contain_map_root(uid, gid);
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
         refused("mount --make-rprivate /");
     }
