@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/emu/emu_internal.h"
+#include "../src/emu/fifo.h"
 #include "expect.h"
 
 /* The definition: each block, in order, goes to the slot that frees first (lowest index on a tie), no

@@ -11,26 +11,6 @@
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                               CUstream, void **, void **);
 
-static CUfunction setup(double block_us) {
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
-    return load_kernel(block_us);
-}
-
-CUfunction probe_setup(double block_us) {
-    return setup(block_us);
-}
-
-void *probe_driver(void) {
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (driver == NULL) {
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-        exit(3);
-    }
-    return driver;
-}
-
 typedef int (*next_report_fn)(char *, size_t);
 
 /*
@@ -45,7 +25,7 @@ static int next_mode(void) {
     }
     char line[512];
     int ok = report(line, sizeof(line));
-    CUfunction f = setup(0);
+    CUfunction f = probe_setup(0);
     CUdeviceptr p;
     CHECK(cuMemAlloc_v2(&p, 1 << 20));
     for (int i = 0; i < 10; i++) {
@@ -62,7 +42,7 @@ static int next_mode(void) {
 
 /* Launches 100 blocks through each of 7 paths a framework might use; the hook must see all of them. */
 static int bypass(void) {
-    CUfunction f = setup(0);
+    CUfunction f = probe_setup(0);
     launch_fn paths[7] = {0};
     CUdriverProcAddressQueryResult status;
     CHECK(cuGetProcAddress("cuLaunchKernel", (void **)&paths[0], 12000, CU_GET_PROC_ADDRESS_DEFAULT));
@@ -96,7 +76,7 @@ static int bypass(void) {
 
 /* One launch through cuGetProcAddress; prints how long it took to be admitted. */
 static int wait_mode(void) {
-    CUfunction f = setup(0);
+    CUfunction f = probe_setup(0);
     launch_fn launch;
     CHECK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&launch, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
     uint64_t t0 = now_ns();
@@ -107,7 +87,7 @@ static int wait_mode(void) {
 
 /* Allocates MiB and reports the result code and what cuMemGetInfo says; holds the memory for hold_ms. */
 static int alloc_mode(const char *mib, const char *hold_ms) {
-    setup(0);
+    probe_setup(0);
     CUdeviceptr p = 0;
     CUresult rc = cuMemAlloc_v2(&p, (size_t)atol(mib) << 20);
     size_t free_bytes = 0, total = 0;
@@ -120,7 +100,7 @@ static int alloc_mode(const char *mib, const char *hold_ms) {
 
 /* Launches kernels of 108 blocks × block_us for the given seconds; prints the block rate. */
 static int rate_mode(const char *seconds, const char *block_us) {
-    CUfunction f = setup(atof(block_us));
+    CUfunction f = probe_setup(atof(block_us));
     uint64_t start = now_ns(), end = start + (uint64_t)(atof(seconds) * 1e9), blocks = 0;
     while (now_ns() < end) {
         CHECK(cuLaunchKernel(f, 108, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
@@ -168,7 +148,7 @@ static int devices_mode(void) {
 
 /* A graph of 3 kernel nodes of 50 blocks, launched twice. */
 static int graph_mode(void) {
-    CUfunction f = setup(0);
+    CUfunction f = probe_setup(0);
     CUgraph g;
     CUgraphExec e;
     CHECK(cuGraphCreate(&g, 0));

@@ -1,4 +1,5 @@
-/* Shared by the hook probe's modes (hook_probe.c, probe_graph.c, probe_memory.c). */
+/* Shared by the hook probe's modes (hook_probe.c, probe_graph.c, probe_memory.c, …): what they all need is in
+ * probe.c, each mode in a file of its own, and hook_probe.c picks the mode. */
 #ifndef DILU_PROBE_H
 #define DILU_PROBE_H
 

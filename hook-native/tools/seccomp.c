@@ -16,7 +16,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#include "contain.h"
+#include "seccomp.h"
+#include "steps.h"
 
 #if defined(__x86_64__)
 #define ARCH AUDIT_ARCH_X86_64

@@ -25,8 +25,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "contain.h"
 #include "dilu_control.h"
+#include "steps.h"
+#include "tenant.h"
 
 /* The capabilities container runtimes give a container by default (containerd's and Docker's): no CAP_SYS_ADMIN,
  * which the webhook refuses anyway. Enough to map root in a user namespace of one's own (CAP_SETFCAP), as a
@@ -75,12 +76,7 @@ static void own_namespaces(void) {
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
         refused("unshare(CLONE_NEWUSER | CLONE_NEWNS)");
     }
-    char map[64];
-    contain_write_file("/proc/self/setgroups", "deny");
-    snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-    contain_write_file("/proc/self/uid_map", map);
-    snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
-    contain_write_file("/proc/self/gid_map", map);
+    contain_map_root(uid, gid);
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
         refused("mount --make-rprivate /");
     }

@@ -5,20 +5,19 @@
 #include <string.h>
 
 #include "dilu_emu.h"
-#include "emu_internal.h"
+#include "context.h"
+#include "graph.h"
+#include "module.h"
+#include "shared.h"
+#include "stream.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-static _Thread_local int current_device;
+struct CUctx_st {
+    int device;
+};
+
 static struct CUctx_st contexts[EMU_MAX_DEVICES];
-
-int emu_current_device(void) {
-    return current_device;
-}
-
-uint64_t emu_grid_blocks(unsigned int x, unsigned int y, unsigned int z) {
-    return (uint64_t)x * (uint64_t)y * (uint64_t)z; /* at most 2^96 in theory; grid dims are < 2^31·2^16·2^16 */
-}
 
 static CUresult ready(void) {
     return emu_state() != NULL ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
@@ -186,7 +185,7 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev
     (void)flags;
     CUresult rc = cuDevicePrimaryCtxRetain(pctx, dev);
     if (rc == CUDA_SUCCESS) {
-        current_device = dev;
+        emu_set_current_device(dev);
     }
     return rc;
 }
@@ -211,7 +210,7 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
 
 EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
     if (ctx != NULL) {
-        current_device = ctx->device;
+        emu_set_current_device(ctx->device);
     }
     return ready();
 }
@@ -220,8 +219,9 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
     if (pctx == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    *pctx = &contexts[current_device];
-    contexts[current_device].device = current_device;
+    int device = emu_current_device();
+    *pctx = &contexts[device];
+    contexts[device].device = device;
     return ready();
 }
 
@@ -229,7 +229,7 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *device) {
     if (device == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    *device = current_device;
+    *device = emu_current_device();
     return ready();
 }
 

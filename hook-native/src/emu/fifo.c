@@ -11,7 +11,7 @@
  */
 #include <stdlib.h>
 
-#include "emu_internal.h"
+#include "fifo.h"
 
 static uint64_t max_u64(uint64_t a, uint64_t b) {
     return a > b ? a : b;

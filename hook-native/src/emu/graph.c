@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "dilu_emu.h"
-#include "emu_internal.h"
+#include "context.h"
+#include "graph.h"
+#include "module.h"
+#include "stream.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu_internal.h"
 #include "image.h"
+#include "shared.h"
 
 #define FATBIN_HEADER_BYTES 16
 #define FATBIN_ENTRY_BYTES 64 /* the part of an entry header we read; PTX entries have 16 more bytes */

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "emu_internal.h"
+#include "context.h"
+#include "graph.h"
+#include "shared.h"
+#include "stream.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define BUCKETS 4096

@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include "dilu_emu.h"
-#include "emu_internal.h"
 #include "image.h"
+#include "module.h"
+#include "shared.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "emu_internal.h"
+#include "dilu_cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

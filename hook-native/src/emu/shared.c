@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "dilu_emu.h"
-#include "emu_internal.h"
+#include "shared.h"
 
 /* The slots' layout as the node agent reads it (device-plugin: gpu/EmulatedGpuProcesses): fixed-width fields at
  * fixed offsets; the header says where the slots start and how long each is. */

@@ -14,7 +14,9 @@
 #include <time.h>
 
 #include "dilu_emu.h"
-#include "emu_internal.h"
+#include "fifo.h"
+#include "shared.h"
+#include "sharing.h"
 
 static void add(_Atomic uint64_t *counter, uint64_t n) {
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);

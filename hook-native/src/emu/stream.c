@@ -7,7 +7,10 @@
 #include <time.h>
 
 #include "dilu_emu.h"
-#include "emu_internal.h"
+#include "context.h"
+#include "shared.h"
+#include "sharing.h"
+#include "stream.h"
 
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct CUstream_st *all_streams;

@@ -7,7 +7,9 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 
-#include "emu_internal.h"
+#include "dilu_cuda.h"
+#include "context.h"
+#include "shared.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define GRANULARITY (2ull << 20) /* the real driver's usual answer on current GPUs */

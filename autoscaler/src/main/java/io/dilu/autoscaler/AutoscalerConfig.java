@@ -1,10 +1,15 @@
 package io.dilu.autoscaler;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
+import io.dilu.core.scaling.Autoscale;
+import io.dilu.core.scaling.KnativeAutoscalerConfig;
+import io.dilu.core.scaling.ScalingParameters;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.OptionalInt;
 
 /** The autoscaler's configuration ({@code dilu.autoscaler.*}). */
 @ConfigMapping(prefix = "dilu.autoscaler")
@@ -22,17 +27,25 @@ public interface AutoscalerConfig {
     @WithDefault("1s")
     Duration tick();
 
-    /** Samples in the window (the paper's 40 s at one per second). */
-    @WithDefault("40")
-    int windowSamples();
+    /** Samples in the window, one per tick; unset: {@link ScalingParameters#DEFAULTS}' (the paper's 40 s). */
+    OptionalInt windowSamples();
 
-    /** Samples above capacity that trigger a scale-out (φ_out). */
-    @WithDefault("20")
-    int phiOut();
+    /** Samples above capacity that trigger a scale-out (φ_out); unset: {@link ScalingParameters#DEFAULTS}'. */
+    OptionalInt phiOut();
 
-    /** Samples below one-fewer capacity that trigger a scale-in (φ_in). */
-    @WithDefault("30")
-    int phiIn();
+    /** Samples below one-fewer capacity that trigger a scale-in (φ_in); unset: {@link ScalingParameters#DEFAULTS}'. */
+    OptionalInt phiIn();
+
+    /**
+     * Lazy scaling as configured: the overrides above over core's defaults, the burst guard's window its share of
+     * the window configured.
+     */
+    default ScalingParameters lazyScaling() {
+        ScalingParameters d = ScalingParameters.DEFAULTS;
+        int window = windowSamples().orElse(d.windowSeconds());
+        return new ScalingParameters(window, phiOut().orElse(d.phiOut()), phiIn().orElse(d.phiIn()), d.minScale(),
+                d.maxScale(), ScalingParameters.burstWindowFor(window));
+    }
 
     /** queue-proxy's metrics port. */
     @WithDefault("9090")
@@ -97,8 +110,14 @@ public interface AutoscalerConfig {
      */
     Optional<Boolean> enableScaleToZero();
 
+    /** Whether revisions may go to zero, given the cluster's {@code config-autoscaler} (see {@link #enableScaleToZero()}). */
+    default boolean scaleToZero(KnativeAutoscalerConfig cluster) {
+        return enableScaleToZero().orElse(mode() == Mode.REPLACE ? cluster.enableScaleToZero()
+                : Boolean.parseBoolean(Autoscale.DEFAULT_SCALE_TO_ZERO));
+    }
+
     /** The namespace of Knative Serving, whose {@code config-autoscaler} ConfigMap holds the cluster's defaults. */
-    @WithDefault("knative-serving")
+    @WithDefault(KnativeNames.SERVING_NAMESPACE)
     String knativeNamespace();
 
     /**

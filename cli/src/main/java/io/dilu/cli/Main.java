@@ -18,10 +18,8 @@ import io.dilu.simulator.InstanceCsv;
 import io.dilu.simulator.OpenbBench;
 import io.dilu.simulator.OpenbTrace;
 import io.dilu.simulator.PaperMix;
-import io.dilu.simulator.PlacementBench;
 import io.dilu.simulator.PlacementSimulation;
 import io.dilu.simulator.SimInstance;
-import io.dilu.simulator.TokenBench;
 import io.dilu.simulator.coscaling.CoScalingBench;
 import io.dilu.simulator.coscaling.CoScalingFleetBench;
 import io.dilu.simulator.coscaling.FleetFunctions;
@@ -223,11 +221,12 @@ public final class Main implements Runnable {
                 + "left out)")
         boolean gpuOnly;
 
-        @Option(names = "--omega", defaultValue = "1.0", description = "Most Σ SM request per GPU, Ω (default ${DEFAULT-VALUE})")
-        double omega;
+        // Their defaults are core's (picocli takes a field's initial value as its option's default).
+        @Option(names = "--omega", description = "Most Σ SM request per GPU, Ω (default ${DEFAULT-VALUE})")
+        double omega = PlacementParameters.DEFAULTS.omega();
 
-        @Option(names = "--gamma", defaultValue = "1.5", description = "Most Σ SM limit per GPU, γ (default ${DEFAULT-VALUE})")
-        double gamma;
+        @Option(names = "--gamma", description = "Most Σ SM limit per GPU, γ (default ${DEFAULT-VALUE})")
+        double gamma = PlacementParameters.DEFAULTS.gamma();
 
         @Override
         public Integer call() throws IOException {
@@ -339,8 +338,7 @@ public final class Main implements Runnable {
     }
 
     @Command(name = "bench", mixinStandardHelpOptions = true, description = "Run a benchmark; each ends with a BENCH line.",
-            subcommands = {Bench.Placement.class, Bench.Tokens.class, Bench.Openb.class, Bench.Coscaling.class,
-                    Bench.CoscalingFleet.class, Bench.Profiling.class})
+            subcommands = {Bench.Openb.class, Bench.Coscaling.class, Bench.CoscalingFleet.class, Bench.Profiling.class})
     static final class Bench implements Runnable {
 
         @CommandLine.Spec
@@ -349,25 +347,6 @@ public final class Main implements Runnable {
         @Override
         public void run() {
             spec.commandLine().usage(spec.commandLine().getOut());
-        }
-
-        @Command(name = "placement", mixinStandardHelpOptions = true,
-                description = {"Time Dilu's placement of the paper's mix; compare GPUs with Exclusive and static-limit.",
-                        "Times the search as it was before the paper's workload affinity (72b749d) in the same run and "
-                                + "exits 1 when today's is more than " + PlacementBench.RATIO_BAR + "× slower."})
-        static final class Placement implements Callable<Integer> {
-            @Option(names = "--instances", defaultValue = "3200") int instances;
-            @Option(names = "--seed", defaultValue = "20250330") long seed;
-            @Option(names = "--warmup", defaultValue = "30") int warmup;
-            @Option(names = "--runs", defaultValue = "31") int runs;
-            @Option(names = "--smoke", description = "CI's size: 3 warm-up and 5 measured runs; the ratio is printed, "
-                    + "not judged") boolean smoke;
-
-            @Override
-            public Integer call() {
-                return smoke ? PlacementBench.run(System.out, instances, seed, 3, 5, false)
-                        : PlacementBench.run(System.out, instances, seed, warmup, runs, true);
-            }
         }
 
         @Command(name = "openb", mixinStandardHelpOptions = true, description = {
@@ -497,21 +476,6 @@ public final class Main implements Runnable {
             public Integer call() {
                 return LocalCommand.run(spec.commandLine().getOut(), spec.commandLine().getErr(), nativeDir,
                         smoke ? List.of(SMOKE_MODEL) : List.of(), null);
-            }
-        }
-
-        @Command(name = "tokens", mixinStandardHelpOptions = true,
-                description = "Time one token period (Algorithm 2) for every GPU of a node.")
-        static final class Tokens implements Callable<Integer> {
-            @Option(names = "--gpus", defaultValue = "8") int gpus;
-            @Option(names = "--instances-per-gpu", defaultValue = "16") int perGpu;
-            @Option(names = "--periods", defaultValue = "200000") int periods;
-            @Option(names = "--seed", defaultValue = "7") long seed;
-            @Option(names = "--smoke", description = "CI's size: 20,000 periods") boolean smoke;
-
-            @Override
-            public Integer call() {
-                return TokenBench.run(System.out, gpus, perGpu, smoke ? 20_000 : periods, seed, !smoke);
             }
         }
     }

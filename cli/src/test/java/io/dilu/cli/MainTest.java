@@ -3,6 +3,7 @@ package io.dilu.cli;
 import static io.dilu.cli.TestingCli.run;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.placement.PlacementParameters;
 import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.TestingInferenceServer;
 import io.dilu.simulator.EventPlot;
@@ -38,6 +39,13 @@ class MainTest {
         // Three inference instances share one GPU (Σreq 0.9, Σlim 1.5), training takes two more.
         assertThat(r.out()).containsPattern("dilu\\s+3\\s+1\\s+4 ");
         assertThat(r.out()).containsPattern("exclusive\\s+5\\s+");
+    }
+
+    @Test
+    void omegaAndGammaDefaultToCoresPlacementParameters() {
+        PlacementParameters d = PlacementParameters.DEFAULTS;
+        assertThat(run("simulate", "--help").out()).contains("Ω (default " + d.omega() + ")", "γ (default " + d.gamma() + ")");
+        assertThat(run("simulate", "--count", "20").out()).contains(String.format("(Ω = %.2f, γ = %.2f)", d.omega(), d.gamma()));
     }
 
     @Test

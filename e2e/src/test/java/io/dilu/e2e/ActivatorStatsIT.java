@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
@@ -56,21 +58,21 @@ class ActivatorStatsIT {
         api = RealApiServer.start();
         client = api.client();
         KnativeCrds.install(api);
-        for (String ns : List.of(NS, "dilu-system", "knative-serving")) {
+        for (String ns : List.of(NS, "dilu-system", KnativeNames.SERVING_NAMESPACE)) {
             api.createNamespace(ns, Map.of());
         }
         // The revisions exist before the autoscaler starts: it lists them before it leads, and its first tick
         // (the only one within the test, the tick being an hour) settles both at zero.
-        revision("sleepy", Map.of("autoscaling.knative.dev/class", "co-scaling.dilu.io",
-                "autoscaling.knative.dev/initial-scale", "0", "dilu.io/serving-rps", "10"));
+        revision("sleepy", Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS,
+                KnativeNames.INITIAL_SCALE, "0", DiluNames.SERVING_RPS, "10"));
         // knative.dev, "Configuring targets": a concurrency target of 10 at 70% utilization is a pod per 7
         // requests in flight; 35 held by the activator ask for 5 pods.
-        revision("kpa", Map.of("autoscaling.knative.dev/class", "kpa.autoscaling.knative.dev",
-                "autoscaling.knative.dev/target", "10", "autoscaling.knative.dev/initial-scale", "0"));
+        revision("kpa", Map.of(KnativeNames.CLASS, KnativeNames.KPA_CLASS,
+                KnativeNames.TARGET, "10", KnativeNames.INITIAL_SCALE, "0"));
         // Whom the negative cases try to wake.
-        revision("victim", Map.of("autoscaling.knative.dev/class", "kpa.autoscaling.knative.dev",
-                "autoscaling.knative.dev/initial-scale", "0"));
-        PlayedActivator.register(client, "knative-serving", ACTIVATOR, ACTIVATOR_ADDRESS, PlayedActivator.LABELS);
+        revision("victim", Map.of(KnativeNames.CLASS, KnativeNames.KPA_CLASS,
+                KnativeNames.INITIAL_SCALE, "0"));
+        PlayedActivator.register(client, KnativeNames.SERVING_NAMESPACE, ACTIVATOR, ACTIVATOR_ADDRESS, PlayedActivator.LABELS);
         port = freePort();
         statsPort = freePort();
         autoscaler = ChildProcess.quarkusApp("autoscaler", Map.of("KUBECONFIG",
@@ -101,9 +103,9 @@ class ActivatorStatsIT {
                 .endMetadata().withNewSpec().withReplicas(0).withNewSelector().addToMatchLabels("app", name).endSelector()
                 .withNewTemplate().withNewMetadata().addToLabels("app", name).endMetadata().withNewSpec().addNewContainer()
                 .withName("user").withImage("fn").endContainer().endSpec().endTemplate().endSpec().build()).create();
-        GenericKubernetesResource pa = new GenericKubernetesResourceBuilder().withApiVersion("autoscaling.internal.knative.dev/v1alpha1")
-                .withKind("PodAutoscaler").withNewMetadata().withName(name).withNamespace(NS).withAnnotations(annotations)
-                .withLabels(Map.of("serving.knative.dev/revision", name)).endMetadata()
+        GenericKubernetesResource pa = new GenericKubernetesResourceBuilder().withApiVersion(KnativeNames.PODAUTOSCALER_API_VERSION)
+                .withKind(KnativeNames.PODAUTOSCALER_KIND).withNewMetadata().withName(name).withNamespace(NS).withAnnotations(annotations)
+                .withLabels(Map.of(KnativeNames.REVISION_LABEL, name)).endMetadata()
                 .addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
                         Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", name + "-deployment"))).build();
         client.genericKubernetesResources(AutoscalerIT.PA).inNamespace(NS).resource(pa).create();
@@ -207,9 +209,9 @@ class ActivatorStatsIT {
         real.closeNormally();
 
         // An activator pod that goes is no longer heard: its open websocket is closed at its next frame.
-        PlayedActivator.register(client, "knative-serving", "activator-7d9f-k8s2q", "127.0.0.33", PlayedActivator.LABELS);
+        PlayedActivator.register(client, KnativeNames.SERVING_NAMESPACE, "activator-7d9f-k8s2q", "127.0.0.33", PlayedActivator.LABELS);
         PlayedActivator leaving = activator("127.0.0.33");
-        client.pods().inNamespace("knative-serving").withName("activator-7d9f-k8s2q").withGracePeriod(0).delete();
+        client.pods().inNamespace(KnativeNames.SERVING_NAMESPACE).withName("activator-7d9f-k8s2q").withGracePeriod(0).delete();
         await().atMost(Duration.ofSeconds(30)).until(() -> {
             leaving.sendNow(frame(wireStat(NS, "victim", "activator-7d9f-k8s2q", 0, 0)));
             return leaving.ended.isDone();

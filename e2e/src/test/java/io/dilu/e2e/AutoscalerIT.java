@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.sun.net.httpserver.HttpServer;
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.DocumentedMetrics;
 import io.dilu.testing.MetricsPage;
@@ -50,10 +52,10 @@ class AutoscalerIT {
     static final String REVISION = "resnet-00001";
     static final Path LOGS = Path.of("target", "it-logs");
     static final ResourceDefinitionContext PA = new ResourceDefinitionContext.Builder()
-            .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withKind("PodAutoscaler")
+            .withGroup(KnativeNames.PODAUTOSCALER_GROUP).withVersion(KnativeNames.INTERNAL_VERSION).withKind(KnativeNames.PODAUTOSCALER_KIND)
             .withPlural("podautoscalers").withNamespaced(true).build();
     static final ResourceDefinitionContext SKS = new ResourceDefinitionContext.Builder()
-            .withGroup("networking.internal.knative.dev").withVersion("v1alpha1").withKind("ServerlessService")
+            .withGroup(KnativeNames.SERVERLESSSERVICE_GROUP).withVersion(KnativeNames.INTERNAL_VERSION).withKind(KnativeNames.SERVERLESSSERVICE_KIND)
             .withPlural("serverlessservices").withNamespaced(true).build();
 
     static RealApiServer api;
@@ -170,7 +172,7 @@ class AutoscalerIT {
         });
         server.start();
         Pod pod = client.pods().inNamespace(NS).resource(new PodBuilder().withNewMetadata().withName(name)
-                .withLabels(Map.of("serving.knative.dev/revision", REVISION)).endMetadata().withNewSpec()
+                .withLabels(Map.of(KnativeNames.REVISION_LABEL, REVISION)).endMetadata().withNewSpec()
                 .withAutomountServiceAccountToken(false).addNewContainer().withName("user-container").withImage("resnet")
                 .endContainer().endSpec().build()).create();
         pod.setStatus(new PodStatusBuilder().withPhase("Running").withPodIP(ip).addNewCondition().withType("Ready")
@@ -196,9 +198,9 @@ class AutoscalerIT {
     }
 
     static GenericKubernetesResource podAutoscaler(String name, String paClass) {
-        return new GenericKubernetesResourceBuilder().withApiVersion("autoscaling.internal.knative.dev/v1alpha1")
-                .withKind("PodAutoscaler").withNewMetadata().withName(name).withNamespace(NS)
-                .withAnnotations(Map.of("autoscaling.knative.dev/class", paClass, "dilu.io/serving-rps", "10"))
+        return new GenericKubernetesResourceBuilder().withApiVersion(KnativeNames.PODAUTOSCALER_API_VERSION)
+                .withKind(KnativeNames.PODAUTOSCALER_KIND).withNewMetadata().withName(name).withNamespace(NS)
+                .withAnnotations(Map.of(KnativeNames.CLASS, paClass, DiluNames.SERVING_RPS, "10"))
                 .endMetadata().addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
                         Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", name + "-deployment"))).build();
     }
@@ -215,11 +217,11 @@ class AutoscalerIT {
     void claimsItsClassScalesOutOnSustainedLoadNotOnABurstAndBackInWhenLoadDrops() throws Exception {
         client.apps().deployments().inNamespace(NS).resource(new DeploymentBuilder().withNewMetadata()
                 .withName(REVISION + "-deployment").endMetadata().withNewSpec().withReplicas(0).withNewSelector()
-                .addToMatchLabels("serving.knative.dev/revision", REVISION).endSelector().withNewTemplate().withNewMetadata()
-                .addToLabels("serving.knative.dev/revision", REVISION).endMetadata().withNewSpec().addNewContainer()
+                .addToMatchLabels(KnativeNames.REVISION_LABEL, REVISION).endSelector().withNewTemplate().withNewMetadata()
+                .addToLabels(KnativeNames.REVISION_LABEL, REVISION).endMetadata().withNewSpec().addNewContainer()
                 .withName("user-container").withImage("resnet").endContainer().endSpec().endTemplate().endSpec().build()).create();
-        client.genericKubernetesResources(PA).inNamespace(NS).resource(podAutoscaler(REVISION, "co-scaling.dilu.io")).create();
-        client.genericKubernetesResources(PA).inNamespace(NS).resource(podAutoscaler("other-00001", "kpa.autoscaling.knative.dev")).create();
+        client.genericKubernetesResources(PA).inNamespace(NS).resource(podAutoscaler(REVISION, DiluNames.AUTOSCALER_CLASS)).create();
+        client.genericKubernetesResources(PA).inNamespace(NS).resource(podAutoscaler("other-00001", KnativeNames.KPA_CLASS)).create();
 
         // Claimed: the SKS is created and owned, the revision starts at its initial scale, status is written.
         await().atMost(Duration.ofSeconds(60)).ignoreExceptions().untilAsserted(() -> {
@@ -227,7 +229,7 @@ class AutoscalerIT {
             GenericKubernetesResource sks = client.genericKubernetesResources(SKS).inNamespace(NS).withName(REVISION).get();
             assertThat(sks).isNotNull();
             assertThat(sks.getMetadata().getOwnerReferences()).singleElement().satisfies(o -> {
-                assertThat(o.getKind()).isEqualTo("PodAutoscaler");
+                assertThat(o.getKind()).isEqualTo(KnativeNames.PODAUTOSCALER_KIND);
                 assertThat(o.getController()).isTrue();
             });
             assertThat(((Map<?, ?>) sks.getAdditionalProperties().get("spec")).get("mode")).isEqualTo("Serve");

@@ -2,6 +2,8 @@ package io.dilu.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -34,7 +36,6 @@ class KServeExamplesIT {
     static final String ISVC_API = "serving.kserve.io/v1beta1";
     static final String DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode";
     static final String AUTOSCALER_CLASS = "serving.kserve.io/autoscalerClass";
-    static final String KNATIVE_CLASS = "autoscaling.knative.dev/class";
     /** KServe's names since 0.16; {@code Serverless} and {@code RawDeployment} are the deprecated ones. */
     static final Set<String> MODES = Set.of("Knative", "Standard");
     static final Pattern DEPRECATED_MODE = Pattern.compile("deploymentMode\\W+(Serverless|RawDeployment)\\b");
@@ -161,13 +162,13 @@ class KServeExamplesIT {
                 assertThat(predictor.get("minReplicas")).as("%s: predictor.minReplicas", what).isNotNull();
                 Map<String, Object> annotations = map(predictor.get("annotations"));
                 if ("Knative".equals(mode)) {
-                    assertThat(annotations).as("%s: predictor.annotations", what).containsEntry(KNATIVE_CLASS, "co-scaling.dilu.io");
+                    assertThat(annotations).as("%s: predictor.annotations", what).containsEntry(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS);
                     assertThat(((Number) predictor.get("minReplicas")).intValue())
                             .as("%s: scale from zero needs the activator path, not built yet", what).isGreaterThanOrEqualTo(1);
                 } else {
                     assertThat(stored.getMetadata().getAnnotations()).as("%s: KServe's HPA off", what)
                             .hasEntrySatisfying(AUTOSCALER_CLASS, c -> assertThat(c).isIn("none", "external"));
-                    assertThat(annotations).as("%s: no Knative in Standard mode", what).doesNotContainKey(KNATIVE_CLASS);
+                    assertThat(annotations).as("%s: no Knative in Standard mode", what).doesNotContainKey(KnativeNames.CLASS);
                 }
             }
         }
@@ -195,7 +196,7 @@ class KServeExamplesIT {
                 }
                 // KServe's ServiceAnnotationDisallowedList: these never reach Knative; minReplicas/maxReplicas do.
                 assertThat(all).as("%s: use predictor.minReplicas/maxReplicas", f.getFileName())
-                        .doesNotContainKeys("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/max-scale",
+                        .doesNotContainKeys(KnativeNames.MIN_SCALE, KnativeNames.MAX_SCALE,
                                 "autoscaling.knative.dev/minScale", "autoscaling.knative.dev/maxScale");
             }
         }

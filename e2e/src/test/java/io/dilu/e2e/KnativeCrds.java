@@ -1,5 +1,6 @@
 package io.dilu.e2e;
 
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
 import java.io.IOException;
@@ -10,7 +11,7 @@ import java.nio.file.Path;
 public final class KnativeCrds {
 
     public static final ResourceDefinitionContext PA = new ResourceDefinitionContext.Builder()
-            .withGroup("autoscaling.internal.knative.dev").withVersion("v1alpha1").withKind("PodAutoscaler")
+            .withGroup(KnativeNames.PODAUTOSCALER_GROUP).withVersion(KnativeNames.INTERNAL_VERSION).withKind(KnativeNames.PODAUTOSCALER_KIND)
             .withPlural("podautoscalers").withNamespaced(true).build();
 
     private KnativeCrds() {}

@@ -2,6 +2,7 @@ package io.dilu.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
@@ -85,7 +86,7 @@ class ManifestsIT {
         assertThat(objects).extracting(HasMetadata::getKind).contains("Namespace", "CustomResourceDefinition",
                 "DaemonSet", "ClusterRole", "ClusterRoleBinding", "ServiceAccount");
         // Knative Serving is installed first: the autoscaler's read of config-autoscaler is granted in its namespace.
-        api.createNamespace("knative-serving", Map.of());
+        api.createNamespace(KnativeNames.SERVING_NAMESPACE, Map.of());
         for (HasMetadata o : objects) {
             HasMetadata created = api.client().resource(o).create();
             assertThat(created.getMetadata().getUid()).as("%s %s", o.getKind(), o.getMetadata().getName()).isNotBlank();
@@ -100,9 +101,9 @@ class ManifestsIT {
                 .as("and writes what they found into the profile's status").isTrue();
         assertThat(allowed("dilu-autoscaler", "update", "dilu.io", "gpufunctionprofiles")).as("never the spec").isFalse();
         assertThat(allowed("dilu-autoscaler", "get", "", "secrets")).as("nothing beyond what it needs").isFalse();
-        assertThat(api.grantedInNamespace("knative-serving", "dilu-system", "dilu-autoscaler", "watch", "", "configmaps"))
+        assertThat(api.grantedInNamespace(KnativeNames.SERVING_NAMESPACE, "dilu-system", "dilu-autoscaler", "watch", "", "configmaps"))
                 .as("config-autoscaler, Knative's defaults").isTrue();
-        assertThat(api.grantedInNamespace("knative-serving", "dilu-system", "dilu-autoscaler", "get", "", "secrets")).isFalse();
+        assertThat(api.grantedInNamespace(KnativeNames.SERVING_NAMESPACE, "dilu-system", "dilu-autoscaler", "get", "", "secrets")).isFalse();
         for (String sa : List.of("dilu-node-agent", "dilu-scheduler")) {
             assertThat(api.grantedInNamespace("fns", "dilu-system", sa, "create", "", "events"))
                     .as("%s writes events on pods in any namespace", sa).isTrue();

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.kube.ParkingPatch;
 import io.dilu.kube.PodShares;
@@ -68,7 +69,7 @@ class ParkingIT {
         Map<String, Quantity> share = Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)),
                 DiluNames.GPU_MEMORY, new Quantity(Long.toString(memoryMib)));
         client.pods().inNamespace(NS).resource(new PodBuilder().withNewMetadata().withName(name).withNamespace(NS)
-                .withAnnotations(Map.of(DiluNames.FUNCTION, function, "autoscaling.knative.dev/class",
+                .withAnnotations(Map.of(DiluNames.FUNCTION, function, KnativeNames.CLASS,
                         DiluNames.AUTOSCALER_CLASS)).endMetadata()
                 .withNewSpec().withSchedulerName(DiluNames.SCHEDULER_NAME).withAutomountServiceAccountToken(false)
                 .addNewReadinessGate(DiluNames.SERVING_CONDITION)

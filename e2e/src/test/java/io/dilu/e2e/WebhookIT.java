@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.testing.ChildProcess;
@@ -125,7 +126,7 @@ class WebhookIT {
     @Test
     void aDiluPodComesBackMutatedAsSpecified() {
         Pod created = create(gpuPod("resnet-1", 30, 2048, b -> b.editMetadata()
-                .withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata()));
+                .withLabels(Map.of(KnativeNames.SERVICE_LABEL, "resnet")).endMetadata()));
         assertThat(created.getSpec().getSchedulerName()).isEqualTo("dilu-scheduler");
         var c = created.getSpec().getContainers().getFirst();
         Map<String, EnvVar> env = new HashMap<>();
@@ -142,7 +143,7 @@ class WebhookIT {
     @Test
     void withoutTheQuotaRightAServingPodIsBestEffortAndSloIsRefused() {
         Pod created = create(gpuPod(TENANTS, "resnet-2", 30, 2048, b -> b.editMetadata()
-                .withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata()));
+                .withLabels(Map.of(KnativeNames.SERVICE_LABEL, "resnet")).endMetadata()));
         assertThat(created.getMetadata().getAnnotations()).containsEntry(DiluNames.PRIORITY, "best-effort");
         assertThat(refusal(gpuPod(TENANTS, "greedy", 1, 1024, b -> b.editMetadata()
                 .withAnnotations(Map.of(DiluNames.PRIORITY, "slo", DiluNames.SM_LIMIT, "100")).endMetadata())))

@@ -1,6 +1,7 @@
 package io.dilu.kube;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -15,7 +16,7 @@ public final class PodShares {
 
     /** Labels that name a function when {@code dilu.io/function} does not, most specific first. */
     static final List<String> FUNCTION_LABELS = List.of("serving.kserve.io/inferenceservice",
-            "serving.knative.dev/service", "app.kubernetes.io/name", "app");
+            KnativeNames.SERVICE_LABEL, "app.kubernetes.io/name", "app");
 
     private PodShares() {}
 

@@ -3,6 +3,7 @@ package io.dilu.kube;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -20,7 +21,7 @@ class PodSharesTest {
 
     @Test
     void readsTheSharesOfTheGpuContainersInOrder() {
-        Pod pod = pod().editMetadata().withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata()
+        Pod pod = pod().editMetadata().withLabels(Map.of(KnativeNames.SERVICE_LABEL, "resnet")).endMetadata()
                 .editSpec().withNodeName("n1")
                 .addNewContainer().withName("sidecar").endContainer()
                 .addNewContainer().withName("a").withNewResources().withLimits(Map.of(DiluNames.GPU_SM, new Quantity("30"),

@@ -4,26 +4,26 @@ import io.dilu.core.placement.PlacementParameters;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
+import java.util.OptionalDouble;
 
-/** The scheduler extender's configuration ({@code dilu.extender.*}). */
+/**
+ * The scheduler extender's configuration ({@code dilu.extender.*}). Algorithm 1's knobs are overrides: one left
+ * unset keeps the default of {@link PlacementParameters#DEFAULTS}, the one place it is written.
+ */
 @ConfigMapping(prefix = "dilu.extender")
 public interface ExtenderConfig {
 
     /** Most Σ SM request per GPU, in GPUs (Ω). */
-    @WithDefault("1.0")
-    double omega();
+    OptionalDouble omega();
 
     /** Most Σ SM limit per GPU, in GPUs (γ): how far limits may oversubscribe. */
-    @WithDefault("1.5")
-    double gamma();
+    OptionalDouble gamma();
 
     /** Weight of SM in the best-fit score (α). */
-    @WithDefault("0.6")
-    double alpha();
+    OptionalDouble alpha();
 
     /** Weight of memory in the best-fit score (β). */
-    @WithDefault("0.4")
-    double beta();
+    OptionalDouble beta();
 
     /**
      * Weight of fragmentation in the score: the change, in GPUs, that a placement makes to the SM share the
@@ -31,8 +31,7 @@ public interface ExtenderConfig {
      * 0 scores as the paper's Algorithm 1; on the Alibaba openb trace a weight of 20 allocates 0.03
      * percentage points more of the cluster on average (docs/benchmarks.md), too little to be the default.
      */
-    @WithDefault("0")
-    double fragmentation();
+    OptionalDouble fragmentation();
 
     /**
      * GPU memory booked for a container that asks for {@code dilu.io/gpu-sm} but not {@code dilu.io/gpu-memory}
@@ -70,7 +69,8 @@ public interface ExtenderConfig {
 
     default PlacementParameters placement() {
         PlacementParameters d = PlacementParameters.DEFAULTS;
-        return new PlacementParameters((int) Math.round(omega() * 1000), (int) Math.round(gamma() * 1000), alpha(), beta(),
-                fragmentation(), d.maxPipelineStages(), d.minStageMemoryMib());
+        return d.withOmegaGamma(omega().orElse(d.omega()), gamma().orElse(d.gamma()))
+                .withWeights(alpha().orElse(d.alpha()), beta().orElse(d.beta()))
+                .withFragmentation(fragmentation().orElse(d.fragmentation()));
     }
 }

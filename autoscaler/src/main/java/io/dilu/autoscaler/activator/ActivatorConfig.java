@@ -1,5 +1,6 @@
 package io.dilu.autoscaler.activator;
 
+import io.dilu.core.contract.KnativeNames;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
@@ -34,7 +35,7 @@ public interface ActivatorConfig {
     }
 
     /** The label ({@code key=value}) that marks Knative's activator pods in the Knative namespace. */
-    @WithDefault("app=activator")
+    @WithDefault(KnativeNames.ACTIVATOR_POD_LABEL)
     String podLabel();
 
     /**

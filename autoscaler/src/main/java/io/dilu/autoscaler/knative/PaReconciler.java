@@ -6,6 +6,7 @@ import io.dilu.autoscaler.decide.RevisionPods;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
@@ -133,9 +134,8 @@ public final class PaReconciler {
         this.metrics = metrics;
         this.writer = writer;
         this.activators = activators;
-        this.lazyDefaults = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0, 1000,
-                ScalingParameters.burstWindowFor(config.windowSamples()));
-        this.classes = config.mode() == AutoscalerConfig.Mode.REPLACE ? Set.of(config.paClass(), Knative.KPA_CLASS)
+        this.lazyDefaults = config.lazyScaling();
+        this.classes = config.mode() == AutoscalerConfig.Mode.REPLACE ? Set.of(config.paClass(), KnativeNames.KPA_CLASS)
                 : Set.of(config.paClass());
         this.scaledUp = Counter.builder("dilu_autoscaler_scale_decisions_total").tag("direction", "up")
                 .description("changes of a revision's desired scale").register(metrics);
@@ -146,10 +146,10 @@ public final class PaReconciler {
         this.wakeFailed = Counter.builder("dilu_autoscaler_wakes_total").tag("result", "failed").description(wakes)
                 .register(metrics);
         this.pas = client.resources(PodAutoscaler.class).inAnyNamespace().runnableInformer(0);
-        this.pods = client.pods().inAnyNamespace().withLabel(Knative.REVISION_LABEL).runnableInformer(0);
+        this.pods = client.pods().inAnyNamespace().withLabel(KnativeNames.REVISION_LABEL).runnableInformer(0);
         // Every tick asks for one revision's pods: an index keeps that from walking every pod of the cluster.
         pods.addIndexers(Map.of(BY_REVISION, p -> List.of(p.getMetadata().getNamespace() + "/"
-                + p.getMetadata().getLabels().get(Knative.REVISION_LABEL))));
+                + p.getMetadata().getLabels().get(KnativeNames.REVISION_LABEL))));
         // ServerlessServices are watched, not fetched: a tick makes no API call for a revision that is in line.
         this.services = client.resources(ServerlessService.class).inAnyNamespace().runnableInformer(0);
         this.profiles = client.resources(GpuFunctionProfile.class).inAnyNamespace().runnableInformer(0);
@@ -170,7 +170,7 @@ public final class PaReconciler {
             }
         });
         this.clusterConfigs = client.configMaps().inNamespace(config.knativeNamespace())
-                .withField("metadata.name", KnativeAutoscalerConfig.CONFIG_MAP).runnableInformer(0);
+                .withField("metadata.name", KnativeNames.CONFIG_AUTOSCALER).runnableInformer(0);
         for (SharedIndexInformer<?> i : List.of(pas, pods, services, profiles, clusterConfigs)) {
             i.exceptionHandler((started, t) -> true);
         }
@@ -264,7 +264,7 @@ public final class PaReconciler {
 
     /** What one instance of a revision serves, as a tick reads it now, with the problems met reading it (for tests). */
     InstanceRate servingRate(String namespace, String revision, List<FieldError> problems) {
-        return servingRate(pas.getStore().getByKey(namespace + "/" + revision), problems);
+        return servingRate(pas.getStore().getByKey(namespace + "/" + revision), clusterConfig(), problems);
     }
 
     /** Whether config-autoscaler is in the ConfigMap informer's store (for tests). */
@@ -366,13 +366,12 @@ public final class PaReconciler {
     }
 
     private Knobs knobs(PodAutoscaler pa, KnativeAutoscalerConfig cluster, List<FieldError> problems) {
-        boolean toZero = config.enableScaleToZero()
-                .orElse(config.mode() == AutoscalerConfig.Mode.REPLACE && cluster.enableScaleToZero());
-        if (Knative.KPA_CLASS.equals(pa.paClass()) && !Knative.KPA_CLASS.equals(config.paClass())) {
+        boolean toZero = config.scaleToZero(cluster);
+        if (KnativeNames.KPA_CLASS.equals(pa.paClass()) && !KnativeNames.KPA_CLASS.equals(config.paClass())) {
             long cc = pa.getSpec() == null || pa.getSpec().containerConcurrency() == null ? 0 : pa.getSpec().containerConcurrency();
             return Knobs.kpa(pa.annotations(), Math.max(0, cc), cluster, toZero, problems);
         }
-        return Knobs.lazy(pa.annotations(), cluster, config.windowSamples(), servingRate(pa, problems), toZero,
+        return Knobs.lazy(pa.annotations(), cluster, lazyDefaults.windowSeconds(), servingRate(pa, cluster, problems), toZero,
                 config.parking(), problems);
     }
 
@@ -470,13 +469,13 @@ public final class PaReconciler {
 
     /** config-autoscaler as the watch has it, parsed once per version; Knative's defaults without one. */
     private KnativeAutoscalerConfig clusterConfig() {
-        ConfigMap cm = clusterConfigs.getStore().getByKey(config.knativeNamespace() + "/" + KnativeAutoscalerConfig.CONFIG_MAP);
+        ConfigMap cm = clusterConfigs.getStore().getByKey(config.knativeNamespace() + "/" + KnativeNames.CONFIG_AUTOSCALER);
         String version = cm == null ? null : cm.getMetadata().getResourceVersion();
         if (!java.util.Objects.equals(version, clusterConfigVersion)) {
             List<FieldError> problems = new ArrayList<>();
             clusterConfig = KnativeAutoscalerConfig.parse(cm == null ? Map.of() : cm.getData(), problems);
             problems.forEach(p -> LOG.warnf("%s/%s: %s (Knative's default kept)", config.knativeNamespace(),
-                    KnativeAutoscalerConfig.CONFIG_MAP, p.message()));
+                    KnativeNames.CONFIG_AUTOSCALER, p.message()));
             clusterConfigVersion = version;
         }
         return clusterConfig;
@@ -520,9 +519,9 @@ public final class PaReconciler {
         }
     }
 
-    private InstanceRate servingRate(PodAutoscaler pa, List<FieldError> problems) {
+    private InstanceRate servingRate(PodAutoscaler pa, KnativeAutoscalerConfig cluster, List<FieldError> problems) {
         String ns = pa.getMetadata().getNamespace();
-        return ServingRate.of(pa.annotations(), pa.labels(),
+        return ServingRate.of(pa.annotations(), pa.labels(), cluster,
                 name -> Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name)).flatMap(p -> settings(p, problems)),
                 function -> profiles.getStore().list().stream().filter(p -> ns.equals(p.getMetadata().getNamespace()))
                         .filter(p -> p.getSpec() != null && function.equals(p.getSpec().function())).findFirst()

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.kube.TypedResource;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ObjectReference;
@@ -16,16 +17,16 @@ import java.util.Map;
 import java.util.Optional;
 
 /** Knative's PodAutoscaler (autoscaling.internal.knative.dev/v1alpha1), as Knative's revision reconciler writes it. */
-@Group("autoscaling.internal.knative.dev")
-@Version("v1alpha1")
-@Kind("PodAutoscaler")
+@Group(KnativeNames.PODAUTOSCALER_GROUP)
+@Version(KnativeNames.INTERNAL_VERSION)
+@Kind(KnativeNames.PODAUTOSCALER_KIND)
 @Plural("podautoscalers")
 // HasMetadata's own deserializer looks types up by kind; this class is its own type.
 @JsonDeserialize(using = JsonDeserializer.None.class)
 public final class PodAutoscaler extends TypedResource<PodAutoscaler.Spec, PodAutoscaler.Status> {
 
     public PodAutoscaler() {
-        super("autoscaling.internal.knative.dev/v1alpha1", "PodAutoscaler");
+        super(KnativeNames.PODAUTOSCALER_API_VERSION, KnativeNames.PODAUTOSCALER_KIND);
     }
 
     /**
@@ -56,6 +57,6 @@ public final class PodAutoscaler extends TypedResource<PodAutoscaler.Spec, PodAu
 
     /** The PodAutoscaler class, Knative's own ({@link Knative#KPA_CLASS}) when none is written. */
     public String paClass() {
-        return annotations().getOrDefault(Knative.CLASS, Knative.KPA_CLASS);
+        return annotations().getOrDefault(KnativeNames.CLASS, KnativeNames.KPA_CLASS);
     }
 }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.kube.TypedResource;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ObjectReference;
@@ -19,9 +20,9 @@ import java.util.Optional;
  * networking reconciler its status. {@code Serve} routes to the revision's pods, {@code Proxy} through the
  * activator, which holds requests while the revision is at zero.
  */
-@Group("networking.internal.knative.dev")
-@Version("v1alpha1")
-@Kind("ServerlessService")
+@Group(KnativeNames.SERVERLESSSERVICE_GROUP)
+@Version(KnativeNames.INTERNAL_VERSION)
+@Kind(KnativeNames.SERVERLESSSERVICE_KIND)
 @Plural("serverlessservices")
 @JsonDeserialize(using = JsonDeserializer.None.class)
 public final class ServerlessService extends TypedResource<ServerlessService.Spec, ServerlessService.Status> {
@@ -30,7 +31,7 @@ public final class ServerlessService extends TypedResource<ServerlessService.Spe
     public static final String PROXY = "Proxy";
 
     public ServerlessService() {
-        super("networking.internal.knative.dev/v1alpha1", "ServerlessService");
+        super(KnativeNames.SERVERLESSSERVICE_API_VERSION, KnativeNames.SERVERLESSSERVICE_KIND);
     }
 
     @JsonInclude(JsonInclude.Include.NON_NULL)

@@ -138,8 +138,9 @@ final class ProfileJob {
     }
 
     private ProfileStatuses.Chosen inference(ProfileSpec spec) {
-        int maxBatch = spec.maxBatchSize() == null ? ProfileSpec.DEFAULT_MAX_BATCH : spec.maxBatchSize();
-        InferenceProfile p = new HybridGrowthSearch(10, 10, maxBatch).search(this::trial, spec.sloMillis())
+        HybridGrowthSearch.Steps steps = spec.maxBatchSize() == null ? HybridGrowthSearch.Steps.PAPER
+                : HybridGrowthSearch.Steps.PAPER.withMaxBatch(spec.maxBatchSize());
+        InferenceProfile p = new HybridGrowthSearch(steps).search(this::trial, spec.sloMillis())
                 .orElseThrow(() -> new Failed("NoSettingMeetsSlo", "no setting tried executes a batch within half the SLO ("
                         + spec.sloMillis() / 2.0 + " ms); trials: " + trials.size()));
         // The search's last trial was at the limit (unless it had run that setting): the status has both rates.

@@ -2,6 +2,7 @@ package io.dilu.autoscaler.activator;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.contract.KnativeNames;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodIP;
@@ -13,7 +14,7 @@ import org.junit.jupiter.api.Test;
 class ActivatorPodsTest {
 
     static Pod pod(String name, String phase, String ip) {
-        return new PodBuilder().withNewMetadata().withName(name).withNamespace("knative-serving")
+        return new PodBuilder().withNewMetadata().withName(name).withNamespace(KnativeNames.SERVING_NAMESPACE)
                 .withLabels(Map.of("app", "activator")).endMetadata().withNewSpec().endSpec()
                 .withNewStatus().withPhase(phase).withPodIP(ip).endStatus().build();
     }

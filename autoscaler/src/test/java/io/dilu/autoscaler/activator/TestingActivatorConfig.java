@@ -1,5 +1,6 @@
 package io.dilu.autoscaler.activator;
 
+import io.dilu.core.contract.KnativeNames;
 import java.time.Duration;
 
 /** {@link ActivatorConfig} as plain values, for tests that build the server without Quarkus. */
@@ -11,7 +12,7 @@ record TestingActivatorConfig(int maxFrameBytes, int maxMessagesPerFrame, double
     /** The documented defaults. */
     static TestingActivatorConfig defaults() {
         return new TestingActivatorConfig(1_048_576, 10_000, 1e6, Duration.ofSeconds(3), Duration.ofSeconds(60), 32, 64, 10,
-                8080, Authentication.ACTIVATOR_POD, "app=activator", 100, 4_194_304, 10_000, 100_000);
+                8080, Authentication.ACTIVATOR_POD, KnativeNames.ACTIVATOR_POD_LABEL, 100, 4_194_304, 10_000, 100_000);
     }
 
     TestingActivatorConfig withConnections(int maxConnections, int refusedFramesBeforeClose) {

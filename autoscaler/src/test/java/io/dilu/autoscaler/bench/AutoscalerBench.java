@@ -150,11 +150,9 @@ public final class AutoscalerBench {
     }
 
     static Decide decide(AutoscalerConfig config, int functions) {
-        ScalingParameters lazyDefaults = new ScalingParameters(config.windowSamples(), config.phiOut(), config.phiIn(), 0,
-                1000, ScalingParameters.burstWindowFor(config.windowSamples()));
+        ScalingParameters lazyDefaults = config.lazyScaling();
         KnativeAutoscalerConfig cluster = KnativeAutoscalerConfig.DEFAULTS;
-        boolean toZero = config.enableScaleToZero()
-                .orElse(config.mode() == AutoscalerConfig.Mode.REPLACE && cluster.enableScaleToZero());
+        boolean toZero = config.scaleToZero(cluster);
         SplittableRandom rnd = new SplittableRandom(42);
         Load[] loads = new Load[functions];
         double[] base = new double[functions];
@@ -211,9 +209,9 @@ public final class AutoscalerBench {
     private static Knobs knobs(Map<String, String> annotations, KnativeAutoscalerConfig cluster, AutoscalerConfig config,
             boolean toZero) {
         List<FieldError> problems = new ArrayList<>(0);
-        InstanceRate rate = ServingRate.of(annotations, Map.of(), n -> Optional.empty(), n -> Optional.empty(),
+        InstanceRate rate = ServingRate.of(annotations, Map.of(), cluster, n -> Optional.empty(), n -> Optional.empty(),
                 config.defaultServingRps(), problems);
-        return Knobs.lazy(annotations, cluster, config.windowSamples(), rate, toZero, config.parking(), problems);
+        return Knobs.lazy(annotations, cluster, config.lazyScaling().windowSeconds(), rate, toZero, config.parking(), problems);
     }
 
     private static double median(double[] values) {

@@ -2,6 +2,7 @@ package io.dilu.autoscaler.decide;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
@@ -20,25 +21,25 @@ class ActivatorCapTest {
 
     @Test
     void knativesClassIsCappedOnItsMetricAtWhatMaxScalePodsCarryAtTheirTarget() {
-        Knobs kpa = Knobs.kpa(Map.of("autoscaling.knative.dev/max-scale", "10", "autoscaling.knative.dev/target", "10"), 0,
+        Knobs kpa = Knobs.kpa(Map.of(KnativeNames.MAX_SCALE, "10", KnativeNames.TARGET, "10"), 0,
                 KnativeAutoscalerConfig.DEFAULTS, true, PROBLEMS);
         Readings r = ActivatorCap.capped(ABSURD, kpa);
         assertThat(r.activatorConcurrency()).isEqualTo(100);
         assertThat(r.activatorRps()).as("not the metric scaled by: not in its unit").isEqualTo(999_999);
-        Knobs byRps = Knobs.kpa(Map.of("autoscaling.knative.dev/max-scale", "10", "autoscaling.knative.dev/metric", "rps",
-                "autoscaling.knative.dev/target", "50"), 0, KnativeAutoscalerConfig.DEFAULTS, true, PROBLEMS);
+        Knobs byRps = Knobs.kpa(Map.of(KnativeNames.MAX_SCALE, "10", KnativeNames.METRIC, "rps",
+                KnativeNames.TARGET, "50"), 0, KnativeAutoscalerConfig.DEFAULTS, true, PROBLEMS);
         assertThat(ActivatorCap.capped(ABSURD, byRps).activatorRps()).isEqualTo(500);
     }
 
     @Test
     void withoutMaxScaleTheCapIsKnativesUnboundedScale() {
-        Knobs kpa = Knobs.kpa(Map.of("autoscaling.knative.dev/target", "10"), 0, KnativeAutoscalerConfig.DEFAULTS, true, PROBLEMS);
+        Knobs kpa = Knobs.kpa(Map.of(KnativeNames.TARGET, "10"), 0, KnativeAutoscalerConfig.DEFAULTS, true, PROBLEMS);
         assertThat(ActivatorCap.capped(ABSURD, kpa).activatorConcurrency()).isEqualTo(1000 * 10);
     }
 
     @Test
     void dilusClassIsCappedOnTheRateAtItsServingRate() {
-        Knobs lazy = Knobs.lazy(Map.of("autoscaling.knative.dev/max-scale", "4"), KnativeAutoscalerConfig.DEFAULTS, 40,
+        Knobs lazy = Knobs.lazy(Map.of(KnativeNames.MAX_SCALE, "4"), KnativeAutoscalerConfig.DEFAULTS, 40,
                 new InstanceRate(25, "test"), true, true, PROBLEMS);
         Readings r = ActivatorCap.capped(ABSURD, lazy);
         assertThat(r.activatorRps()).isEqualTo(100);

@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.offset;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
+import io.dilu.core.scaling.KnativeAutoscalerConfig;
 import io.dilu.core.scaling.Knobs;
 import io.dilu.kube.profile.ProfileSettings;
 import java.util.ArrayList;
@@ -15,6 +17,9 @@ import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class ServingRateTest {
+
+    /** A cluster whose config-autoscaler is Knative's default: 70% target utilization. */
+    static final KnativeAutoscalerConfig KNATIVE = KnativeAutoscalerConfig.DEFAULTS;
 
     /** Batch 4 at 120 rps: one request takes about 33 ms. */
     static Optional<ProfileSettings> bert(String key) {
@@ -33,7 +38,7 @@ class ServingRateTest {
     }
 
     static InstanceRate rate(Map<String, String> annotations, List<FieldError> problems) {
-        return ServingRate.of(annotations, Map.of(), ServingRateTest::bert, ServingRateTest::none, 10, problems);
+        return ServingRate.of(annotations, Map.of(), KNATIVE, ServingRateTest::bert, ServingRateTest::none, 10, problems);
     }
 
     @Test
@@ -41,7 +46,7 @@ class ServingRateTest {
         List<FieldError> problems = new ArrayList<>();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40", "dilu.io/profile", "bert"), problems).rps()).isEqualTo(40);
         assertThat(rate(Map.of("dilu.io/profile", "bert"), problems)).isEqualTo(new InstanceRate(120, "GpuFunctionProfile of bert"));
-        assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), ServingRateTest::none,
+        assertThat(ServingRate.of(Map.of(), Map.of(KnativeNames.SERVICE_LABEL, "bert"), KNATIVE, ServingRateTest::none,
                 ServingRateTest::bert, 10, problems).rps()).isEqualTo(120);
         assertThat(problems).isEmpty();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "-3"), problems)).as("a bad annotation is skipped")
@@ -65,16 +70,16 @@ class ServingRateTest {
     @Test
     void theProfilesRateAtTheLimitIsReadBesideItsRateAtTheRequest() {
         List<FieldError> problems = new ArrayList<>();
-        InstanceRate r = ServingRate.of(Map.of("dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured,
+        InstanceRate r = ServingRate.of(Map.of("dilu.io/profile", "bert"), Map.of(), KNATIVE, ServingRateTest::measured,
                 ServingRateTest::none, 10, problems);
         assertThat(r).isEqualTo(new InstanceRate(120, "GpuFunctionProfile of bert", 192));
-        assertThat(ServingRate.of(Map.of(), Map.of("serving.knative.dev/service", "bert"), ServingRateTest::none,
+        assertThat(ServingRate.of(Map.of(), Map.of(KnativeNames.SERVICE_LABEL, "bert"), KNATIVE, ServingRateTest::none,
                 ServingRateTest::measured, 10, problems).rpsAtLimit()).as("the function's profile").isEqualTo(192);
         // A rate chosen by annotation keeps the headroom the profile measured: 192 / 120 = 1.6 times it.
-        assertThat(ServingRate.of(Map.of(DiluNames.SERVING_RPS, "50", "dilu.io/profile", "bert"), Map.of(),
+        assertThat(ServingRate.of(Map.of(DiluNames.SERVING_RPS, "50", "dilu.io/profile", "bert"), Map.of(), KNATIVE,
                 ServingRateTest::measured, ServingRateTest::none, 10, problems).rpsAtLimit()).isCloseTo(80, offset(1e-9));
-        assertThat(ServingRate.of(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "50", Knobs.TARGET_UTILIZATION,
-                "100", "dilu.io/profile", "bert"), Map.of(), ServingRateTest::measured, ServingRateTest::none, 10, problems)
+        assertThat(ServingRate.of(Map.of(KnativeNames.METRIC, "rps", KnativeNames.TARGET, "50", KnativeNames.TARGET_UTILIZATION,
+                "100", "dilu.io/profile", "bert"), Map.of(), KNATIVE, ServingRateTest::measured, ServingRateTest::none, 10, problems)
                 .rpsAtLimit()).isCloseTo(80, offset(1e-9));
         assertThat(problems).isEmpty();
     }
@@ -85,18 +90,26 @@ class ServingRateTest {
         assertThat(rate(Map.of("dilu.io/profile", "bert"), problems).rpsAtLimit()).as("a profile without it").isNaN();
         assertThat(rate(Map.of(), problems).rpsAtLimit()).as("no profile: the default").isNaN();
         assertThat(rate(Map.of(DiluNames.SERVING_RPS, "40"), problems).rpsAtLimit()).as("an annotation, no profile").isNaN();
-        assertThat(ServingRate.of(Map.of(), Map.of(), ServingRateTest::measured, ServingRateTest::measured, 10, problems)
+        assertThat(ServingRate.of(Map.of(), Map.of(), KNATIVE, ServingRateTest::measured, ServingRateTest::measured, 10, problems)
                 .rpsAtLimit()).as("no profile named").isNaN();
     }
 
     @Test
     void knativesTargetForRpsIsTakenAtItsUtilization() {
         List<FieldError> problems = new ArrayList<>();
-        assertThat(rate(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "50"), problems).rps())
+        assertThat(rate(Map.of(KnativeNames.METRIC, "rps", KnativeNames.TARGET, "50"), problems).rps())
                 .as("70%% by default, as Knative").isEqualTo(35.0, org.assertj.core.data.Offset.offset(1e-9));
-        assertThat(rate(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "50", Knobs.TARGET_UTILIZATION, "100",
+        assertThat(rate(Map.of(KnativeNames.METRIC, "rps", KnativeNames.TARGET, "50", KnativeNames.TARGET_UTILIZATION, "100",
                 "dilu.io/profile", "bert"), problems).rps()).as("over the profile").isEqualTo(50);
-        assertThat(rate(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "50", DiluNames.SERVING_RPS, "12"), problems).rps())
+        KnativeAutoscalerConfig eighty = KnativeAutoscalerConfig.parse(
+                Map.of("container-concurrency-target-percentage", "80"), problems);
+        assertThat(ServingRate.of(Map.of(KnativeNames.METRIC, "rps", KnativeNames.TARGET, "50"), Map.of(), eighty, ServingRateTest::none,
+                ServingRateTest::none, 10, problems).rps()).as("the cluster's config-autoscaler, unless annotated")
+                .isEqualTo(40.0, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(ServingRate.of(Map.of(KnativeNames.METRIC, "rps", KnativeNames.TARGET, "50", KnativeNames.TARGET_UTILIZATION, "60"), Map.of(),
+                eighty, ServingRateTest::none, ServingRateTest::none, 10, problems).rps()).as("the annotation over it")
+                .isEqualTo(30.0, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(rate(Map.of(KnativeNames.METRIC, "rps", KnativeNames.TARGET, "50", DiluNames.SERVING_RPS, "12"), problems).rps())
                 .as("dilu.io/serving-rps overrides").isEqualTo(12);
         assertThat(problems).isEmpty();
     }
@@ -105,9 +118,9 @@ class ServingRateTest {
     void aConcurrencyTargetBecomesARateThroughTheProfilesLatency() {
         List<FieldError> problems = new ArrayList<>();
         // 4 requests in flight at 100%, each 4/120 s: 120 rps; 2 in flight: 60.
-        assertThat(rate(Map.of(Knobs.METRIC, "concurrency", Knobs.TARGET, "2", Knobs.TARGET_UTILIZATION, "100",
+        assertThat(rate(Map.of(KnativeNames.METRIC, "concurrency", KnativeNames.TARGET, "2", KnativeNames.TARGET_UTILIZATION, "100",
                 "dilu.io/profile", "bert"), problems).rps()).isEqualTo(60.0, org.assertj.core.data.Offset.offset(1e-9));
-        assertThat(rate(Map.of(Knobs.TARGET, "2", Knobs.TARGET_UTILIZATION, "100"), problems))
+        assertThat(rate(Map.of(KnativeNames.TARGET, "2", KnativeNames.TARGET_UTILIZATION, "100"), problems))
                 .as("concurrency is Knative's default metric; without a profile there is no latency to go through")
                 .isEqualTo(new InstanceRate(10, "default"));
         assertThat(problems).isEmpty();
@@ -116,9 +129,9 @@ class ServingRateTest {
     @Test
     void badKnativeAnnotationsAreReportedNamingTheFieldAndSkipped() {
         List<FieldError> problems = new ArrayList<>();
-        assertThat(rate(Map.of(Knobs.METRIC, "cpu", Knobs.TARGET, "50", "dilu.io/profile", "bert"), problems).rps())
+        assertThat(rate(Map.of(KnativeNames.METRIC, "cpu", KnativeNames.TARGET, "50", "dilu.io/profile", "bert"), problems).rps())
                 .isEqualTo(120);
-        assertThat(rate(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, "0", Knobs.TARGET_UTILIZATION, "150"), problems)
+        assertThat(rate(Map.of(KnativeNames.METRIC, "rps", KnativeNames.TARGET, "0", KnativeNames.TARGET_UTILIZATION, "150"), problems)
                 .rps()).isEqualTo(10);
         assertThat(problems).extracting(FieldError::message).containsExactly(
                 "autoscaling.knative.dev/metric=cpu is not allowed: must be rps or concurrency for this class",

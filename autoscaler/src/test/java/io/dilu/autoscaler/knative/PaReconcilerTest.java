@@ -9,6 +9,7 @@ import io.dilu.autoscaler.scrape.FakeQueueProxy;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.autoscaler.scrape.proto.Stat;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.Knobs;
@@ -51,7 +52,7 @@ import org.junit.jupiter.api.Test;
 class PaReconcilerTest {
 
     static final String NS = "fns";
-    static final String DILU = "co-scaling.dilu.io";
+    static final String DILU = DiluNames.AUTOSCALER_CLASS;
 
     KubernetesClient client;
 
@@ -107,10 +108,10 @@ class PaReconcilerTest {
         pa.getMetadata().setGeneration(1L);
         Map<String, String> a = new HashMap<>(annotations);
         if (paClass != null) {
-            a.put(Knative.CLASS, paClass);
+            a.put(KnativeNames.CLASS, paClass);
         }
         pa.getMetadata().setAnnotations(a);
-        pa.getMetadata().setLabels(Map.of(Knative.REVISION_LABEL, name));
+        pa.getMetadata().setLabels(Map.of(KnativeNames.REVISION_LABEL, name));
         pa.setSpec(new PodAutoscaler.Spec(new ObjectReferenceBuilder().withApiVersion("apps/v1").withKind("Deployment")
                 .withName(name + "-deployment").build(), 0L, "http1", null));
         client.resources(PodAutoscaler.class).inNamespace(NS).resource(pa).create();
@@ -122,7 +123,7 @@ class PaReconcilerTest {
         String ip = "127.0.0." + (10 + index);
         proxies.add(FakeQueueProxy.start(ip, port, FakeQueueProxy.ok(stat.toByteArray())));
         client.pods().inNamespace(NS).resource(new PodBuilder().withNewMetadata().withName(revision + "-" + index)
-                .addToLabels(Knative.REVISION_LABEL, revision).endMetadata().withNewStatus().withPodIP(ip)
+                .addToLabels(KnativeNames.REVISION_LABEL, revision).endMetadata().withNewStatus().withPodIP(ip)
                 .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus().build()).create();
         until(() -> reconciler.readyPods(NS, revision) > 0);
     }
@@ -161,7 +162,7 @@ class PaReconcilerTest {
     @Test
     void aNewRevisionStartsAtItsInitialScaleWithAServingSksAndItsStatus() throws Exception {
         start();
-        revision("r1", DILU, Map.of(ScaleBounds.INITIAL, "2"));
+        revision("r1", DILU, Map.of(KnativeNames.INITIAL_SCALE, "2"));
         reconciler.tick();
 
         assertThat(replicas("r1")).isEqualTo(2);
@@ -198,7 +199,7 @@ class PaReconcilerTest {
         // knative.dev, "Configuring targets": a target of 10 at 70% utilization means a pod per 7 concurrent
         // requests, so 35 in flight ask for 5 pods.
         start("dilu.autoscaler.mode", "replace");
-        revision("kpa", null, Map.of(Knobs.TARGET, "10"));
+        revision("kpa", null, Map.of(KnativeNames.TARGET, "10"));
         readyPod("kpa", 1, stat(35, 35));
         ticks(3);
         assertThat(replicas("kpa")).isEqualTo(5);
@@ -210,7 +211,7 @@ class PaReconcilerTest {
     @Test
     void replacingKnativeARevisionAtZeroWakesWhenAnActivatorReportsARequest() throws Exception {
         start("dilu.autoscaler.mode", "replace");
-        revision("idle", DILU, Map.of(ScaleBounds.INITIAL, "0"));
+        revision("idle", DILU, Map.of(KnativeNames.INITIAL_SCALE, "0"));
         ticks(1);
         assertThat(replicas("idle")).as("initial-scale 0, scale to zero on in replace mode").isZero();
         assertThat(sks("idle").getSpec().mode()).isEqualTo(ServerlessService.PROXY);
@@ -252,11 +253,11 @@ class PaReconcilerTest {
     @Test
     void alongsideKnativeScaleToZeroStaysOffWhateverConfigAutoscalerSaysButItsMaxScaleHolds() throws Exception {
         start();
-        client.configMaps().inNamespace("knative-serving").resource(new ConfigMapBuilder().withNewMetadata()
-                .withName("config-autoscaler").endMetadata().addToData("enable-scale-to-zero", "true")
+        client.configMaps().inNamespace(KnativeNames.SERVING_NAMESPACE).resource(new ConfigMapBuilder().withNewMetadata()
+                .withName(KnativeNames.CONFIG_AUTOSCALER).endMetadata().addToData("enable-scale-to-zero", "true")
                 .addToData("max-scale", "3").build()).create();
         until(() -> reconciler.clusterConfigSeen());
-        revision("r", DILU, Map.of(ScaleBounds.INITIAL, "0", DiluNames.SERVING_RPS, "10"));
+        revision("r", DILU, Map.of(KnativeNames.INITIAL_SCALE, "0", DiluNames.SERVING_RPS, "10"));
         ticks(1);
         assertThat(replicas("r")).as("a revision at zero would not wake alongside Knative's autoscaler").isEqualTo(1);
 
@@ -273,7 +274,7 @@ class PaReconcilerTest {
         String ip = "127.0.0." + (10 + index);
         proxies.add(FakeQueueProxy.start(ip, port, out -> FakeQueueProxy.ok(stat.get().toByteArray()).write(out)));
         client.pods().inNamespace(NS).resource(new PodBuilder().withNewMetadata().withName(revision + "-" + index)
-                .withCreationTimestamp("2026-11-24T04:00:0" + index + "Z").addToLabels(Knative.REVISION_LABEL, revision)
+                .withCreationTimestamp("2026-11-24T04:00:0" + index + "Z").addToLabels(KnativeNames.REVISION_LABEL, revision)
                 .endMetadata().withNewSpec().addNewReadinessGate(DiluNames.SERVING_CONDITION).endSpec().withNewStatus()
                 .withPodIP(ip).addNewCondition().withType("Ready").withStatus("True").endCondition().addNewCondition()
                 .withType(DiluNames.SERVING_CONDITION).withStatus("True").endCondition().endStatus().build()).create();
@@ -292,7 +293,7 @@ class PaReconcilerTest {
     void aReleasedInstanceIsParkedOutOfThePathAScaleOutWakesItAndAFailedWakeIsDeletedAndCounted() throws Exception {
         SimpleMeterRegistry metrics = new SimpleMeterRegistry();
         start(metrics);
-        revision("p", DILU, Map.of(ScaleBounds.INITIAL, "2", DiluNames.SERVING_RPS, "10"));
+        revision("p", DILU, Map.of(KnativeNames.INITIAL_SCALE, "2", DiluNames.SERVING_RPS, "10"));
         AtomicReference<Stat> load = new AtomicReference<>(stat(4, 1));
         gatedPod("p", 1, load);
         gatedPod("p", 2, load);
@@ -335,7 +336,7 @@ class PaReconcilerTest {
     @Test
     void withParkingOffAReleasedInstanceGoes() throws Exception {
         start("dilu.autoscaler.parking", "false");
-        revision("q", DILU, Map.of(ScaleBounds.INITIAL, "2", DiluNames.SERVING_RPS, "10"));
+        revision("q", DILU, Map.of(KnativeNames.INITIAL_SCALE, "2", DiluNames.SERVING_RPS, "10"));
         AtomicReference<Stat> load = new AtomicReference<>(stat(4, 1));
         gatedPod("q", 1, load);
         gatedPod("q", 2, load);

@@ -33,4 +33,24 @@ public final class Apportion {
         }
         return parts;
     }
+
+    /**
+     * The SM limit of each pipeline stage of a split instance: the instance's limit apportioned by the memory each
+     * stage holds (as its request was), and never below the stage's own request. The stage annotation ({@code
+     * dilu.io/assigned-gpus}) records each stage's request and memory but not its limit, so every reader that needs the
+     * limits works them out here: the placement that splits the instance, the extender's book of a bound pod, and the
+     * node agent's token shares, which must all hold the same limits. Any unit (percent, thousandths) that {@code
+     * limit} and {@code stageRequests} share.
+     *
+     * @param limit the instance's SM limit; at least the sum of {@code stageRequests} is apportioned
+     * @param stageRequests each stage's SM request, at least 1
+     * @param stageMemoryMib each stage's memory, the weights, in the order of {@code stageRequests}
+     */
+    public static int[] stageLimits(int limit, int[] stageRequests, long[] stageMemoryMib) {
+        int[] limits = largestRemainder(Math.max(limit, java.util.Arrays.stream(stageRequests).sum()), stageMemoryMib);
+        for (int i = 0; i < limits.length; i++) {
+            limits[i] = Math.max(stageRequests[i], limits[i]);
+        }
+        return limits;
+    }
 }

@@ -363,15 +363,15 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         int unit = req.requestMilli() % 10 == 0 && req.limitMilli() % 10 == 0 ? 10 : 1;
         long[] weights = stages.stream().mapToLong(Slot::memoryMib).toArray();
         int[] requests = Apportion.largestRemainder(req.requestMilli() / unit, weights);
-        int[] limits = Apportion.largestRemainder(req.limitMilli() / unit, weights);
-        if (requests == null || limits == null) {
+        if (requests == null) {
             return null;
         }
+        int[] limits = Apportion.stageLimits(req.limitMilli() / unit, requests, weights);
         List<Slot> exact = new ArrayList<>(stages.size());
         for (int i = 0; i < stages.size(); i++) {
             Slot s = stages.get(i);
             int request = requests[i] * unit;
-            int limit = Math.max(request, limits[i] * unit);
+            int limit = limits[i] * unit;
             if (!fits(state, state.gpuOrdinal(s.gpuUuid()), request, limit, s.memoryMib())) {
                 return null;
             }

@@ -42,9 +42,23 @@ public record PlacementParameters(
         }
     }
 
+    /** Ω in GPUs, as configuration states it. */
+    public double omega() {
+        return omegaMilli / 1000.0;
+    }
+
+    /** γ in GPUs, as configuration states it. */
+    public double gamma() {
+        return gammaMilli / 1000.0;
+    }
+
     public PlacementParameters withOmegaGamma(double omega, double gamma) {
         return new PlacementParameters((int) Math.round(omega * 1000), (int) Math.round(gamma * 1000),
                 alpha, beta, fragmentation, maxPipelineStages, minStageMemoryMib);
+    }
+
+    public PlacementParameters withWeights(double alpha, double beta) {
+        return new PlacementParameters(omegaMilli, gammaMilli, alpha, beta, fragmentation, maxPipelineStages, minStageMemoryMib);
     }
 
     public PlacementParameters withFragmentation(double weight) {

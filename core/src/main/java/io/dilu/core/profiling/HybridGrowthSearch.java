@@ -39,22 +39,41 @@ public final class HybridGrowthSearch implements InferenceSearch {
     /** TE within this fraction of the best is flat: it neither counts against the search nor resets the count. */
     public static final double FLAT = 0.01;
 
+    /**
+     * Where the search starts and how it grows.
+     *
+     * @param smStart the first SM share, percent (1..100)
+     * @param smStep how far the SM share grows when a trial misses the SLO, percent points (at least 1)
+     * @param maxBatch the largest batch tried (at least 1)
+     */
+    public record Steps(int smStart, int smStep, int maxBatch) {
+
+        /** The paper's: SM from 10% in steps of 10, batch up to 32. */
+        public static final Steps PAPER = new Steps(10, 10, 32);
+
+        public Steps {
+            if (smStart < 1 || smStart > 100 || smStep < 1 || maxBatch < 1) {
+                throw new IllegalArgumentException("smStart must be in 1..100, smStep and maxBatch at least 1");
+            }
+        }
+
+        public Steps withMaxBatch(int batches) {
+            return new Steps(smStart, smStep, batches);
+        }
+    }
+
     private final int smStart;
     private final int smStep;
     private final int maxBatch;
 
-    /** The paper's settings: SM from 10% in steps of 10, batch up to 32. */
     public HybridGrowthSearch() {
-        this(10, 10, 32);
+        this(Steps.PAPER);
     }
 
-    public HybridGrowthSearch(int smStart, int smStep, int maxBatch) {
-        if (smStart < 1 || smStart > 100 || smStep < 1 || maxBatch < 1) {
-            throw new IllegalArgumentException("smStart must be in 1..100, smStep and maxBatch at least 1");
-        }
-        this.smStart = smStart;
-        this.smStep = smStep;
-        this.maxBatch = maxBatch;
+    public HybridGrowthSearch(Steps steps) {
+        this.smStart = steps.smStart();
+        this.smStep = steps.smStep();
+        this.maxBatch = steps.maxBatch();
     }
 
     @Override

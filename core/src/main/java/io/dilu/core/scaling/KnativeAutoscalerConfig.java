@@ -20,8 +20,6 @@ public record KnativeAutoscalerConfig(boolean enableScaleToZero, double containe
         Optional<Duration> stableWindow, Duration scaleToZeroGracePeriod, Duration scaleToZeroPodRetentionPeriod,
         Duration scaleDownDelay, boolean allowZeroInitialScale, int initialScale, int minScale, int maxScale) {
 
-    /** The ConfigMap's name and namespace in a Knative installation. */
-    public static final String CONFIG_MAP = "config-autoscaler";
     /** Knative's stable window when none is set. */
     public static final Duration DEFAULT_STABLE_WINDOW = Duration.ofSeconds(60);
     /** Knative's fewest activators kept in a revision's path. */

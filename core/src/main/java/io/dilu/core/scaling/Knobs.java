@@ -1,5 +1,12 @@
 package io.dilu.core.scaling;
 
+import static io.dilu.core.contract.KnativeNames.METRIC;
+import static io.dilu.core.contract.KnativeNames.PANIC_THRESHOLD;
+import static io.dilu.core.contract.KnativeNames.PANIC_WINDOW;
+import static io.dilu.core.contract.KnativeNames.TARGET;
+import static io.dilu.core.contract.KnativeNames.TARGET_BURST_CAPACITY;
+import static io.dilu.core.contract.KnativeNames.TARGET_UTILIZATION;
+
 import io.dilu.core.quota.FieldError;
 import java.time.Duration;
 import java.util.List;
@@ -24,14 +31,8 @@ import java.util.Optional;
 public record Knobs(ScaleBounds bounds, Duration scaleDownDelay, Duration grace, boolean scaleToZero, double burstCapacity,
         double totalPerPod, Policy policy) {
 
-    public static final String METRIC = "autoscaling.knative.dev/metric";
-    public static final String TARGET = "autoscaling.knative.dev/target";
-    public static final String TARGET_UTILIZATION = "autoscaling.knative.dev/target-utilization-percentage";
     /** Knative's smallest target ({@code autoscaling.knative.dev/target} must be at least 0.01). */
     public static final double MIN_TARGET = 0.01;
-    public static final String TARGET_BURST_CAPACITY = "autoscaling.knative.dev/target-burst-capacity";
-    public static final String PANIC_WINDOW = "autoscaling.knative.dev/panic-window-percentage";
-    public static final String PANIC_THRESHOLD = "autoscaling.knative.dev/panic-threshold-percentage";
 
     /** The class's settings. */
     public sealed interface Policy permits Lazy, Kpa {}

@@ -1,5 +1,9 @@
 package io.dilu.core.scaling;
 
+import static io.dilu.core.contract.KnativeNames.INITIAL_SCALE;
+import static io.dilu.core.contract.KnativeNames.MAX_SCALE;
+import static io.dilu.core.contract.KnativeNames.MIN_SCALE;
+
 import io.dilu.core.quota.FieldError;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,9 +15,6 @@ import java.util.Map;
  */
 public record ScaleBounds(int min, int max, int initial) {
 
-    public static final String MIN = "autoscaling.knative.dev/min-scale";
-    public static final String MAX = "autoscaling.knative.dev/max-scale";
-    public static final String INITIAL = "autoscaling.knative.dev/initial-scale";
     static final int UNBOUNDED = 1000;
 
     /** The bounds; a malformed annotation is reported and read as its default, so scaling goes on. */
@@ -26,12 +27,12 @@ public record ScaleBounds(int min, int max, int initial) {
      * {@code config-autoscaler}.
      */
     public static ScaleBounds of(Map<String, String> annotations, KnativeAutoscalerConfig cluster, List<FieldError> problems) {
-        int min = read(annotations, MIN, Math.min(cluster.minScale(), UNBOUNDED), problems);
-        int max = read(annotations, MAX, Math.min(cluster.maxScale(), UNBOUNDED), problems);
-        int initial = read(annotations, INITIAL, Math.min(cluster.initialScale(), UNBOUNDED), problems);
+        int min = read(annotations, MIN_SCALE, Math.min(cluster.minScale(), UNBOUNDED), problems);
+        int max = read(annotations, MAX_SCALE, Math.min(cluster.maxScale(), UNBOUNDED), problems);
+        int initial = read(annotations, INITIAL_SCALE, Math.min(cluster.initialScale(), UNBOUNDED), problems);
         int upper = max == 0 ? UNBOUNDED : max;
         if (min > upper) {
-            problems.add(new FieldError(MIN, Integer.toString(min), "at most max-scale (" + upper + ")"));
+            problems.add(new FieldError(MIN_SCALE, Integer.toString(min), "at most max-scale (" + upper + ")"));
             min = upper;
         }
         return new ScaleBounds(min, upper, Math.clamp(initial, min, upper));

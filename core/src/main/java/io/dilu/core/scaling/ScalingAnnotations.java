@@ -1,5 +1,9 @@
 package io.dilu.core.scaling;
 
+import static io.dilu.core.contract.KnativeNames.SCALE_DOWN_DELAY;
+import static io.dilu.core.contract.KnativeNames.SCALE_TO_ZERO_POD_RETENTION;
+import static io.dilu.core.contract.KnativeNames.WINDOW;
+
 import io.dilu.core.quota.FieldError;
 import java.time.Duration;
 import java.util.List;
@@ -17,9 +21,6 @@ import java.util.OptionalInt;
  */
 public record ScalingAnnotations(OptionalInt windowSeconds, Optional<Duration> scaleDownDelay, Optional<Duration> retention) {
 
-    public static final String WINDOW = "autoscaling.knative.dev/window";
-    public static final String SCALE_DOWN_DELAY = "autoscaling.knative.dev/scale-down-delay";
-    public static final String RETENTION = "autoscaling.knative.dev/scale-to-zero-pod-retention-period";
     static final Duration MIN_WINDOW = Duration.ofSeconds(6);
     static final Duration HOUR = Duration.ofHours(1);
 
@@ -27,7 +28,7 @@ public record ScalingAnnotations(OptionalInt windowSeconds, Optional<Duration> s
         Duration window = read(annotations, WINDOW, MIN_WINDOW, HOUR, "a duration in 6s..1h, e.g. 60s", problems);
         return new ScalingAnnotations(window == null ? OptionalInt.empty() : OptionalInt.of((int) window.toSeconds()),
                 Optional.ofNullable(read(annotations, SCALE_DOWN_DELAY, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 5m", problems)),
-                Optional.ofNullable(read(annotations, RETENTION, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 1m", problems)));
+                Optional.ofNullable(read(annotations, SCALE_TO_ZERO_POD_RETENTION, Duration.ZERO, HOUR, "a duration in 0s..1h, e.g. 1m", problems)));
     }
 
     private static Duration read(Map<String, String> annotations, String key, Duration min, Duration max, String allowed,

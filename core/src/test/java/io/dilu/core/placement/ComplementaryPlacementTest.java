@@ -168,6 +168,15 @@ class ComplementaryPlacementTest {
     }
 
     @Test
+    void aStagesLimitIsTheInstancesLimitByMemoryNeverBelowItsRequest() {
+        assertThat(Apportion.stageLimits(60, new int[] {24, 16}, new long[] {18, 12})).containsExactly(36, 24);
+        // 12 by memory would leave the first stage below its request of 15 (a request apportioned with another unit).
+        assertThat(Apportion.stageLimits(24, new int[] {15, 5}, new long[] {1, 1})).containsExactly(15, 12);
+        assertThat(Apportion.stageLimits(10, new int[] {8, 8}, new long[] {3, 1})).as("a limit below the requests: their sum")
+                .containsExactly(12, 8);
+    }
+
+    @Test
     void aModelLargerThanAnyGpuIsSplitOverIdleGpusOfOneNode() {
         ClusterState state = cluster(2, 4);
         PlacementDecision.Placed p = place(state, new InstanceRequest("big", "llama-70b", 1, 600, 800, 100 * GB, true));

@@ -2,6 +2,7 @@ package io.dilu.core.scaling;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import java.time.Duration;
 import java.time.Instant;
@@ -31,7 +32,7 @@ class AutoscaleTest {
 
     @Test
     void aNewRevisionStartsAtItsInitialScale() {
-        assertThat(decide(new double[0], -1, ScaleBounds.of(Map.of(ScaleBounds.INITIAL, "3")), Optional.empty(), T0).desired()).isEqualTo(3);
+        assertThat(decide(new double[0], -1, ScaleBounds.of(Map.of(KnativeNames.INITIAL_SCALE, "3")), Optional.empty(), T0).desired()).isEqualTo(3);
         assertThat(decide(new double[0], -1, FREE, Optional.empty(), T0).desired()).isEqualTo(1);
     }
 
@@ -65,7 +66,7 @@ class AutoscaleTest {
 
     @Test
     void maxScaleCapsAndMinScaleFloors() {
-        ScaleBounds bounds = ScaleBounds.of(Map.of(ScaleBounds.MIN, "2", ScaleBounds.MAX, "4"));
+        ScaleBounds bounds = ScaleBounds.of(Map.of(KnativeNames.MIN_SCALE, "2", KnativeNames.MAX_SCALE, "4"));
         assertThat(decide(window(100, 40), 2, bounds, Optional.empty(), T0).desired()).isEqualTo(4);
         assertThat(decide(window(0, 40), 3, bounds, Optional.empty(), T0).desired()).isEqualTo(2);
     }
@@ -88,7 +89,7 @@ class AutoscaleTest {
     @Test
     void malformedBoundsAreReportedAndReadAsDefaults() {
         List<FieldError> problems = new ArrayList<>();
-        ScaleBounds b = ScaleBounds.of(Map.of(ScaleBounds.MIN, "-1", ScaleBounds.MAX, "lots", ScaleBounds.INITIAL, "2"), problems);
+        ScaleBounds b = ScaleBounds.of(Map.of(KnativeNames.MIN_SCALE, "-1", KnativeNames.MAX_SCALE, "lots", KnativeNames.INITIAL_SCALE, "2"), problems);
         assertThat(b).isEqualTo(new ScaleBounds(0, 1000, 2));
         assertThat(problems).extracting(FieldError::message).containsExactlyInAnyOrder(
                 "autoscaling.knative.dev/min-scale=-1 is not allowed: must be an integer in 0..1000",

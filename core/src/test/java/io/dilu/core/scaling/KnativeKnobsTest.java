@@ -3,6 +3,7 @@ package io.dilu.core.scaling;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import java.time.Duration;
 import java.time.Instant;
@@ -31,14 +32,14 @@ class KnativeKnobsTest {
     @Test
     void theAnnotationsAreReadInKnativesRangesAndBadOnesReported() {
         List<FieldError> problems = new ArrayList<>();
-        ScalingAnnotations a = ScalingAnnotations.of(Map.of(ScalingAnnotations.WINDOW, "60s",
-                ScalingAnnotations.SCALE_DOWN_DELAY, "2m", ScalingAnnotations.RETENTION, "1m"), problems);
+        ScalingAnnotations a = ScalingAnnotations.of(Map.of(KnativeNames.WINDOW, "60s",
+                KnativeNames.SCALE_DOWN_DELAY, "2m", KnativeNames.SCALE_TO_ZERO_POD_RETENTION, "1m"), problems);
         assertThat(a).isEqualTo(new ScalingAnnotations(OptionalInt.of(60), Optional.of(Duration.ofMinutes(2)), Optional.of(Duration.ofMinutes(1))));
         assertThat(problems).isEmpty();
         assertThat(ScalingAnnotations.of(Map.of(), problems))
                 .isEqualTo(new ScalingAnnotations(OptionalInt.empty(), Optional.empty(), Optional.empty()));
-        ScalingAnnotations bad = ScalingAnnotations.of(Map.of(ScalingAnnotations.WINDOW, "5s",
-                ScalingAnnotations.SCALE_DOWN_DELAY, "2h", ScalingAnnotations.RETENTION, "soon"), problems);
+        ScalingAnnotations bad = ScalingAnnotations.of(Map.of(KnativeNames.WINDOW, "5s",
+                KnativeNames.SCALE_DOWN_DELAY, "2h", KnativeNames.SCALE_TO_ZERO_POD_RETENTION, "soon"), problems);
         assertThat(bad).isEqualTo(new ScalingAnnotations(OptionalInt.empty(), Optional.empty(), Optional.empty()));
         assertThat(problems).extracting(FieldError::message).containsExactlyInAnyOrder(
                 "autoscaling.knative.dev/window=5s is not allowed: must be a duration in 6s..1h, e.g. 60s",

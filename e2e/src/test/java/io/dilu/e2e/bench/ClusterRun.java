@@ -1,6 +1,7 @@
 package io.dilu.e2e.bench;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.e2e.cluster.PodLives;
 import io.dilu.e2e.cluster.ServingFunction;
 import io.dilu.e2e.bench.CoScalingClusterBench.Function;
@@ -56,7 +57,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
     /** Where each function's requests are written, one CSV per function. */
     private final Path out;
     private volatile long t0 = System.nanoTime();
-    private final PodLives pods = new PodLives(ServingFunction.REVISION_LABEL, this::now);
+    private final PodLives pods = new PodLives(KnativeNames.REVISION_LABEL, this::now);
 
     ClusterRun(KubernetesClient client, String policy, List<Function> functions, int seconds, Path out) {
         this.out = out;
@@ -125,7 +126,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
     /** The function's ready pods, as the informer has them: what the load generator may send to. */
     private List<URI> readyTargets(SharedIndexInformer<Pod> informer, String function) {
         return informer.getStore().list().stream()
-                .filter(p -> function.equals(p.getMetadata().getLabels().get(ServingFunction.REVISION_LABEL)))
+                .filter(p -> function.equals(p.getMetadata().getLabels().get(KnativeNames.REVISION_LABEL)))
                 .map(ServingFunction::target).flatMap(Optional::stream).toList();
     }
 

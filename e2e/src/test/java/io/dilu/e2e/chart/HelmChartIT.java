@@ -2,6 +2,7 @@ package io.dilu.e2e.chart;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import java.io.ByteArrayInputStream;
@@ -58,7 +59,7 @@ class HelmChartIT {
         assertThat(objects).extracting(HasMetadata::getKind).contains("CustomResourceDefinition", "DaemonSet", "Deployment",
                 "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ConfigMap", "Service");
         // Knative Serving is installed first: the autoscaler's read of config-autoscaler is granted in its namespace.
-        api.createNamespace("knative-serving", Map.of());
+        api.createNamespace(KnativeNames.SERVING_NAMESPACE, Map.of());
         for (HasMetadata o : objects) {
             HasMetadata created = api.client().resource(o).create();
             assertThat(created.getMetadata().getUid()).as("%s %s", o.getKind(), o.getMetadata().getName()).isNotBlank();
@@ -71,7 +72,7 @@ class HelmChartIT {
         assertThat(allowed("dilu-webhook", "watch", "dilu.io", "gpufunctionprofiles")).isTrue();
         assertThat(allowed("dilu-autoscaler", "patch", "coordination.k8s.io", "leases")).isTrue();
         assertThat(allowed("dilu-autoscaler", "get", "", "secrets")).as("nothing beyond what it needs").isFalse();
-        assertThat(api.grantedInNamespace("knative-serving", "dilu-system", "dilu-autoscaler", "watch", "", "configmaps"))
+        assertThat(api.grantedInNamespace(KnativeNames.SERVING_NAMESPACE, "dilu-system", "dilu-autoscaler", "watch", "", "configmaps"))
                 .as("config-autoscaler, Knative's defaults").isTrue();
     }
 

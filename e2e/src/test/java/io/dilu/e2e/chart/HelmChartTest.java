@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.DocumentedMetrics;
 import io.dilu.testing.RealApiServer;
 import java.io.IOException;
@@ -158,13 +159,13 @@ class HelmChartTest {
     void replacingKnativesAutoscalerTakesItsServiceAndAnUnknownModeIsRefusedByName() throws IOException {
         List<Map<String, Object>> alongside = DiluChart.objects(render("1.31.0", Map.of()));
         assertThat(env(container(one(alongside, "Deployment", "dilu-autoscaler"), "autoscaler")))
-                .containsEntry("DILU_AUTOSCALER_MODE", "alongside").containsEntry("DILU_AUTOSCALER_KNATIVE_NAMESPACE", "knative-serving");
+                .containsEntry("DILU_AUTOSCALER_MODE", "alongside").containsEntry("DILU_AUTOSCALER_KNATIVE_NAMESPACE", KnativeNames.SERVING_NAMESPACE);
         assertThat(alongside).noneMatch(o -> o.get("kind").equals("Service") && name(o).equals("autoscaler"));
-        assertThat(at(one(alongside, "Role", "dilu-autoscaler-knative-config"), "metadata", "namespace")).isEqualTo("knative-serving");
+        assertThat(at(one(alongside, "Role", "dilu-autoscaler-knative-config"), "metadata", "namespace")).isEqualTo(KnativeNames.SERVING_NAMESPACE);
 
         List<Map<String, Object>> replace = DiluChart.objects(render("1.31.0", Map.of("autoscaler.mode", "replace")));
         Map<String, Object> service = one(replace, "Service", "autoscaler");
-        assertThat(at(service, "metadata", "namespace")).as("where Knative's activator looks for it").isEqualTo("knative-serving");
+        assertThat(at(service, "metadata", "namespace")).as("where Knative's activator looks for it").isEqualTo(KnativeNames.SERVING_NAMESPACE);
         // A Service selects pods of its own namespace only: Knative's name points at the autoscaler's own Service.
         assertThat(at(service, "spec", "type")).isEqualTo("ExternalName");
         assertThat(at(service, "spec", "externalName")).isEqualTo("dilu-autoscaler-activator.dilu-system.svc.cluster.local");

@@ -3,6 +3,7 @@ package io.dilu.e2e.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.kube.ParkingPatch;
 import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSpec;
@@ -284,7 +285,7 @@ class LocalClusterIT {
         client.apps().deployments().inNamespace(ns).resource(new DeploymentBuilder().withNewMetadata().withName("echo")
                 .endMetadata().withNewSpec().withReplicas(1).withNewSelector().addToMatchLabels("app", "echo").endSelector()
                 .withNewTemplate().withNewMetadata().addToLabels("app", "echo")
-                .addToLabels("serving.knative.dev/service", "echo").addToLabels("serving.knative.dev/revision", "echo")
+                .addToLabels(KnativeNames.SERVICE_LABEL, "echo").addToLabels(KnativeNames.REVISION_LABEL, "echo")
                 .endMetadata().withNewSpec().withTerminationGracePeriodSeconds(1L).addNewContainer().withName("server")
                 .withImage("dilu.local/workload:0.1.0").withImagePullPolicy("Never")
                 .withCommand("/bin/sh", "-c", "exec emu-serve --port 8080 --stats-port 9090 --batch 4 --kernels 2 --blocks 108")
@@ -293,10 +294,10 @@ class LocalClusterIT {
                 .withNewReadinessProbe().withNewHttpGet().withPath("/healthz").withNewPort(8080).endHttpGet()
                 .withPeriodSeconds(1).endReadinessProbe().endContainer().endSpec().endTemplate().endSpec().build())
                 .serverSideApply();
-        client.genericKubernetesResources("autoscaling.internal.knative.dev/v1alpha1", "PodAutoscaler").inNamespace(ns)
-                .resource(new GenericKubernetesResourceBuilder().withApiVersion("autoscaling.internal.knative.dev/v1alpha1")
-                        .withKind("PodAutoscaler").withNewMetadata().withName("echo").withNamespace(ns)
-                        .withAnnotations(Map.of("autoscaling.knative.dev/class", "co-scaling.dilu.io", "dilu.io/serving-rps", "10"))
+        client.genericKubernetesResources(KnativeNames.PODAUTOSCALER_API_VERSION, KnativeNames.PODAUTOSCALER_KIND).inNamespace(ns)
+                .resource(new GenericKubernetesResourceBuilder().withApiVersion(KnativeNames.PODAUTOSCALER_API_VERSION)
+                        .withKind(KnativeNames.PODAUTOSCALER_KIND).withNewMetadata().withName("echo").withNamespace(ns)
+                        .withAnnotations(Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS, DiluNames.SERVING_RPS, "10"))
                         .endMetadata().addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
                                 Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", "echo"))).build())
                 .serverSideApply();
@@ -367,7 +368,7 @@ class LocalClusterIT {
         String model = "--load-ms 7000 --batch 2 --max-wait-ms 5 --kernels 10 --blocks 1080 --block-us 100";
         // Pods of Dilu's class: the webhook gives them the readiness gate on dilu.io/serving.
         ServingFunction.deploy(client, ns, "fn", 1, 20, 2048,
-                Map.of("autoscaling.knative.dev/class", DiluNames.AUTOSCALER_CLASS), model);
+                Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS), model);
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
         awaitPods(ns, 1, Duration.ofMinutes(3));
         assertThat(podsOf(ns).getFirst().getSpec().getReadinessGates()).extracting(g -> g.getConditionType())

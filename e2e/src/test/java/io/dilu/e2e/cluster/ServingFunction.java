@@ -1,6 +1,7 @@
 package io.dilu.e2e.cluster;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.e2e.KnativeCrds;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
@@ -25,7 +26,6 @@ public final class ServingFunction {
     public static final int SERVE_PORT = 8080;
     /** Where the autoscaler scrapes queue-proxy's Stat (its {@code queue-proxy-port}, 9090 as Knative's). */
     public static final int STATS_PORT = 9090;
-    public static final String REVISION_LABEL = "serving.knative.dev/revision";
 
     private ServingFunction() {}
 
@@ -51,7 +51,7 @@ public final class ServingFunction {
                 .withNewSpec().withReplicas(replicas).withNewSelector().addToMatchLabels("app", name).endSelector()
                 .withNewStrategy().withType("RollingUpdate").endStrategy()
                 .withNewTemplate().withNewMetadata().addToLabels("app", name)
-                .addToLabels("serving.knative.dev/service", name).addToLabels(REVISION_LABEL, name)
+                .addToLabels(KnativeNames.SERVICE_LABEL, name).addToLabels(KnativeNames.REVISION_LABEL, name)
                 .addToAnnotations(annotations).endMetadata()
                 .withNewSpec().withTerminationGracePeriodSeconds(1L).withContainers(server).endSpec()
                 .endTemplate().endSpec().build()).serverSideApply();
@@ -70,9 +70,9 @@ public final class ServingFunction {
      */
     public static void autoscale(KubernetesClient client, String ns, String name, double rpsAtRequest, double rpsAtLimit) {
         client.genericKubernetesResources(KnativeCrds.PA).inNamespace(ns).resource(new GenericKubernetesResourceBuilder()
-                .withApiVersion("autoscaling.internal.knative.dev/v1alpha1").withKind("PodAutoscaler")
+                .withApiVersion(KnativeNames.PODAUTOSCALER_API_VERSION).withKind(KnativeNames.PODAUTOSCALER_KIND)
                 .withNewMetadata().withName(name).withNamespace(ns)
-                .withAnnotations(Map.of("autoscaling.knative.dev/class", DiluNames.AUTOSCALER_CLASS,
+                .withAnnotations(Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS,
                         DiluNames.SERVING_RPS, Double.toString(rpsAtRequest),
                         DiluNames.SERVING_RPS_AT_LIMIT, Double.toString(rpsAtLimit)))
                 .endMetadata()

@@ -2,6 +2,7 @@ package io.dilu.e2e.demo;
 
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.e2e.LocalControlPlane;
 import io.dilu.testing.ChildProcess;
@@ -68,10 +69,10 @@ public final class Demo {
                 // instances follow the job its first one sits beside (workload affinity, §3.3).
                 List<Function> functions = List.of(
                         new Function("gpt2-train", 3, 40, 12_288, 2, Map.of("app", "gpt2-train"), Map.of()),
-                        new Function("resnet50", 8, 30, 4096, 1, Map.of("serving.knative.dev/service", "resnet50"), Map.of()),
+                        new Function("resnet50", 8, 30, 4096, 1, Map.of(KnativeNames.SERVICE_LABEL, "resnet50"), Map.of()),
                         new Function("bert-base", 6, 0, 0, 1, Map.of("serving.kserve.io/inferenceservice", "bert-base"),
                                 Map.of("dilu.io/profile", "bert-base")),
-                        new Function("llama-7b", 4, 50, 16_384, 1, Map.of("serving.knative.dev/service", "llama-7b"), Map.of()));
+                        new Function("llama-7b", 4, 50, 16_384, 1, Map.of(KnativeNames.SERVICE_LABEL, "llama-7b"), Map.of()));
                 int submitted = 0;
                 for (Function f : functions) {
                     for (int i = 0; i < f.instances(); i++) {

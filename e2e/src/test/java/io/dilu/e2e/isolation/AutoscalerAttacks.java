@@ -1,6 +1,7 @@
 package io.dilu.e2e.isolation;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.e2e.KnativeCrds;
 import io.dilu.e2e.LocalControlPlane;
 import io.dilu.e2e.PlayedActivator;
@@ -70,18 +71,18 @@ final class AutoscalerAttacks implements AutoCloseable {
     static AutoscalerAttacks start(RealApiServer api, Path kubeconfig, Path logs) throws Exception {
         KubernetesClient client = api.client();
         KnativeCrds.install(api);
-        for (String ns : List.of("knative-serving", "dilu-system", VICTIMS)) {
+        for (String ns : List.of(KnativeNames.SERVING_NAMESPACE, "dilu-system", VICTIMS)) {
             namespace(api, ns, Map.of());
         }
         namespace(api, ATTACKER, Map.of(DiluNames.WEBHOOK_LABEL, DiluNames.WEBHOOK_DISABLED));
         for (String ns : List.of("greedy", "patient")) {
             namespace(api, ns, Map.of(DiluNames.WEBHOOK_LABEL, DiluNames.WEBHOOK_ENABLED, "dilu.io/allow-slo", "true"));
         }
-        revision(client, "victim-dilu", Map.of("autoscaling.knative.dev/class", "co-scaling.dilu.io", "dilu.io/serving-rps", "10"));
-        revision(client, "victim-kpa", Map.of("autoscaling.knative.dev/class", "kpa.autoscaling.knative.dev"));
-        revision(client, "absurd-kpa", Map.of("autoscaling.knative.dev/class", "kpa.autoscaling.knative.dev"));
-        revision(client, "flood-probe", Map.of("autoscaling.knative.dev/class", "co-scaling.dilu.io", "dilu.io/serving-rps", "10"));
-        PlayedActivator.register(client, "knative-serving", ACTIVATOR, ACTIVATOR_ADDRESS, PlayedActivator.LABELS);
+        revision(client, "victim-dilu", Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS, DiluNames.SERVING_RPS, "10"));
+        revision(client, "victim-kpa", Map.of(KnativeNames.CLASS, KnativeNames.KPA_CLASS));
+        revision(client, "absurd-kpa", Map.of(KnativeNames.CLASS, KnativeNames.KPA_CLASS));
+        revision(client, "flood-probe", Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS, DiluNames.SERVING_RPS, "10"));
+        PlayedActivator.register(client, KnativeNames.SERVING_NAMESPACE, ACTIVATOR, ACTIVATOR_ADDRESS, PlayedActivator.LABELS);
         PlayedActivator.register(client, ATTACKER, "tenant-pod", TENANT_ADDRESS, Map.of("app", "shop"));
         // A tenant labels its own pod as Knative labels the activator: it is in the tenant's namespace still.
         PlayedActivator.register(client, ATTACKER, "activator-6b9f-fake1", FAKE_ACTIVATOR_ADDRESS, PlayedActivator.LABELS);
@@ -105,16 +106,16 @@ final class AutoscalerAttacks implements AutoCloseable {
     /** A revision at zero as Knative's revision reconciler makes it: a Deployment and its PodAutoscaler. */
     private static void revision(KubernetesClient client, String name, Map<String, String> annotations) {
         Map<String, String> all = new java.util.HashMap<>(annotations);
-        all.put("autoscaling.knative.dev/initial-scale", "0");
+        all.put(KnativeNames.INITIAL_SCALE, "0");
         client.apps().deployments().inNamespace(VICTIMS).resource(new DeploymentBuilder().withNewMetadata()
                 .withName(name + "-deployment").endMetadata().withNewSpec().withReplicas(0).withNewSelector()
                 .addToMatchLabels("app", name).endSelector().withNewTemplate().withNewMetadata().addToLabels("app", name)
                 .endMetadata().withNewSpec().addNewContainer().withName("user").withImage("fn").endContainer().endSpec()
                 .endTemplate().endSpec().build()).create();
         GenericKubernetesResource pa = new GenericKubernetesResourceBuilder()
-                .withApiVersion("autoscaling.internal.knative.dev/v1alpha1").withKind("PodAutoscaler").withNewMetadata()
+                .withApiVersion(KnativeNames.PODAUTOSCALER_API_VERSION).withKind(KnativeNames.PODAUTOSCALER_KIND).withNewMetadata()
                 .withName(name).withNamespace(VICTIMS).withAnnotations(all)
-                .withLabels(Map.of("serving.knative.dev/revision", name)).endMetadata()
+                .withLabels(Map.of(KnativeNames.REVISION_LABEL, name)).endMetadata()
                 .addToAdditionalProperties("spec", Map.of("protocolType", "http1", "scaleTargetRef",
                         Map.of("apiVersion", "apps/v1", "kind", "Deployment", "name", name + "-deployment"))).build();
         client.genericKubernetesResources(KnativeCrds.PA).inNamespace(VICTIMS).resource(pa).create();

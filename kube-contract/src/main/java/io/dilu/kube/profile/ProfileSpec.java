@@ -15,7 +15,8 @@ import java.util.List;
  * @param command the trial's command (the image's entrypoint when absent)
  * @param servingThroughputRpsAtLimit requests per second one instance serves at its SM limit (by hand; at least
  *     {@code servingThroughputRps})
- * @param maxBatchSize the largest batch the search may try (batches 1, 2, 4, … up to it; default 32)
+ * @param maxBatchSize the largest batch the search may try (batches 1, 2, 4, … up to it; default the paper's, {@code
+ *     HybridGrowthSearch.Steps.PAPER})
  * @param trials hand-written record of the trials behind hand-written settings
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
@@ -23,9 +24,6 @@ import java.util.List;
 public record ProfileSpec(String function, String type, Integer smRequest, Integer smLimit, Long memoryMiB,
         Integer batchSize, String priority, Double klcThreshold, Integer sloMillis, Double servingThroughputRps,
         Double servingThroughputRpsAtLimit, Integer gpus, List<TrialRecord> trials, String image, List<String> command, Integer maxBatchSize) {
-
-    /** The batch bound of the search when the spec gives none (the paper's). */
-    public static final int DEFAULT_MAX_BATCH = 32;
 
     /** A spec the profiler works from: function, image and, for inference, the SLO. */
     public static ProfileSpec toProfile(String function, String type, String image, List<String> command,

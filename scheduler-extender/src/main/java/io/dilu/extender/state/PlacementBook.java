@@ -2,6 +2,7 @@ package io.dilu.extender.state;
 
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.PodQuotaAnnotations;
+import io.dilu.core.placement.Apportion;
 import io.dilu.core.placement.ClusterState;
 import io.dilu.core.placement.ComplementaryPlacement;
 import io.dilu.core.placement.GpuDevice;
@@ -336,20 +337,19 @@ public final class PlacementBook {
         return AssignedGpus.ofContainers(placed.slots().stream().map(Slot::gpuUuid).toList());
     }
 
-    /** What a split container holds: each stage as written, the pod's limit apportioned as core does. */
+    /** What a split container holds: each stage as written, its limit as core's placement gave it. */
     private static Optional<PlacementDecision.Placed> stagesOf(PodShare pod, String node, AssignedGpus assigned) {
         if (pod.containers().size() != 1) {
             return Optional.empty();
         }
-        int percent = assigned.splitPercent();
-        int limit = Math.max(percent, PodQuotaAnnotations.smLimit(pod.annotations(), pod.containers().getFirst().smPercent()));
-        // As core apportions them: in proportion to the memory each stage holds.
-        long[] weights = assigned.stages().stream().mapToLong(AssignedGpus.Stage::memoryMib).toArray();
-        int[] limits = io.dilu.core.placement.Apportion.largestRemainder(limit, weights);
+        int limit = PodQuotaAnnotations.smLimit(pod.annotations(), pod.containers().getFirst().smPercent());
+        int[] requests = assigned.stages().stream().mapToInt(AssignedGpus.Stage::smPercent).toArray();
+        long[] memory = assigned.stages().stream().mapToLong(AssignedGpus.Stage::memoryMib).toArray();
+        int[] limits = Apportion.stageLimits(limit, requests, memory);
         List<Slot> slots = new ArrayList<>();
         for (int i = 0; i < assigned.stages().size(); i++) {
             AssignedGpus.Stage s = assigned.stages().get(i);
-            slots.add(new Slot(s.uuid(), s.smPercent() * 10, Math.max(s.smPercent(), limits[i]) * 10, s.memoryMib()));
+            slots.add(new Slot(s.uuid(), s.smPercent() * 10, limits[i] * 10, s.memoryMib()));
         }
         return Optional.of(new PlacementDecision.Placed(node, slots));
     }

@@ -1,5 +1,6 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
 import io.dilu.core.scaling.Knobs;
@@ -30,7 +31,7 @@ public final class KpaPolicy implements CoScalingPolicy {
         this.perInstanceRps = perInstanceRps;
         this.share = share;
         List<FieldError> problems = new ArrayList<>();
-        this.knobs = Knobs.kpa(Map.of(Knobs.METRIC, "rps", Knobs.TARGET, String.format(Locale.ROOT, "%s", perInstanceRps)), 0,
+        this.knobs = Knobs.kpa(Map.of(KnativeNames.METRIC, "rps", KnativeNames.TARGET, String.format(Locale.ROOT, "%s", perInstanceRps)), 0,
                 KnativeAutoscalerConfig.DEFAULTS, true, problems);
         if (!problems.isEmpty()) {
             throw new IllegalStateException("the KPA's annotations read as " + problems);

@@ -4,22 +4,29 @@ import io.dilu.core.tokens.InstanceSample;
 import io.dilu.core.tokens.TokenController;
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.core.tokens.TokenPlan;
+import io.dilu.simulator.bench.FirstTokenController;
 import java.io.PrintStream;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
-import io.dilu.simulator.bench.FirstTokenController;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Times one token period of a node: Algorithm 2 for every GPU, each shared by many instances, fed with
  * pre-generated samples (bursty launches, occasional stretched launch cycles) so that only the decision is
  * measured. Reports the median over many periods after warm-up, beside the same periods of {@link
  * FirstTokenController} (the controller as first written, 6.81 µs on 2026-11-22) timed alternately in the same run,
- * and fails when today's takes more than {@link #RATIO_BAR}× that reference.
+ * and fails when today's takes more than {@link #RATIO_BAR}× that reference. With the simulator's tests, as the frozen
+ * controller it times against.
  */
-public final class TokenBench {
+@Command(name = "dilu bench tokens", mixinStandardHelpOptions = true,
+        description = "Time one token period (Algorithm 2) for every GPU of a node.")
+public final class TokenBench implements Callable<Integer> {
 
     /**
      * Today's period may take at most this many times the first controller's in the same run: the bar of issue 2
@@ -28,7 +35,21 @@ public final class TokenBench {
      */
     public static final double RATIO_BAR = 50 / 6.81;
 
-    private TokenBench() {}
+    @Option(names = "--gpus", defaultValue = "8") int gpus;
+    @Option(names = "--instances-per-gpu", defaultValue = "16") int perGpu;
+    @Option(names = "--periods", defaultValue = "200000") int periods;
+    @Option(names = "--seed", defaultValue = "7") long seed;
+    @Option(names = "--smoke", description = "CI's size: 20,000 periods") boolean smoke;
+
+    /** {@code ./dilu bench tokens}. */
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new TokenBench()).execute(args));
+    }
+
+    @Override
+    public Integer call() {
+        return run(System.out, gpus, perGpu, smoke ? 20_000 : periods, seed, !smoke);
+    }
 
     /** Returns 0, or 1 when {@code judge} and today's period takes more than {@link #RATIO_BAR}× the reference's. */
     public static int run(PrintStream out, int gpus, int perGpu, int periods, long seed, boolean judge) {

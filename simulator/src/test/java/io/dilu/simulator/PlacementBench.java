@@ -9,6 +9,10 @@ import io.dilu.simulator.bench.PreAffinityPlacement;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Times Dilu's placement of the paper's 3,200-instance mix (cluster state built afresh each run, so the
@@ -19,13 +23,35 @@ import java.util.List;
  * {@link PreAffinityPlacement}, a faithful copy), alternating the two so that both see the same machine, and
  * fails when today's median is more than {@link #RATIO_BAR} times the previous one's: a slowdown is caught by
  * the ratio, whatever the machine's speed.
+ *
+ * <p>With its tests rather than among the simulator's sources: the copy it times against is frozen, no model, and
+ * stays out of what the simulator ships.
  */
-public final class PlacementBench {
+@Command(name = "dilu bench placement", mixinStandardHelpOptions = true,
+        description = {"Time Dilu's placement of the paper's mix; compare GPUs with Exclusive and static-limit.",
+                "Times the search as it was before the paper's workload affinity (72b749d) in the same run and "
+                        + "exits 1 when today's is more than " + PlacementBench.RATIO_BAR + "× slower."})
+public final class PlacementBench implements Callable<Integer> {
 
     /** Most today's search may take, as a multiple of the pre-affinity search's time in the same run. */
     public static final double RATIO_BAR = 1.5;
 
-    private PlacementBench() {}
+    @Option(names = "--instances", defaultValue = "3200") int instances;
+    @Option(names = "--seed", defaultValue = "20250330") long seed;
+    @Option(names = "--warmup", defaultValue = "30") int warmup;
+    @Option(names = "--runs", defaultValue = "31") int runs;
+    @Option(names = "--smoke", description = "CI's size: 3 warm-up and 5 measured runs; the ratio is printed, "
+            + "not judged") boolean smoke;
+
+    /** {@code ./dilu bench placement}. */
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new PlacementBench()).execute(args));
+    }
+
+    @Override
+    public Integer call() {
+        return smoke ? run(System.out, instances, seed, 3, 5, false) : run(System.out, instances, seed, warmup, runs, true);
+    }
 
     /** Whether today's search, at {@code ratio} × the previous one's time, fails the bench. */
     static boolean tooSlow(double ratio) {

@@ -1,12 +1,10 @@
-/* Internals of the emulated CUDA driver: a GPU model shared by every process on the machine. */
-#ifndef DILU_EMU_INTERNAL_H
-#define DILU_EMU_INTERNAL_H
+/* The emulated GPU's state, shared by every process on the machine (a mapped file), and this process's view of it. */
+#ifndef DILU_EMU_SHARED_H
+#define DILU_EMU_SHARED_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-
-#include "dilu_cuda.h"
 
 #define EMU_MAGIC 0x454d5547u /* "EMUG" */
 #define EMU_VERSION 3u
@@ -78,63 +76,6 @@ typedef struct emu_shared {
     emu_proc procs[EMU_MAX_PROCS];
 } emu_shared;
 
-/* A kernel function loaded from a module image (module.c). */
-struct CUfunc_st {
-    char *name;
-    /* Atomic: diluEmuFunctionSetBlockTime may state it while another thread launches the function. */
-    _Atomic uint64_t block_ns;
-};
-
-struct CUmod_st {
-    int count;
-    struct CUfunc_st *functions;
-};
-
-typedef enum { OP_KERNEL, OP_EVENT } emu_op_kind;
-
-typedef struct emu_op {
-    emu_op_kind kind;
-    uint64_t blocks;
-    uint64_t block_ns;
-    uint64_t enqueue_ns; /* when it was queued: it cannot start earlier */
-    int placed;          /* fifo: given its slots at launch, because it was ready then */
-    uint64_t finish_ns;  /* fifo: when it ends, once placed */
-    struct CUevent_st *event;
-    struct emu_op *next;
-} emu_op;
-
-struct CUstream_st {
-    int device;
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    emu_op *head;
-    emu_op *tail;
-    int busy;      /* the worker is executing an op */
-    int stopping;
-    int started;
-    uint64_t model_ns; /* emulated time at which the stream's latest op completed */
-    int unplaced;      /* fifo: queued kernels not yet given their slots */
-    uint64_t tail_ns;  /* fifo, while unplaced is 0: when everything queued will have completed */
-    pthread_t worker;
-    struct CUstream_st *next_stream; /* all streams of the process, for context sync */
-    /* Stream capture (graph.c), guarded by `lock`: while capturing, kernels become nodes of capture_graph. */
-    CUstreamCaptureStatus capture;
-    struct CUgraph_st *capture_graph;
-    int capture_owned; /* the capture created the graph (cuStreamBeginCapture), not cuStreamBeginCaptureToGraph */
-};
-
-struct CUevent_st {
-    pthread_mutex_t lock;
-    pthread_cond_t done_cond;
-    int pending;
-    uint64_t time_ns;
-};
-
-struct CUctx_st {
-    int device;
-};
-
-/* shared.c */
 emu_shared *emu_state(void);          /* the mapped segment, NULL if it cannot be had */
 emu_proc *emu_self(void);             /* this process's slot */
 int emu_self_index(void);             /* its index in procs[] */
@@ -148,40 +89,5 @@ void emu_count_own_blocks(int device, uint64_t blocks); /* this process's slot: 
 uint64_t emu_now_ns(void);
 void emu_sleep_until(uint64_t deadline_ns); /* CLOCK_MONOTONIC, absolute */
 void emu_log(const char *fmt, ...);
-
-/* fifo.c: launch-order dispatch of equal thread blocks onto slots, a pure function of its inputs */
-typedef struct emu_placement {
-    uint64_t start_ns;         /* the first block starts */
-    uint64_t finish_ns;        /* the last block ends */
-    uint64_t last_dispatch_ns; /* the last block starts */
-} emu_placement;
-emu_placement emu_fifo_place(uint64_t *slot_free_ns, uint32_t slots, uint32_t usable, uint64_t t0, uint64_t blocks,
-                             uint64_t block_ns);
-
-/* sharing.c: the three models */
-uint64_t emu_fifo_submit(int device, uint64_t ready_ns, uint64_t blocks, uint64_t block_ns); /* finish time */
-uint64_t emu_run_progressive(int device, uint64_t blocks, uint64_t block_ns); /* runs it; returns when done */
-void emu_count_kernel(int device, uint64_t blocks, uint64_t block_ns);
-
-/* stream.c */
-CUstream emu_resolve_stream(CUstream s);
-CUresult emu_enqueue_kernel(CUstream s, uint64_t blocks, uint64_t block_ns);
-CUresult emu_enqueue_event(CUstream s, struct CUevent_st *e);
-CUresult emu_stream_sync(CUstream s);
-CUresult emu_sync_all(void);
-void emu_stream_destroy(CUstream s);
-
-/* driver.c */
-int emu_current_device(void);
-uint64_t emu_grid_blocks(unsigned int x, unsigned int y, unsigned int z);
-
-/* graph.c: a kernel launched onto a capturing stream becomes a node of its graph instead of running */
-extern _Atomic int emu_capturing_streams; /* streams capturing now in this process: launches check only if > 0 */
-int emu_capture_kernel(CUstream s, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, CUresult *rc);
-/* cuMemAllocAsync / cuMemFreeAsync on a capturing stream: 1 with the result in *rc if s captures (a memory
- * node recorded, or refused), 0 if it does not and the call is to run now. */
-int emu_capture_alloc(CUstream s, size_t bytes, CUdeviceptr *dptr, CUresult *rc);
-int emu_capture_free(CUstream s, CUdeviceptr p, CUresult *rc);
-void emu_capture_abandon(CUstream s); /* a stream destroyed while capturing: its capture ends */
 
 #endif
