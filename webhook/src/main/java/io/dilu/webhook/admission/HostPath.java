@@ -39,10 +39,10 @@ final class HostPath {
 
     /** The set {@link #refused} allows, as a refusal states it. */
     static String allowed(List<String> protectedPaths) {
-        return "a path written without '..' (the node resolves it after its own links, which admission cannot see), "
-                + "neither at nor under " + String.join(", ", KERNEL_VIEWS) + " (the kernel's views of processes and "
-                + "devices: /proc/<pid>/root reaches every file of the node), and neither at, under nor above "
-                + String.join(", ", protectedPaths) + " (the Dilu node agent's files)";
+        return "a path neither at nor under " + String.join(", ", KERNEL_VIEWS) + " (the kernel's views of processes and "
+                + "devices: /proc/<pid>/root reaches every file of the node), neither at, under nor above "
+                + String.join(", ", protectedPaths) + " (the Dilu node agent's files), and without '..' (the node resolves "
+                + "it after its own links, which admission cannot see)";
     }
 
     /** A {@code ..} component anywhere. */

@@ -190,11 +190,10 @@ class PodValidatorTest {
         assertThat(errors(plain)).as("not Dilu's business without a share").isEmpty();
     }
 
-    static final String HOST_PATHS = "a path written without '..' (the node resolves it after its own links, which "
-            + "admission cannot see), neither at nor under /proc, /sys, /dev/fd (the kernel's views of processes and devices: "
-            + "/proc/<pid>/root reaches every file of the node), and neither at, under nor above /var/lib/dilu, /opt/dilu, "
+    static final String HOST_PATHS = "a path neither at nor under /proc, /sys, /dev/fd (the kernel's views of processes and "
+            + "devices: /proc/<pid>/root reaches every file of the node), neither at, under nor above /var/lib/dilu, /opt/dilu, "
             + "/var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, /var/lib/kubelet/pod-resources (the Dilu node "
-            + "agent's files)";
+            + "agent's files), and without '..' (the node resolves it after its own links, which admission cannot see)";
 
     static Pod hostPaths(String... paths) {
         PodBuilder pod = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec()
