@@ -138,6 +138,8 @@ class WebhookIT {
         assertThat(c.getVolumeMounts()).noneSatisfy(m -> assertThat(m.getMountPath()).startsWith("/opt/dilu"));
         assertThat(created.getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, "60")
                 .containsEntry(DiluNames.PRIORITY, "slo").containsEntry(DiluNames.FUNCTION, "resnet");
+        // No chroot into a tree without /etc/ld.so.preload, no ptrace (issue 36): as the API server stored the patch.
+        assertThat(c.getSecurityContext().getCapabilities().getDrop()).containsExactly("SYS_CHROOT", "SYS_PTRACE");
     }
 
     @Test
@@ -228,7 +230,16 @@ class WebhookIT {
         assertThat(refusal(new PodBuilder().withNewMetadata().withName("snoop").withNamespace(TENANTS).endMetadata().withNewSpec()
                 .withAutomountServiceAccountToken(false).addNewVolume().withName("data").withNewHostPath().withPath("/var/lib/dilu/x")
                 .endHostPath().endVolume().addNewContainer().withName("c").withImage("x").endContainer().endSpec().build()))
-                .contains("spec.volumes[0](data).hostPath.path=/var/lib/dilu/x is not allowed: must be a path neither at, under nor above");
+                .contains("spec.volumes[0](data).hostPath.path=/var/lib/dilu/x is not allowed: must be a path neither at nor under "
+                        + "/proc, /sys, /dev/fd");
+        // And by another name: the node's root through the kernel's view of pid 1 (issue 36).
+        assertThat(refusal(new PodBuilder().withNewMetadata().withName("snoop-proc").withNamespace(TENANTS).endMetadata().withNewSpec()
+                .withAutomountServiceAccountToken(false).addNewVolume().withName("data").withNewHostPath()
+                .withPath("/proc/1/root/var/lib/dilu").endHostPath().endVolume().addNewContainer().withName("c").withImage("x")
+                .endContainer().endSpec().build())).contains("spec.volumes[0](data).hostPath.path=/proc/1/root/var/lib/dilu is not allowed");
+        assertThat(refusal(gpuPod("chroot", 30, 1024, b -> b.editSpec().editFirstContainer().withNewSecurityContext()
+                .withNewCapabilities().withAdd("CAP_SYS_CHROOT").endCapabilities().endSecurityContext().endContainer().endSpec())))
+                .contains("spec.containers[0](server).securityContext.capabilities.add[0]=CAP_SYS_CHROOT is not allowed");
     }
 
     @Test

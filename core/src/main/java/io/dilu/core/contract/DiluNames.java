@@ -91,6 +91,14 @@ public final class DiluNames {
     /** Node annotation: the node's GPUs as JSON, written by the node agent. */
     public static final String GPU_INVENTORY = "dilu.io/gpu-inventory";
 
+    /**
+     * Node taint (effect NoSchedule), set by the node agent while its node's NVIDIA container toolkit gives any
+     * unprivileged container the GPUs its {@code NVIDIA_VISIBLE_DEVICES} names (an image's ENV included), and removed
+     * once it does not: a pod that does not tolerate it is placed elsewhere, whatever admission let through. The
+     * agent's own DaemonSet tolerates it, so that it can come back and lift the taint.
+     */
+    public static final String TOOLKIT_ENVVAR_OPEN_TAINT = "dilu.io/toolkit-envvar-open";
+
     /** The scheduler profile that places pods with the extender. */
     public static final String SCHEDULER_NAME = "dilu-scheduler";
 

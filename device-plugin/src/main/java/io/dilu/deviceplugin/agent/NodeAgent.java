@@ -56,6 +56,10 @@ public class NodeAgent {
     private final ScheduledExecutorService refresher = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-metrics").unstarted(r));
     private Backstop backstop;
+    private ToolkitGate toolkit;
+    /** The toolkit's checks write the Node: an API server slow to answer holds neither metrics nor events. */
+    private final ScheduledExecutorService toolkitThread = Executors.newSingleThreadScheduledExecutor(
+            r -> Thread.ofPlatform().daemon().name("dilu-toolkit").unstarted(r));
     private final ScheduledExecutorService backstopThread = Executors.newSingleThreadScheduledExecutor(
             r -> Thread.ofPlatform().daemon().name("dilu-backstop").unstarted(r));
     private final ExecutorService eventWriter = Executors.newSingleThreadExecutor(
@@ -86,7 +90,7 @@ public class NodeAgent {
             identity.start();
         }
         GpuSmDevicePlugin.DeviceListStrategy deviceList = GpuSmDevicePlugin.DeviceListStrategy.parse(config.deviceListStrategy());
-        checkToolkit(inventory, deviceList);
+        toolkit = toolkitGate(inventory, deviceList);
         allocations = new Allocations(Allocations.Paths.of(config), deviceList, gpus, tokens,
                 InstantSource.system(), identity != null ? identity : List::of);
         int recovered = allocations.recover();
@@ -96,8 +100,10 @@ public class NodeAgent {
             refresher.scheduleWithFixedDelay(this::reconcile, every, every, TimeUnit.MILLISECONDS);
         }
         GpuSmDevicePlugin plugin = new GpuSmDevicePlugin(gpus, allocations);
-        endpoint = new DevicePluginEndpoint(config.devicePluginsDir(), config.endpoint(), plugin);
+        endpoint = new DevicePluginEndpoint(config.devicePluginsDir(), config.endpoint(), plugin, toolkit::mayServe);
         endpoint.start();
+        long toolkitEvery = config.toolkitCheckInterval().toMillis();
+        toolkitThread.scheduleWithFixedDelay(this::checkToolkit, 0, toolkitEvery, TimeUnit.MILLISECONDS);
         tokens.start();
         agentMetrics = new AgentMetrics(metrics, gpus, inventory, tokens, allocations,
                 () -> endpoint.registrations(), config.period());
@@ -116,34 +122,33 @@ public class NodeAgent {
     }
 
     /**
-     * Says whether the NVIDIA container toolkit of this node lets an unprivileged container take the GPUs its
-     * NVIDIA_VISIBLE_DEVICES names (from an image's ENV too): a log line, and {@code dilu_toolkit_envvar_route_open}
-     * (1 open, 0 closed, -1 not known: emulated GPUs, or the file not readable).
+     * The gate over the NVIDIA container toolkit's variable route ({@link ToolkitGate}), judged once before the
+     * device plugin first serves; {@code dilu_toolkit_envvar_route_open} follows it (1 open, 0 closed).
      */
-    private void checkToolkit(GpuInventory inventory, GpuSmDevicePlugin.DeviceListStrategy deviceList) {
-        double open = -1;
-        if (!(inventory instanceof EmulatedInventory)) {
-            java.util.Optional<ToolkitConfig> toolkit = ToolkitConfig.read(config.toolkitConfig());
-            if (toolkit.isEmpty()) {
-                LOG.warnf("cannot read %s: whether containers can take GPUs by NVIDIA_VISIBLE_DEVICES is not known "
-                        + "(docs/install.md, GPU nodes)", config.toolkitConfig());
-            } else if (toolkit.get().envvarRouteOpen()) {
-                LOG.errorf("the NVIDIA container toolkit of this node gives any unprivileged container the GPUs its "
-                        + "NVIDIA_VISIBLE_DEVICES names, an image's ENV included: set "
-                        + "accept-nvidia-visible-devices-envvar-when-unprivileged = false and "
-                        + "accept-nvidia-visible-devices-as-volume-mounts = true in %s (docs/install.md, GPU nodes)",
-                        config.toolkitConfig());
-            } else if (!toolkit.get().acceptVolumeMounts() && deviceList != GpuSmDevicePlugin.DeviceListStrategy.ENVVAR) {
-                LOG.errorf("the NVIDIA container toolkit of this node reads no device list from volume mounts "
-                        + "(accept-nvidia-visible-devices-as-volume-mounts) while Allocate names GPUs that way "
-                        + "(dilu.agent.device-list-strategy=%s): containers with a share will get no GPU", config.deviceListStrategy());
-            }
-            open = toolkit.map(t -> t.envvarRouteOpen() ? 1.0 : 0.0).orElse(-1.0);
+    private ToolkitGate toolkitGate(GpuInventory inventory, GpuSmDevicePlugin.DeviceListStrategy deviceList) {
+        boolean nvidia = !(inventory instanceof EmulatedInventory);
+        ToolkitGate gate = new ToolkitGate(() -> ToolkitConfig.judge(config.toolkitConfig(), nvidia),
+                new KubeNode(kubernetes, config.nodeName(), InstantSource.system()), !config.allowOpenToolkit());
+        ToolkitConfig.Verdict first = gate.judge();
+        if (!first.open() && first.settings().isPresent() && !first.settings().get().acceptVolumeMounts()
+                && deviceList != GpuSmDevicePlugin.DeviceListStrategy.ENVVAR) {
+            LOG.errorf("the NVIDIA container toolkit of this node reads no device list from volume mounts "
+                    + "(accept-nvidia-visible-devices-as-volume-mounts) while Allocate names GPUs that way "
+                    + "(dilu.agent.device-list-strategy=%s): containers with a share will get no GPU", config.deviceListStrategy());
         }
-        double value = open;
-        io.micrometer.core.instrument.Gauge.builder("dilu_toolkit_envvar_route_open", () -> value)
+        io.micrometer.core.instrument.Gauge.builder("dilu_toolkit_envvar_route_open", gate, ToolkitGate::openGauge)
                 .description("1 when the NVIDIA container toolkit gives unprivileged containers the GPUs their "
-                        + "NVIDIA_VISIBLE_DEVICES names, 0 when it does not, -1 when not known").register(metrics);
+                        + "NVIDIA_VISIBLE_DEVICES names (the node is then tainted and serves no share), 0 when it does not")
+                .register(metrics);
+        return gate;
+    }
+
+    private void checkToolkit() {
+        try {
+            toolkit.check();
+        } catch (RuntimeException e) {
+            LOG.errorf(e, "checking the NVIDIA toolkit's settings failed; the next check retries");
+        }
     }
 
     /**
@@ -234,6 +239,7 @@ public class NodeAgent {
     void stop(@Observes ShutdownEvent event) throws Exception {
         refresher.shutdownNow();
         backstopThread.shutdownNow();
+        toolkitThread.shutdownNow();
         // Events already let through are written before the agent goes (a couple of seconds at most).
         eventWriter.shutdown();
         eventWriter.awaitTermination(2, TimeUnit.SECONDS);
@@ -251,9 +257,12 @@ public class NodeAgent {
         }
     }
 
-    /** Whether the agent is off, or serving: registered with the kubelet at least once. */
+    /**
+     * Whether the agent is off, or serving: registered with the kubelet at least once, and not withdrawn since
+     * (a node whose toolkit hands out GPUs by NVIDIA_VISIBLE_DEVICES, {@link ToolkitGate}).
+     */
     public boolean ready() {
-        return !config.enabled() || (endpoint != null && endpoint.registrations() > 0);
+        return !config.enabled() || (endpoint != null && endpoint.registrations() > 0 && endpoint.serving());
     }
 
     /**

@@ -140,10 +140,24 @@ public interface NodeAgentConfig {
 
     /**
      * The NVIDIA container toolkit's configuration as the agent sees it (the chart mounts the host's directory
-     * read-only): read at start, to tell whether this node lets containers name their own GPUs.
+     * read-only): read at start and every {@link #toolkitCheckInterval()}, to tell whether this node lets containers
+     * name their own GPUs (docs/node-agent.md, "The toolkit's variable route"). Absent on a node with emulated GPUs,
+     * the route does not exist there; absent beside NVIDIA GPUs, the toolkit's defaults leave it open.
      */
     @WithDefault("/etc/nvidia-container-runtime/config.toml")
     Path toolkitConfig();
+
+    /** How often {@link #toolkitConfig()} is read again (a change reaches the taint and the kubelet within this). */
+    @WithDefault("30s")
+    Duration toolkitCheckInterval();
+
+    /**
+     * While the toolkit's variable route is open, leave the node schedulable and keep serving the kubelet (only say
+     * it: log, metric, Event). For fleets being converted with {@code device-list-strategy} {@code both} or
+     * {@code envvar}; any image's ENV then takes every GPU of the node.
+     */
+    @WithDefault("false")
+    boolean allowOpenToolkit();
 
     /** The backstop: what the GPUs say each process uses, against each container's share (docs/node-agent.md). */
     BackstopConfig backstop();

@@ -12,6 +12,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import org.jboss.logging.Logger;
 
 /**
@@ -29,6 +30,7 @@ public final class DevicePluginEndpoint implements AutoCloseable {
     private final Path dir;
     private final String endpoint;
     private final GpuSmDevicePlugin plugin;
+    private final BooleanSupplier mayServe;
     private final ScheduledExecutorService checks = Executors
             .newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon().name("dilu-kubelet-register").unstarted(r));
     private UnixSockets.Served served;
@@ -38,18 +40,35 @@ public final class DevicePluginEndpoint implements AutoCloseable {
     private volatile int registrations;
 
     public DevicePluginEndpoint(Path dir, String endpoint, GpuSmDevicePlugin plugin) {
+        this(dir, endpoint, plugin, () -> true);
+    }
+
+    /**
+     * @param mayServe asked at every check: while false the plugin is not served (withdrawn from a kubelet it had
+     *     registered with, whose devices then turn unhealthy and hand out no more shares), and served and registered
+     *     again once true
+     */
+    public DevicePluginEndpoint(Path dir, String endpoint, GpuSmDevicePlugin plugin, BooleanSupplier mayServe) {
         this.dir = dir;
         this.endpoint = endpoint;
         this.plugin = plugin;
+        this.mayServe = mayServe;
     }
 
     /** Serves and registers; if the kubelet is not up yet, registration happens when its socket appears. */
     public void start() throws IOException {
         synchronized (this) {
-            serve();
+            if (mayServe.getAsBoolean()) {
+                serve();
+            }
         }
         check();
         checks.scheduleWithFixedDelay(this::check, 1, 1, TimeUnit.SECONDS);
+    }
+
+    /** Whether the plugin is served now (it may still wait for a kubelet to register with). */
+    public synchronized boolean serving() {
+        return served != null;
     }
 
     /** How many times the plugin registered with a kubelet. */
@@ -59,8 +78,20 @@ public final class DevicePluginEndpoint implements AutoCloseable {
 
     private synchronized void check() {
         try {
-            if (!Files.exists(dir.resolve(endpoint))) {
-                LOG.info("the plugin's socket is gone (a kubelet starting clears the directory): serving again");
+            if (!mayServe.getAsBoolean()) {
+                if (served != null) {
+                    served.close(); // Netty removes the socket file: the kubelet's stream to the plugin ends
+                    served = null;
+                    registeredWith = null;
+                    LOG.warnf("withdrew %s from the kubelet: no share is handed out here until serving is allowed again",
+                            GpuSmDevicePlugin.RESOURCE);
+                }
+                return;
+            }
+            if (served == null || !Files.exists(dir.resolve(endpoint))) {
+                if (served != null) {
+                    LOG.info("the plugin's socket is gone (a kubelet starting clears the directory): serving again");
+                }
                 serve();
                 registeredWith = null;
             }

@@ -28,6 +28,20 @@ public final class FakeKubeletAccess implements AutoCloseable {
         return kubelet.connect(registration);
     }
 
+    /** Waits for the plugin's next registration, or fails. */
+    public RegisterRequest awaitRegistration() throws InterruptedException {
+        RegisterRequest registration = kubelet.registrations.poll(20, TimeUnit.SECONDS);
+        if (registration == null) {
+            throw new AssertionError("the plugin did not register within 20 s");
+        }
+        return registration;
+    }
+
+    /** Registrations received and not yet awaited. */
+    public int pendingRegistrations() {
+        return kubelet.registrations.size();
+    }
+
     @Override
     public void close() {
         kubelet.close();

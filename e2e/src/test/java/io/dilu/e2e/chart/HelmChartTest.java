@@ -113,6 +113,26 @@ class HelmChartTest {
         }
     }
 
+    /**
+     * The node agent taints a node whose NVIDIA toolkit honours NVIDIA_VISIBLE_DEVICES; its DaemonSet tolerates that
+     * taint by the name the agent uses, in the chart (whatever tolerations a user adds) and in manifests/, so that an
+     * agent restarted there can come back and lift it.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void theAgentToleratesItsOwnTaint() throws IOException {
+        Map<String, Object> own = Map.of("key", io.dilu.core.contract.DiluNames.TOOLKIT_ENVVAR_OPEN_TAINT, "operator", "Exists",
+                "effect", "NoSchedule");
+        for (Map<String, ?> values : List.of(Map.<String, Object>of(), Map.of("nodeAgent.tolerations", "null"))) {
+            assertThat((List<Object>) at(one(DiluChart.objects(render("1.25.0", values)), "DaemonSet", "dilu-node-agent"), "spec",
+                    "template", "spec", "tolerations")).as("%s", values).contains(own);
+        }
+        assertThat((List<Object>) at(one(manifestObjects(), "DaemonSet", "dilu-node-agent"), "spec", "template", "spec", "tolerations"))
+                .contains(own);
+        assertThat(env(container(one(DiluChart.objects(render("1.25.0", Map.of("nodeAgent.allowOpenToolkit", "true"))),
+                "DaemonSet", "dilu-node-agent"), "agent"))).containsEntry("DILU_AGENT_ALLOW_OPEN_TOOLKIT", "true");
+    }
+
     @Test
     void optionalPartsAppearOnlyWhenAskedFor() throws IOException {
         List<Map<String, Object>> plain = DiluChart.objects(render("1.25.0", Map.of()));
@@ -130,6 +150,7 @@ class HelmChartTest {
         assertThat(at(agent, "securityContext", "capabilities", "add")).isEqualTo(List.of("KILL"));
         assertThat(agent.get("volumeMounts").toString()).contains("mountPath=/var/run/nvidia-container-devices/all");
         assertThat(env(agent)).containsEntry("DILU_AGENT_DEVICE_LIST_STRATEGY", "volume-mounts")
+                .containsEntry("DILU_AGENT_ALLOW_OPEN_TOOLKIT", "false")
                 .containsEntry("DILU_AGENT_BACKSTOP_KILL_MEMORY_EXCESS", "true");
 
         Map<String, Object> all = new HashMap<>(Map.of("monitoring.serviceMonitors.enabled", "true",

@@ -71,10 +71,12 @@ public final class ControlPlaneAttacks implements AutoCloseable {
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final HttpClient tls;
     private final String webhookBase;
+    private final ToolkitRouteAttack toolkitRoute;
 
     private ControlPlaneAttacks(RealApiServer api, ChildProcess webhook, ChildProcess extender, AutoscalerAttacks autoscaler,
-            int extenderPort, String webhookBase, Path work) throws Exception {
+            int extenderPort, String webhookBase, Path work, Path kubeconfig) throws Exception {
         this.api = api;
+        this.toolkitRoute = new ToolkitRouteAttack(api, kubeconfig, work, work.resolve("logs"));
         this.client = api.client();
         this.webhook = webhook;
         this.extender = extender;
@@ -114,7 +116,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
                 .map(w -> w.getClientConfig().getUrl()).findFirst().orElseThrow();
         String base = url.substring(0, url.indexOf('/', "https://".length()));
         AutoscalerAttacks autoscaler = AutoscalerAttacks.start(api, kubeconfig, logs);
-        ControlPlaneAttacks attacks = new ControlPlaneAttacks(api, webhook, extender, autoscaler, port, base, work);
+        ControlPlaneAttacks attacks = new ControlPlaneAttacks(api, webhook, extender, autoscaler, port, base, work, kubeconfig);
         attacks.awaitWebhookSeesTheCluster();
         return attacks;
     }
@@ -176,6 +178,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         gpusByAnotherDoor(all);
         privilegedNeighbours(all);
         seccomp(all);
+        hostPathsAndCapabilities(all);
         all.put("priority-changed-by-update", this::priorityChangedByUpdate);
         all.put("webhook-6000-containers", this::sixThousandContainers);
         all.put("webhook-huge-quantity", () -> webhookReview("webhook-huge-quantity", gpuPodJson("1e999999999")));
@@ -192,6 +195,8 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         all.put("extender-huge-quantity", this::extenderHugeQuantity);
         // the autoscaler's own inputs
         autoscaler.addTo(all);
+        // Last: it takes the uncovered namespaces' webhook away for a while, and starts a node agent and kube-scheduler.
+        all.put(ToolkitRouteAttack.NAME, toolkitRoute::run);
         return all;
     }
 
@@ -276,6 +281,71 @@ public final class ControlPlaneAttacks implements AutoCloseable {
                 p -> p.editMetadata().withAnnotations(Map.of(CONTAINER_SECCOMP + "server", "unconfined")).endMetadata());
         all.put("seccomp-annotation-by-update", this::seccompAnnotationByUpdate);
         all.put("seccomp-runtime-default-given", this::runtimeDefaultGiven);
+    }
+
+    /**
+     * Issue 36, items 4 and 5: the node agent's files by another name (the kernel's view of a process's root, a step
+     * back past a link), the kernel's views themselves, and chroot or ptrace given back to a container of a Dilu pod.
+     */
+    private void hostPathsAndCapabilities(Map<String, Attack> all) {
+        hostPath(all, "host-path-proc-root-agent-dir", "/proc/1/root/var/lib/dilu", false);
+        hostPath(all, "host-path-proc-root-control-blocks", "/proc/1/root/var/lib/dilu/containers", true);
+        hostPath(all, "host-path-proc-self-root-hook", "/proc/self/root/opt/dilu", true);
+        hostPath(all, "host-path-proc-cwd", "/proc/1/cwd", true);
+        hostPath(all, "host-path-proc-itself", "/proc", true);
+        hostPath(all, "host-path-sys-gpu-registers", "/sys/bus/pci/devices", true);
+        // The API server's own validation refuses '..' in a hostPath before the webhook is asked; either refusal names it.
+        hostPath(all, "host-path-back-step-past-a-link", "/var/run/../var/lib/dilu", false);
+        String add = "securityContext.capabilities.add[0]=";
+        refusedAt(all, "chroot-added-back", "spec.containers[0](server)." + add + "SYS_CHROOT", p -> p.editSpec().editFirstContainer()
+                .withNewSecurityContext().withCapabilities(new CapabilitiesBuilder().withAdd("SYS_CHROOT").build())
+                .endSecurityContext().endContainer().endSpec());
+        refusedAt(all, "chroot-added-back-init", "spec.initContainers[0](init)." + add + "CAP_SYS_CHROOT",
+                init(c -> c.withNewSecurityContext().withCapabilities(new CapabilitiesBuilder().withAdd("CAP_SYS_CHROOT").build())
+                        .endSecurityContext()));
+        refusedAt(all, "chroot-as-all", "spec.containers[1](sidecar)." + add + "ALL", sidecar(c -> c.withNewSecurityContext()
+                .withCapabilities(new CapabilitiesBuilder().withAdd("ALL").build()).endSecurityContext()));
+        refusedAt(all, "ptrace-gpu-container", "spec.containers[0](server)." + add + "SYS_PTRACE", p -> p.editSpec()
+                .editFirstContainer().withNewSecurityContext().withCapabilities(new CapabilitiesBuilder().withAdd("SYS_PTRACE")
+                        .build()).endSecurityContext().endContainer().endSpec());
+        all.put("chroot-ephemeral", () -> ephemeralRefusal("chroot-ephemeral",
+                "spec.ephemeralContainers[0](debug)." + add + "SYS_CHROOT|" + EPHEMERAL_SECURITY_CONTEXT,
+                gpuPod("chroot-ephemeral", UnaryOperator.identity(), 10), c -> c.withNewSecurityContext()
+                        .withCapabilities(new CapabilitiesBuilder().withAdd("SYS_CHROOT").build()).endSecurityContext()));
+        all.put("chroot-and-ptrace-dropped", this::chrootAndPtraceDropped);
+    }
+
+    private void hostPath(Map<String, Attack> all, String name, String path, boolean gpu) {
+        UnaryOperator<PodBuilder> volume = p -> p.editSpec().addNewVolume().withName("host").withNewHostPath().withPath(path)
+                .endHostPath().endVolume().endSpec();
+        all.put(name, () -> refusal(name, "hostPath.path", gpu ? gpuPod(name, volume, 10)
+                : volume.apply(new PodBuilder(plainPod(name, COVERED, UnaryOperator.identity()))).build()));
+    }
+
+    /**
+     * A GPU pod with a sidecar and an init container comes back with SYS_CHROOT and SYS_PTRACE dropped from each (the
+     * runtimes' default set has SYS_CHROOT: a root process would chroot into a tree without /etc/ld.so.preload).
+     */
+    private Outcome chrootAndPtraceDropped() {
+        Pod created = client.pods().inNamespace(COVERED).resource(gpuPod("caps-dropped", p -> init(c -> c).apply(sidecar(c -> c)
+                .apply(p)), 10)).create();
+        try {
+            List<String> missing = new ArrayList<>();
+            List<io.fabric8.kubernetes.api.model.Container> all = new ArrayList<>(created.getSpec().getContainers());
+            all.addAll(created.getSpec().getInitContainers());
+            for (var c : all) {
+                List<String> drop = c.getSecurityContext() == null || c.getSecurityContext().getCapabilities() == null
+                        || c.getSecurityContext().getCapabilities().getDrop() == null ? List.of()
+                        : c.getSecurityContext().getCapabilities().getDrop();
+                if (!drop.containsAll(List.of("SYS_CHROOT", "SYS_PTRACE"))) {
+                    missing.add(c.getName() + " drops " + drop);
+                }
+            }
+            return new Outcome("chroot-and-ptrace-dropped", missing.isEmpty() && all.size() == 3, missing.isEmpty()
+                    ? "each of " + all.size() + " containers drops SYS_CHROOT and SYS_PTRACE as created" : String.join("; ", missing));
+        } finally {
+            delete(created);
+        }
     }
 
     static final String CONTAINER_SECCOMP = "container.seccomp.security.alpha.kubernetes.io/";

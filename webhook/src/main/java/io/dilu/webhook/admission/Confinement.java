@@ -14,8 +14,8 @@ import java.util.Map;
 /**
  * What keeps every container of a pod with a Dilu share — sidecars, init and ephemeral containers as much as the
  * GPU container — away from the GPU container's processes, its mounts (the hook, {@code /etc/ld.so.preload}, the
- * grant page) and the node: no privileged container, no capability that reaches another process or the kernel,
- * no namespace of the node's, no shared process namespace, and a seccomp profile on every container (the
+ * grant page) and the node: no privileged container, no capability that reaches another process or the kernel
+ * (and SYS_CHROOT and SYS_PTRACE dropped, {@link #DROPPED}), no namespace of the node's, no shared process namespace, and a seccomp profile on every container (the
  * runtime's default refuses new user namespaces, and with them {@code unshare -Urm} and a mount over the hook).
  */
 final class Confinement {
@@ -35,6 +35,7 @@ final class Confinement {
         m.put("ALL", "every capability below");
         m.put("SYS_ADMIN", "mount, umount, setns and unshare: it can unmount or cover the hook and the grant page");
         m.put("SYS_PTRACE", "ptrace and process_vm_writev: it can rewrite the hook inside another process");
+        m.put("SYS_CHROOT", "chroot: a root process runs programs under a tree without /etc/ld.so.preload, so without the hook");
         m.put("SYS_MODULE", "kernel modules: the whole node");
         m.put("SYS_RAWIO", "iopl, ioperm and raw device I/O: the GPU's registers");
         m.put("SYS_BOOT", "kexec_load: another kernel");
@@ -47,6 +48,23 @@ final class Confinement {
         m.put("CHECKPOINT_RESTORE", "other processes' mapped files and checkpoints");
         return Collections.unmodifiableMap(m);
     }
+
+    /**
+     * Names that are no capability's but read as one (a runtime asked for them grants nothing, or refuses the
+     * container): refused as the capability a reader takes them for, so that no spelling of it passes.
+     */
+    private static final Map<String, String> ALIASES = Map.of("CHROOT", "SYS_CHROOT", "PTRACE", "SYS_PTRACE");
+
+    /**
+     * Capabilities the mutating webhook drops from every container of a pod with a Dilu share, and validation
+     * requires dropped: runtimes give containers SYS_CHROOT by default (containerd's and CRI-O's default sets), and a
+     * root process with it chroots into a tree of its own, where the loader finds no {@code /etc/ld.so.preload} and
+     * the program runs without the hook. SYS_PTRACE is not in those defaults; dropping it too keeps a runtime whose
+     * default set has it from handing it out. No right brings either back: a debugger needs neither for the
+     * processes it starts, and both reach the GPU process from beside it. Dropped from the bounding set, neither
+     * comes back through a setuid binary or file capabilities, so {@code allowPrivilegeEscalation} stays allowed.
+     */
+    static final List<String> DROPPED = List.of("SYS_CHROOT", "SYS_PTRACE");
 
     static final String UNCONFINED = "Unconfined";
     static final String POD_SECCOMP_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod";
@@ -92,6 +110,19 @@ final class Confinement {
      */
     static void container(ContainerView c, boolean gpu, boolean privilegedAllowed, List<FieldError> errors) {
         SecurityContext sc = c.securityContext();
+        // Kubernetes before 1.23 refuses any securityContext on an ephemeral container, so one cannot drop anything;
+        // it holds no share (no device, no grant page), and is judged on what it adds.
+        if (c.kind() != ContainerView.Kind.EPHEMERAL) {
+            List<String> missing = DROPPED.stream().filter(cap -> !dropped(sc, cap)).toList();
+            if (!missing.isEmpty()) {
+                List<String> drop = sc == null || sc.getCapabilities() == null || sc.getCapabilities().getDrop() == null
+                        ? List.of() : sc.getCapabilities().getDrop();
+                errors.add(new FieldError(c.at() + ".securityContext.capabilities.drop",
+                        drop.isEmpty() ? "unset" : PodValidator.clip(drop.toString()),
+                        "a list with " + String.join(" and ", DROPPED) + " (or ALL) in a pod with a Dilu GPU share (the "
+                                + "mutating webhook adds them; SYS_CHROOT: " + REACHING.get("SYS_CHROOT") + ")"));
+            }
+        }
         if (sc == null) {
             return;
         }
@@ -105,9 +136,7 @@ final class Confinement {
         List<String> added = sc.getCapabilities() == null || sc.getCapabilities().getAdd() == null ? List.of()
                 : sc.getCapabilities().getAdd();
         for (int i = 0; i < added.size(); i++) {
-            String cap = added.get(i) == null ? "" : added.get(i).strip().toUpperCase(Locale.ROOT);
-            // Runtimes take SYS_ADMIN and CAP_SYS_ADMIN alike, in any case.
-            String bare = cap.startsWith("CAP_") ? cap.substring(4) : cap;
+            String bare = canonical(added.get(i));
             String reach = REACHING.get(bare);
             if (reach != null) {
                 errors.add(new FieldError(c.at() + ".securityContext.capabilities.add[" + i + "]", PodValidator.clip(added.get(i)),
@@ -122,6 +151,22 @@ final class Confinement {
         if (sc.getSeccompProfile() != null && UNCONFINED.equals(sc.getSeccompProfile().getType())) {
             errors.add(new FieldError(c.at() + ".securityContext.seccompProfile.type", UNCONFINED, PROFILES));
         }
+    }
+
+    /** A capability as runtimes read it: SYS_ADMIN, CAP_SYS_ADMIN and sys_admin alike; an alias as what it reads as. */
+    static String canonical(String capability) {
+        String cap = capability == null ? "" : capability.strip().toUpperCase(Locale.ROOT);
+        String bare = cap.startsWith("CAP_") ? cap.substring(4) : cap;
+        return ALIASES.getOrDefault(bare, bare);
+    }
+
+    /** Whether the container's securityContext drops {@code capability} (itself, or ALL). */
+    static boolean dropped(SecurityContext sc, String capability) {
+        if (sc == null || sc.getCapabilities() == null || sc.getCapabilities().getDrop() == null) {
+            return false;
+        }
+        return sc.getCapabilities().getDrop().stream().map(Confinement::canonical)
+                .anyMatch(d -> d.equals(capability) || d.equals("ALL"));
     }
 
     /** A profile of the container's own: its field, or the deprecated annotation the kubelet reads before the pod's. */

@@ -7,12 +7,53 @@ import java.util.List;
 /**
  * How two file paths relate, by their components after normalization ({@code //}, {@code .}, {@code ..} and a
  * trailing {@code /} resolved; a relative path taken from {@code /}), so that {@code /var/lib//dilu/./x} is seen
- * under {@code /var/lib/dilu}. Symbolic links on the host are not followed: what they reach is for the
- * configured list to name (e.g. {@code /run/dilu} beside {@code /var/run/dilu}).
+ * under {@code /var/lib/dilu}; and which host paths a hostPath volume may not name ({@link #refused}).
+ *
+ * <p>The webhook runs off the node, so it cannot follow the node's symbolic links: it judges the path as written.
+ * What that leaves open is closed by refusing the routes every Linux host has (the kernel's views, below, and
+ * {@code ..}, which the node resolves after a link where the webhook would resolve it before) and by the
+ * configured list naming a directory under each of its names ({@code /run/dilu} beside {@code /var/run/dilu}); a
+ * link a tenant plants on the node through a writable hostPath is beyond it (docs/webhook.md, "Host paths").
  */
 final class HostPath {
 
+    /**
+     * The kernel's views of processes and devices, refused at and under: {@code /proc/<pid>/root} (and {@code cwd},
+     * {@code fd/<n>}, {@code map_files}) is every process's root directory, the node's own among them, so
+     * {@code /proc/1/root/var/lib/dilu} is the agent's directory by another name; {@code /sys} holds the GPUs' PCI
+     * resources, which a root process maps without a device node the runtime's device rules would stop;
+     * {@code /dev/fd} is a link to {@code /proc/self/fd} on every host.
+     */
+    static final List<String> KERNEL_VIEWS = List.of("/proc", "/sys", "/dev/fd");
+
     private HostPath() {}
+
+    /**
+     * Whether a hostPath volume of {@code path} is refused: it steps back ({@code ..}), lies at or under one of the
+     * {@link #KERNEL_VIEWS}, or is at, under or above one of {@code protectedPaths}.
+     */
+    static boolean refused(String path, List<String> protectedPaths) {
+        return backsteps(path) || KERNEL_VIEWS.stream().anyMatch(k -> within(path, k))
+                || protectedPaths.stream().anyMatch(p -> overlaps(path, p));
+    }
+
+    /** The set {@link #refused} allows, as a refusal states it. */
+    static String allowed(List<String> protectedPaths) {
+        return "a path neither at nor under " + String.join(", ", KERNEL_VIEWS) + " (the kernel's views of processes and "
+                + "devices: /proc/<pid>/root reaches every file of the node), neither at, under nor above "
+                + String.join(", ", protectedPaths) + " (the Dilu node agent's files), and without '..' (the node resolves "
+                + "it after its own links, which admission cannot see)";
+    }
+
+    /** A {@code ..} component anywhere. */
+    static boolean backsteps(String path) {
+        for (String part : path.split("/")) {
+            if (part.equals("..")) {
+                return true;
+            }
+        }
+        return false;
+    }
 
     /** {@code path} is {@code other}, under it or above it: a mount of one reaches into the other. */
     static boolean overlaps(String path, String other) {

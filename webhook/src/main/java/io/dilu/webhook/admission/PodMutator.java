@@ -18,6 +18,9 @@ import io.fabric8.kubernetes.api.model.PodSecurityContext;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.ResourceRequirements;
 import io.fabric8.kubernetes.api.model.SeccompProfile;
+import io.fabric8.kubernetes.api.model.SecurityContext;
+import io.fabric8.kubernetes.api.model.SecurityContextBuilder;
+import io.fabric8.kubernetes.api.model.CapabilitiesBuilder;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -32,7 +35,7 @@ import java.util.Set;
 /**
  * Turns a pod that asks for a GPU share into one that works: the hook preloaded (the device plugin mounts it),
  * the pod's identity in the environment for the hook, Dilu's scheduler, the runtime's default seccomp profile
- * where it names none, a readiness gate on {@code dilu.io/serving} where Dilu's autoscaler scales it (parking), and
+ * where it names none, SYS_CHROOT and SYS_PTRACE dropped from every container and init container, a readiness gate on {@code dilu.io/serving} where Dilu's autoscaler scales it (parking), and
  * the quota annotations filled in
  * (from the function's {@code GpuFunctionProfile} when the pod names one, else the defaults). A pure function of
  * the pod: it returns a mutated copy and the JSON Patch of exactly what it changed, and mutating that copy again
@@ -98,6 +101,8 @@ public final class PodMutator {
             patch.add(add("/spec/runtimeClassName", hook.runtimeClassName().get()));
         }
         seccomp(pod, patch);
+        dropCapabilities(pod.getSpec().getContainers(), "containers", patch);
+        dropCapabilities(pod.getSpec().getInitContainers(), "initContainers", patch);
         servingGate(pod, patch);
         List<EnvVar> env = new ArrayList<>(hook.env());
         profile.flatMap(ProfileSettings::batchSize)
@@ -130,6 +135,41 @@ public final class PodMutator {
         } else {
             context.setSeccompProfile(profile);
             patch.add(add("/spec/securityContext/seccompProfile", Map.of("type", RUNTIME_DEFAULT)));
+        }
+    }
+
+    /**
+     * {@link Confinement#DROPPED} added to {@code capabilities.drop} of each container that does not drop them (or
+     * ALL) already. A capability the container adds is left for the validator to refuse: dropping it here would
+     * contradict the pod's own spec without telling its author.
+     */
+    private static void dropCapabilities(List<Container> containers, String field, List<PatchOperation> patch) {
+        if (containers == null) {
+            return;
+        }
+        for (int i = 0; i < containers.size(); i++) {
+            Container c = containers.get(i);
+            SecurityContext sc = c.getSecurityContext();
+            List<String> missing = Confinement.DROPPED.stream().filter(cap -> !Confinement.dropped(sc, cap)).toList();
+            if (missing.isEmpty()) {
+                continue;
+            }
+            String at = pointer("spec", field, i, "securityContext");
+            if (sc == null) {
+                patch.add(add(at, Map.of("capabilities", Map.of("drop", missing))));
+                c.setSecurityContext(new SecurityContextBuilder().withNewCapabilities().withDrop(missing).endCapabilities().build());
+            } else if (sc.getCapabilities() == null) {
+                patch.add(add(at + "/capabilities", Map.of("drop", missing)));
+                sc.setCapabilities(new CapabilitiesBuilder().withDrop(missing).build());
+            } else if (sc.getCapabilities().getDrop() == null || sc.getCapabilities().getDrop().isEmpty()) {
+                patch.add(add(at + "/capabilities/drop", missing));
+                sc.getCapabilities().setDrop(new ArrayList<>(missing));
+            } else {
+                missing.forEach(cap -> patch.add(add(at + "/capabilities/drop/-", cap)));
+                List<String> drop = new ArrayList<>(sc.getCapabilities().getDrop());
+                drop.addAll(missing);
+                sc.getCapabilities().setDrop(drop);
+            }
         }
     }
 

@@ -268,9 +268,9 @@ public final class PodValidator {
                 continue;
             }
             String path = v.getHostPath().getPath() == null ? "" : v.getHostPath().getPath();
-            if (protectedPaths.stream().anyMatch(p -> HostPath.overlaps(path, p))) {
+            if (HostPath.refused(path, protectedPaths)) {
                 errors.add(new FieldError("spec.volumes[" + i + "](" + v.getName() + ").hostPath.path", clip(path),
-                        "a path neither at, under nor above " + String.join(", ", protectedPaths) + " (the Dilu node agent's files)"));
+                        HostPath.allowed(protectedPaths)));
             }
         }
     }

@@ -299,9 +299,9 @@ class AdmissionHandlerTest {
         JsonNode r = response(HANDLER.mutate(review(pod)));
         JsonNode patched = JsonPatch.apply(patch(r), pod);
         assertThat(response(HANDLER.validate(review(patched))).path("allowed").asBoolean()).isTrue();
-        // Four operations per container (its env is appended to) and three for the pod (annotations, scheduler,
-        // seccomp profile): nothing compares containers with each other.
-        assertThat(patch(r).size()).isEqualTo(4 * 256 + 3);
+        // Five operations per container (its env is appended to, its securityContext added) and three for the pod
+        // (annotations, scheduler, seccomp profile): nothing compares containers with each other.
+        assertThat(patch(r).size()).isEqualTo(5 * 256 + 3);
     }
 
     static JsonNode manyContainers(int n) {

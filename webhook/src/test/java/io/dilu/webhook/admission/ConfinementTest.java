@@ -120,13 +120,65 @@ class ConfinementTest {
 
     @Test
     void aPodThatReachesValidationWithoutAProfileIsRefused() {
-        Pod unmutated = Pods.gpuPod(30, 1024).editSpec().withSchedulerName("dilu-scheduler").endSpec().build();
+        Pod unmutated = Pods.gpuPod(30, 1024).editSpec().withSchedulerName("dilu-scheduler").editFirstContainer()
+                .withNewSecurityContext().withNewCapabilities().withDrop("ALL").endCapabilities().endSecurityContext()
+                .endContainer().endSpec().build();
         assertThat(PodValidator.validate(unmutated, PodValidatorTest.FACTS, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE))
                 .extracting(FieldError::message).containsExactly("spec.securityContext.seccompProfile.type=unset is not allowed: "
                         + "must be RuntimeDefault or Localhost, here or on each container, in a pod with a Dilu GPU share (the "
                         + "mutating webhook sets RuntimeDefault where the pod sets none; without one a container runs unconfined)");
-        Pod eachOwn = new PodBuilder(unmutated).editSpec().editFirstContainer().withNewSecurityContext().withNewSeccompProfile()
+        Pod eachOwn = new PodBuilder(unmutated).editSpec().editFirstContainer().editSecurityContext().withNewSeccompProfile()
                 .withType("RuntimeDefault").endSeccompProfile().endSecurityContext().endContainer().endSpec().build();
         assertThat(PodValidator.validate(eachOwn, PodValidatorTest.FACTS, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE)).isEmpty();
+    }
+
+    /** Issue 36: chroot into a tree without /etc/ld.so.preload runs programs without the hook. */
+    @Test
+    void chrootAndPtraceAreDroppedFromEveryContainerAndNeverAddedBack() {
+        Pod mutated = Pods.mutated(Pods.gpuPod(30, 1024).editSpec().addNewInitContainer().withName("init").withImage("x")
+                .endInitContainer().endSpec().build(), false);
+        assertThat(PodValidator.validate(mutated, PodValidatorTest.FACTS, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE)).isEmpty();
+
+        // Reaching validation without them (the mutating webhook skipped, or its work undone by a later one): refused.
+        Pod undone = new PodBuilder(mutated).editSpec().editFirstContainer().editSecurityContext().editCapabilities()
+                .withDrop("NET_RAW").endCapabilities().endSecurityContext().endContainer().editFirstInitContainer()
+                .withSecurityContext(null).endInitContainer().endSpec().build();
+        String why = " (the mutating webhook adds them; SYS_CHROOT: chroot: a root process runs programs under a tree "
+                + "without /etc/ld.so.preload, so without the hook)";
+        assertThat(PodValidator.validate(undone, PodValidatorTest.FACTS, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE))
+                .extracting(FieldError::message).containsExactly(
+                        "spec.containers[0](server).securityContext.capabilities.drop=[NET_RAW] is not allowed: must be a list "
+                                + "with SYS_CHROOT and SYS_PTRACE (or ALL) in a pod with a Dilu GPU share" + why,
+                        "spec.initContainers[0](init).securityContext.capabilities.drop=unset is not allowed: must be a list "
+                                + "with SYS_CHROOT and SYS_PTRACE (or ALL) in a pod with a Dilu GPU share" + why);
+
+        // Added back, by any spelling, in any container: refused (the mutator leaves them for this refusal).
+        for (String cap : new String[] {"SYS_CHROOT", "CAP_SYS_CHROOT", "sys_chroot", "CHROOT", "ALL", "SYS_PTRACE", "ptrace"}) {
+            assertThat(errors(withSidecar(c -> c.withNewSecurityContext().withNewCapabilities().withAdd(cap).endCapabilities()
+                    .endSecurityContext()))).as(cap).singleElement().asString()
+                    .startsWith("spec.containers[1](sidecar).securityContext.capabilities.add[0]=" + cap + " is not allowed: must be "
+                            + "none of ALL, SYS_ADMIN, SYS_PTRACE, SYS_CHROOT,");
+        }
+        Pod initChroot = Pods.gpuPod(30, 1024).editSpec().addNewInitContainer().withName("init").withImage("x")
+                .withNewSecurityContext().withNewCapabilities().withAdd("SYS_CHROOT").endCapabilities().endSecurityContext()
+                .endInitContainer().endSpec().build();
+        assertThat(errors(initChroot)).singleElement().asString()
+                .startsWith("spec.initContainers[0](init).securityContext.capabilities.add[0]=SYS_CHROOT is not allowed")
+                .endsWith("(SYS_CHROOT: chroot: a root process runs programs under a tree without /etc/ld.so.preload, so without "
+                        + "the hook)");
+        Pod debugged = new PodBuilder(mutated).editSpec().addNewEphemeralContainer().withName("debug").withImage("x")
+                .withNewSecurityContext().withNewCapabilities().withAdd("CAP_SYS_CHROOT").endCapabilities().endSecurityContext()
+                .endEphemeralContainer().endSpec().build();
+        assertThat(PodValidatorTest.ephemeral(mutated, debugged)).extracting(FieldError::message).singleElement().asString()
+                .startsWith("spec.ephemeralContainers[0](debug).securityContext.capabilities.add[0]=CAP_SYS_CHROOT is not allowed");
+        // An ephemeral container cannot drop anything before Kubernetes 1.23 (no securityContext at all): judged on what it adds.
+        Pod plainDebug = new PodBuilder(mutated).editSpec().addNewEphemeralContainer().withName("debug").withImage("x")
+                .endEphemeralContainer().endSpec().build();
+        assertThat(PodValidatorTest.ephemeral(mutated, plainDebug)).isEmpty();
+        // Pods without a share keep the runtime's defaults: Pod Security's business.
+        Pod web = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec().addNewContainer().withName("c")
+                .withImage("x").withNewSecurityContext().withNewCapabilities().withAdd("SYS_CHROOT").endCapabilities()
+                .endSecurityContext().endContainer().endSpec().build();
+        assertThat(errors(web)).isEmpty();
     }
 }

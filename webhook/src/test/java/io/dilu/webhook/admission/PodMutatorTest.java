@@ -15,7 +15,9 @@ import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.zjsonpatch.JsonPatch;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import java.util.Optional;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -54,6 +56,33 @@ class PodMutatorTest {
         assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, "60")
                 .containsEntry(DiluNames.PRIORITY, "slo").containsEntry(DiluNames.FUNCTION, "resnet");
         assertThat(pod.getSpec().getContainers().getFirst().getEnv()).as("the original is left alone").isEmpty();
+    }
+
+    @Test
+    void everyContainerAndInitContainerDropsChrootAndPtraceOnce() throws Exception {
+        Pod pod = Pods.gpuPod(30, 2048).editSpec()
+                .addNewContainer().withName("hardened").withImage("x").withNewSecurityContext().withNewCapabilities()
+                .withDrop("ALL").withAdd("NET_BIND_SERVICE").endCapabilities().endSecurityContext().endContainer()
+                .addNewContainer().withName("half").withImage("x").withNewSecurityContext().withNewCapabilities()
+                .withDrop("NET_RAW", "CAP_SYS_PTRACE").endCapabilities().endSecurityContext().endContainer()
+                .addNewInitContainer().withName("init").withImage("x").withNewSecurityContext().withRunAsUser(1000L)
+                .endSecurityContext().endInitContainer().endSpec().build();
+        PodMutator.Mutation m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false);
+        Function<Container, List<String>> drop = c -> c.getSecurityContext().getCapabilities().getDrop();
+        List<Container> cs = m.pod().getSpec().getContainers();
+        assertThat(drop.apply(cs.get(0))).containsExactly("SYS_CHROOT", "SYS_PTRACE");
+        assertThat(drop.apply(cs.get(1))).as("ALL drops both already").containsExactly("ALL");
+        assertThat(drop.apply(cs.get(2))).as("appended, what it drops kept").containsExactly("NET_RAW", "CAP_SYS_PTRACE", "SYS_CHROOT");
+        Container init = m.pod().getSpec().getInitContainers().getFirst();
+        assertThat(drop.apply(init)).containsExactly("SYS_CHROOT", "SYS_PTRACE");
+        assertThat(init.getSecurityContext().getRunAsUser()).isEqualTo(1000L);
+        JsonNode patched = JsonPatch.apply(JSON.valueToTree(m.patch()), JSON.valueToTree(pod));
+        assertThat((JsonNode) JSON.valueToTree(JSON.treeToValue(patched, Pod.class))).as("the patch says the same")
+                .isEqualTo(JSON.valueToTree(m.pod()));
+        assertThat(PodMutator.mutate(m.pod(), Optional.empty(), Pods.HOOK, false).patch()).as("once").isEmpty();
+        assertThat(PodMutator.mutate(new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec().addNewContainer()
+                .withName("c").withImage("x").endContainer().endSpec().build(), Optional.empty(), Pods.HOOK, false).patch())
+                .as("a pod without a share is not Dilu's to change").isEmpty();
     }
 
     @Test
@@ -209,6 +238,7 @@ class PodMutatorTest {
                 org.assertj.core.groups.Tuple.tuple("add", "/metadata/annotations/dilu.io~1priority"),
                 org.assertj.core.groups.Tuple.tuple("replace", "/spec/schedulerName"),
                 org.assertj.core.groups.Tuple.tuple("add", "/spec/securityContext"),
+                org.assertj.core.groups.Tuple.tuple("add", "/spec/containers/0/securityContext"),
                 org.assertj.core.groups.Tuple.tuple("add", "/spec/containers/0/env"));
         assertThat(PatchOperation.pointer("a/b", "c~d", 3, "-")).isEqualTo("/a~1b/c~0d/3/-");
     }
@@ -238,11 +268,17 @@ class PodMutatorTest {
                 "{\"limits\":{\"dilu.io/gpu-sm\":\"10\"},\"requests\":{\"dilu.io/gpu-sm\":\"10\",\"cpu\":\"1\"}}");
         Arbitrary<String> env = Arbitraries.of("absent", "null", "[]", "[{\"name\":\"FOO\",\"value\":\"x\"}]",
                 "[{\"name\":\"DILU_POD_UID\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.uid\"}}}]");
-        Arbitrary<ObjectNode> container = Combinators.combine(resources, env, Arbitraries.strings().alpha().ofLength(3))
-                .as((r, e, name) -> {
+        Arbitrary<String> containerSecurity = Arbitraries.of("absent", "null", "{}", "{\"runAsUser\":1000}",
+                "{\"capabilities\":null}", "{\"capabilities\":{}}", "{\"capabilities\":{\"drop\":null}}",
+                "{\"capabilities\":{\"drop\":[]}}", "{\"capabilities\":{\"drop\":[\"NET_RAW\"]}}",
+                "{\"capabilities\":{\"drop\":[\"ALL\"],\"add\":[\"NET_BIND_SERVICE\"]}}",
+                "{\"capabilities\":{\"drop\":[\"cap_sys_chroot\"]}}");
+        Arbitrary<ObjectNode> container = Combinators.combine(resources, env, containerSecurity, Arbitraries.strings().alpha().ofLength(3))
+                .as((r, e, sc, name) -> {
                     ObjectNode c = JSON.createObjectNode().put("name", name).put("image", "img");
                     put(c, "resources", r);
                     put(c, "env", e);
+                    put(c, "securityContext", sc);
                     return c;
                 });
         Arbitrary<String> annotations = Arbitraries.of("absent", "null", "{}", "{\"team\":\"a/b~c\"}",
@@ -251,7 +287,8 @@ class PodMutatorTest {
         Arbitrary<String> scheduler = Arbitraries.of("absent", "\"\"", "\"default-scheduler\"", "\"mine\"", "\"dilu-scheduler\"");
         Arbitrary<String> security = Arbitraries.of("absent", "null", "{}", "{\"runAsUser\":1000}",
                 "{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"fn.json\"}}");
-        return Combinators.combine(container.list().ofMinSize(1).ofMaxSize(4), annotations, labels, scheduler, security).as((cs, a, l, s, sc) -> {
+        return Combinators.combine(container.list().ofMinSize(1).ofMaxSize(4), container.list().ofMaxSize(2), annotations, labels,
+                scheduler, security).as((cs, inits, a, l, s, sc) -> {
             ObjectNode pod = JSON.createObjectNode().put("apiVersion", "v1").put("kind", "Pod");
             ObjectNode meta = pod.putObject("metadata").put("name", "p").put("namespace", "fns");
             put(meta, "annotations", a);
@@ -259,6 +296,9 @@ class PodMutatorTest {
             ObjectNode spec = pod.putObject("spec");
             ArrayNode list = spec.putArray("containers");
             cs.forEach(list::add);
+            if (!inits.isEmpty()) {
+                inits.forEach(spec.putArray("initContainers")::add);
+            }
             put(spec, "schedulerName", s);
             put(spec, "securityContext", sc);
             return pod;

@@ -114,9 +114,9 @@ class PodValidatorTest {
                 .addNewInitContainer().withName("init").withImage("x").withNewResources()
                 .withRequests(Map.of(DiluNames.GPU_MEMORY, new Quantity("1024"))).endResources().endInitContainer()
                 .addNewContainer().withName("c").withImage("x").endContainer().endSpec().build();
-        // (Not mutated, it also lacks the seccomp profile every container of a Dilu pod needs.)
-        assertThat(errors(onlyInit)).hasSize(2).first().asString()
-                .startsWith("spec.initContainers[0](init).resources[dilu.io/gpu-memory]=1024 is not allowed");
+        // (Not mutated, it also lacks the seccomp profile and the dropped capabilities every container of a Dilu pod needs.)
+        assertThat(errors(onlyInit)).hasSize(4).anySatisfy(e -> assertThat(e)
+                .startsWith("spec.initContainers[0](init).resources[dilu.io/gpu-memory]=1024 is not allowed"));
         Pod ephemeral = gpu(b -> b.editSpec().addNewEphemeralContainer().withName("debug").withImage("x").withNewResources()
                 .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("100"))).endResources().endEphemeralContainer().endSpec());
         assertThat(errors(ephemeral)).singleElement().asString()
@@ -178,7 +178,7 @@ class PodValidatorTest {
         Pod sysAdmin = gpu(b -> b.editSpec().addNewContainer().withName("app").withImage("x").withNewSecurityContext()
                 .withNewCapabilities().withAdd("NET_ADMIN", "SYS_ADMIN").endCapabilities().endSecurityContext().endContainer().endSpec());
         assertThat(errors(sysAdmin)).containsExactly("spec.containers[1](app).securityContext.capabilities.add[1]=SYS_ADMIN is not "
-                + "allowed: must be none of ALL, SYS_ADMIN, SYS_PTRACE, SYS_MODULE, SYS_RAWIO, SYS_BOOT, DAC_READ_SEARCH, BPF, "
+                + "allowed: must be none of ALL, SYS_ADMIN, SYS_PTRACE, SYS_CHROOT, SYS_MODULE, SYS_RAWIO, SYS_BOOT, DAC_READ_SEARCH, BPF, "
                 + "PERFMON, IPC_OWNER, MAC_ADMIN, MAC_OVERRIDE, CHECKPOINT_RESTORE in a pod with a Dilu GPU share (SYS_ADMIN: "
                 + "mount, umount, setns and unshare: it can unmount or cover the hook and the grant page)");
         Pod spelled = gpu(b -> b.editSpec().editFirstContainer().withNewSecurityContext().withNewCapabilities()
@@ -190,25 +190,53 @@ class PodValidatorTest {
         assertThat(errors(plain)).as("not Dilu's business without a share").isEmpty();
     }
 
+    static final String HOST_PATHS = "a path neither at nor under /proc, /sys, /dev/fd (the kernel's views of processes and "
+            + "devices: /proc/<pid>/root reaches every file of the node), neither at, under nor above /var/lib/dilu, /opt/dilu, "
+            + "/var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, /var/lib/kubelet/pod-resources (the Dilu node "
+            + "agent's files), and without '..' (the node resolves it after its own links, which admission cannot see)";
+
+    static Pod hostPaths(String... paths) {
+        PodBuilder pod = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec()
+                .addNewContainer().withName("c").withImage("x").endContainer().endSpec();
+        for (int i = 0; i < paths.length; i++) {
+            pod.editSpec().addNewVolume().withName("v" + i).withNewHostPath().withPath(paths[i]).endHostPath().endVolume().endSpec();
+        }
+        return pod.build();
+    }
+
     @Test
     void noPodMayMountTheAgentsDirectoriesFromTheHost() {
-        Pod pod = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec()
-                .addNewVolume().withName("ok").withNewHostPath().withPath("/data").endHostPath().endVolume()
-                .addNewVolume().withName("sibling").withNewHostPath().withPath("/var/lib/dilu-other").endHostPath().endVolume()
-                .addNewVolume().withName("data").withNewHostPath().withPath("/var/lib/dilu/x").endHostPath().endVolume()
-                .addNewVolume().withName("above").withNewHostPath().withPath("/var/lib/").endHostPath().endVolume()
-                .addNewVolume().withName("sly").withNewHostPath().withPath("/var/lib//kubelet/./x/../device-plugins").endHostPath().endVolume()
-                .addNewContainer().withName("c").withImage("x").endContainer().endSpec().build();
+        Pod pod = hostPaths("/data", "/var/lib/dilu-other", "/var/lib/dilu/x", "/var/lib/", "/var/lib//kubelet/./device-plugins/",
+                "/", "/opt", "/opt/dilu/lib/libdilu-hook.so");
         assertThat(errors(pod)).containsExactly(
-                "spec.volumes[2](data).hostPath.path=/var/lib/dilu/x is not allowed: must be a path neither at, under nor above "
-                        + "/var/lib/dilu, /opt/dilu, /var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, "
-                        + "/var/lib/kubelet/pod-resources (the Dilu node agent's files)",
-                "spec.volumes[3](above).hostPath.path=/var/lib/ is not allowed: must be a path neither at, under nor above "
-                        + "/var/lib/dilu, /opt/dilu, /var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, "
-                        + "/var/lib/kubelet/pod-resources (the Dilu node agent's files)",
-                "spec.volumes[4](sly).hostPath.path=/var/lib//kubelet/./x/../device-plugins is not allowed: must be a path neither "
-                        + "at, under nor above /var/lib/dilu, /opt/dilu, /var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, "
-                        + "/var/lib/kubelet/pod-resources (the Dilu node agent's files)");
+                "spec.volumes[2](v2).hostPath.path=/var/lib/dilu/x is not allowed: must be " + HOST_PATHS,
+                "spec.volumes[3](v3).hostPath.path=/var/lib/ is not allowed: must be " + HOST_PATHS,
+                "spec.volumes[4](v4).hostPath.path=/var/lib//kubelet/./device-plugins/ is not allowed: must be " + HOST_PATHS,
+                "spec.volumes[5](v5).hostPath.path=/ is not allowed: must be " + HOST_PATHS,
+                "spec.volumes[6](v6).hostPath.path=/opt is not allowed: must be " + HOST_PATHS,
+                "spec.volumes[7](v7).hostPath.path=/opt/dilu/lib/libdilu-hook.so is not allowed: must be " + HOST_PATHS);
+    }
+
+    /** Issue 36: the agent's directory by another name, through the kernel's view of a process's root. */
+    @Test
+    void noPodMayReachTheNodeThroughTheKernelsViewsOrStepBack() {
+        List<String> routes = List.of("/proc/1/root/var/lib/dilu", "/proc/1/root/var/lib/dilu/containers", "/proc/self/root/opt/dilu",
+                "/proc/1/root", "/proc/thread-self/cwd", "/proc/42/fd/3", "/proc/1/map_files", "/proc", "/proc/", "//proc//1/./root",
+                "/sys", "/sys/bus/pci/devices/0000:3b:00.0/resource0", "/dev/fd/3", "/var/run/../lib/dilu",
+                "/data/../var/lib/dilu", "/data/..", "/srv/x/../y");
+        for (String route : routes) {
+            assertThat(errors(hostPaths(route))).as(route).containsExactly("spec.volumes[0](v0).hostPath.path=" + route
+                    + " is not allowed: must be " + HOST_PATHS);
+        }
+        // The same for a pod with a share, and each volume named by its index.
+        Pod gpu = gpu(b -> b.editSpec().addNewVolume().withName("scratch").withNewEmptyDir().endEmptyDir().endVolume()
+                .addNewVolume().withName("root").withNewHostPath().withPath("/proc/1/root/var/lib/dilu").endHostPath().endVolume()
+                .endSpec());
+        assertThat(errors(gpu)).singleElement().asString().startsWith("spec.volumes[1](root).hostPath.path=/proc/1/root/var/lib/dilu "
+                + "is not allowed");
+        // Neighbours by name only: neither a kernel view nor a step back.
+        assertThat(errors(hostPaths("/procs", "/proc-data", "/system", "/dev", "/dev/nvidia0", "/srv/..data", "/srv/...")))
+                .isEmpty();
     }
 
     @Test
