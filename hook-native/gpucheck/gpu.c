@@ -88,7 +88,9 @@ unsigned int gpu_compute_iters(const gpu *g, unsigned int iters, double block_us
     }
     double scaled = floor((double)iters * block_us / TOKEN_BLOCK_US + 0.5);
     if (!(scaled >= 1 && scaled <= 4294967295.0)) {
-        fprintf(stderr, "dilu-gpu-check: --block-us %g at --iters %u (per %.0f us) needs %.0f iterations: must be 1..4294967295\n",
+        fprintf(stderr,
+                "dilu-gpu-check: --block-us %g at --iters %u (per %.0f us) needs %.0f iterations: must be "
+                "1..4294967295\n",
                 block_us, iters, TOKEN_BLOCK_US, scaled);
         exit(2);
     }

@@ -15,9 +15,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * a client's SMs only under NVIDIA's MPS; without its daemon a GPU ignores it, and an "MPS" way would silently be no
  * control at all. So: on the emulated GPU the variable is the emulator's model of it and nothing else runs; on a GPU
  * whose MPS daemon already serves the machine, that daemon (every way then runs under MPS, and the output says so);
- * else the check starts a daemon of its own for each MPS way, with pipe and log directories of its own
- * ({@code nvidia-cuda-mps-control -d}), and quits it after the way, so that the other ways run without MPS as the
- * machine had them; with no control program on PATH, or one that does not start, the way is skipped and the reason
+ * else the check starts a daemon of its own for a scenario's MPS ways, with pipe and log directories of its own
+ * ({@code nvidia-cuda-mps-control -d}), and quits it after them, so that the other ways run without MPS as the
+ * machine had them; with no control program on PATH, or one that does not start, the ways are skipped and the reason
  * printed.
  */
 final class Mps {
@@ -82,8 +82,8 @@ final class Mps {
         for (String dir : env.getOrDefault("PATH", "").split(":")) {
             Path candidate = Path.of(dir.isEmpty() ? "." : dir).resolve(CONTROL);
             if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
-                return new Mps(Kind.STARTED, "started: " + candidate + " -d for each MPS way, quit after it", candidate,
-                        work);
+                return new Mps(Kind.STARTED, "started: " + candidate + " -d for each scenario's MPS ways, quit after them",
+                        candidate, work);
             }
         }
         return skipped(CONTROL + " is not on PATH, and no daemon serves " + pipe);
@@ -103,7 +103,7 @@ final class Mps {
     }
 
     /**
-     * One MPS way's daemon, running until the session closes, and the environment its clients need besides their
+     * A daemon for MPS ways, running until the session closes, and the environment their clients need besides their
      * percentage.
      */
     Session open() throws Unavailable, IOException, InterruptedException {
@@ -151,7 +151,7 @@ final class Mps {
         return all;
     }
 
-    /** An MPS way's daemon; closing it quits the daemon this check started (a daemon it found stays). */
+    /** A daemon for MPS ways; closing it quits the daemon this check started (a daemon it found stays). */
     final class Session implements AutoCloseable {
         private final Map<String, String> clientEnv;
         private final Map<String, String> daemonEnv; // null: not started here
@@ -169,6 +169,15 @@ final class Mps {
         /** Where the daemon logs, when this check started it. */
         Optional<Path> logDirectory() {
             return Optional.ofNullable(daemonEnv).map(e -> Path.of(e.get(LOG_ENV)));
+        }
+
+        /**
+         * Whether an MPS server ran for the clients: the daemon starts one at its first client, which logs to
+         * server.log beside the daemon's control.log (NVIDIA's MPS documentation). True where this check did not
+         * start the daemon, whose logs it does not know.
+         */
+        boolean serverLogged() {
+            return logDirectory().map(dir -> Files.exists(dir.resolve("server.log"))).orElse(true);
         }
 
         @Override

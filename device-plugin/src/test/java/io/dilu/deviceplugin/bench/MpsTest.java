@@ -53,8 +53,14 @@ class MpsTest {
         }
         assertThat(calls()).hasSize(2);
         assertThat(calls().get(1)).as("quit through the same pipe").startsWith(" pipe=" + pipe).endsWith("stdin=quit");
+        Mps.Session logged = mps.open();
+        assertThat(logged.serverLogged()).as("no client reached a server").isFalse();
+        Files.writeString(logged.logDirectory().orElseThrow().resolve("server.log"), "a server ran\n");
+        assertThat(logged.serverLogged()).isTrue();
+        logged.close();
         try (Mps.Session second = mps.open()) {
-            assertThat(second.clientEnv().get(Mps.PIPE_ENV)).as("a fresh daemon, fresh directories").isNotEqualTo(pipe.toString());
+            assertThat(second.clientEnv().get(Mps.PIPE_ENV)).as("a fresh daemon, fresh directories")
+                    .isNotEqualTo(pipe.toString());
         }
     }
 
@@ -95,6 +101,7 @@ class MpsTest {
         assertThat(mps.describe()).contains("every way");
         try (Mps.Session session = mps.open()) {
             assertThat(session.clientEnv()).isEmpty();
+            assertThat(session.serverLogged()).as("not this check's daemon: nothing to judge").isTrue();
         }
         assertThat(calls()).isEmpty();
     }
