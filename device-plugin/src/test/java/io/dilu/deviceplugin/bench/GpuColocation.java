@@ -26,6 +26,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.DoublePredicate;
+import java.util.function.IntFunction;
 import java.util.function.ToDoubleBiFunction;
 
 /**
@@ -96,8 +98,9 @@ final class GpuColocation {
         return (int) Math.max(1, Math.round((double) blocks * sms / ColocationBench.SCENARIO_SMS));
     }
 
-    private static String number(double v) {
-        return String.format(Locale.ROOT, "%s", v);
+    /** A number as the program's options take it. */
+    private static String arg(double v) {
+        return Double.toString(v);
     }
 
     /** The program's command line for a workload of a scenario, on a GPU of {@code sms}. */
@@ -105,12 +108,12 @@ final class GpuColocation {
         return switch (w) {
             case Inference inf -> List.of("infer", "--iters", iters, "--seconds", Integer.toString(seconds), "--arrivals",
                     arrivals.toString(), "--batch-max", Integer.toString(inf.batch()), "--max-wait-ms",
-                    number(inf.maxWaitMs()), "--kernels", Integer.toString(inf.kernels()), "--blocks",
-                    Integer.toString(scaled(inf.blocks(), sms)), "--block-us", number(inf.blockUs()), "--period-ms",
-                    number(periodMs));
+                    arg(inf.maxWaitMs()), "--kernels", Integer.toString(inf.kernels()), "--blocks",
+                    Integer.toString(scaled(inf.blocks(), sms)), "--block-us", arg(inf.blockUs()), "--period-ms",
+                    arg(periodMs));
             case Training t -> List.of("train", "--iters", iters, "--seconds", Integer.toString(seconds), "--kernels",
                     Integer.toString(t.kernels()), "--blocks", Integer.toString(scaled(t.blocks(), sms)), "--block-us",
-                    number(t.blockUs()), "--gap-ms", number(t.gapMs()), "--period-ms", number(periodMs));
+                    arg(t.blockUs()), "--gap-ms", arg(t.gapMs()), "--period-ms", arg(periodMs));
         };
     }
 
@@ -247,8 +250,8 @@ final class GpuColocation {
 
     /** Starts every workload at once and waits for all; one that fails ends the others. */
     private void together(List<Workload> workloads, List<List<String>> commands,
-            java.util.function.IntFunction<Optional<ControlBlock>> block,
-            java.util.function.IntFunction<Map<String, String>> env, Map<String, Line> lines) throws Exception {
+            IntFunction<Optional<ControlBlock>> block,
+            IntFunction<Map<String, String>> env, Map<String, Line> lines) throws Exception {
         List<Running> running = new ArrayList<>();
         try {
             for (int i = 0; i < workloads.size(); i++) {
@@ -299,7 +302,7 @@ final class GpuColocation {
         return bars;
     }
 
-    private static Bar bound(String what, double value, java.util.function.DoublePredicate met) {
+    private static Bar bound(String what, double value, DoublePredicate met) {
         return new Bar(what, fmt3(value), met.test(value));
     }
 
