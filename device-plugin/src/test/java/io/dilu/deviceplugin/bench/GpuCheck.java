@@ -53,7 +53,7 @@ import java.util.regex.Pattern;
  *
  * <p>With {@code --colocation} it runs the colocation bench's scenarios with this program instead ({@link GpuColocation}).
  *
- * <p>Usage: {@value #USAGE}.
+ * <p>Usage: {@code GpuCheck NATIVE_BUILD_DIR ARGS}, where ARGS are {@value #USAGE}.
  */
 public final class GpuCheck {
 
@@ -510,8 +510,9 @@ public final class GpuCheck {
         return String.format(Locale.ROOT, "%.3f", v);
     }
 
-    static final String USAGE = "GpuCheck NATIVE_BUILD_DIR [--seconds S]"
-            + " | NATIVE_BUILD_DIR --colocation [--seconds S | --smoke] [train-inf|inf-inf|train-train ...]";
+    /** As the user calls it (./dilu, or the bundle's script, puts NATIVE_BUILD_DIR first). */
+    static final String USAGE = "gpu-check [--seconds S]"
+            + " | gpu-check --colocation [--seconds S | --smoke] [train-inf|inf-inf|train-train ...]";
     /**
      * Seconds per timed run: the plain check's; the co-location's, a third of the bench's so that its 18 runs end
      * within 5 minutes on an H100; and at the smoke size, the bench's.
