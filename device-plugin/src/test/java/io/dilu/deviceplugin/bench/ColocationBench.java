@@ -103,7 +103,7 @@ public final class ColocationBench {
         }
     }
 
-    /** SLO inference (30%/60%) under Gamma bursts beside a best-effort training job (40%/80%). */
+    /** SLO inference (40%/80%) under Gamma bursts beside a best-effort training job (40%/70%). */
     public static final Scenario TRAIN_INF = new Scenario("train-inf", List.of(
             new Inference("inference", 0.40, 0.80, 100, 4, 8, 4, 20, 108, 100),
             new Training("training", 0.40, 0.70, 8, 432, 100, 3)));
