@@ -13,8 +13,9 @@
 #define BIT(m) (1u << (m))
 #define TIMED (BIT(MODE_LOAD) | BIT(MODE_INFER) | BIT(MODE_TRAIN))
 #define ITERS (BIT(MODE_PROBE) | TIMED)
+#define SHAPED (BIT(MODE_INFER) | BIT(MODE_TRAIN))
 
-typedef enum kind { INTEGER, NUMBER } kind;
+typedef enum kind { INTEGER, NUMBER, TEXT } kind;
 
 typedef struct option {
     const char *name;
@@ -25,39 +26,48 @@ typedef struct option {
     uint64_t max_integer; /* ... except --seed, whose range is all of uint64_t */
 } option;
 
-enum { O_ITERS, O_LAUNCHES, O_ALLOC_LIMIT, O_ALLOC_CHUNK, O_SECONDS, O_BLOCKS, O_KERNELS, O_RATE, O_BATCH_MAX, O_SEED,
-       O_GAP_MS, O_COUNT };
+enum { O_ITERS, O_LAUNCHES, O_ALLOC_LIMIT, O_ALLOC_CHUNK, O_SECONDS, O_BLOCKS, O_KERNELS, O_RATE, O_ARRIVALS,
+       O_BATCH_MAX, O_MAX_WAIT, O_SEED, O_GAP_MS, O_BLOCK_US, O_PERIOD_MS, O_COUNT };
 
 static const option options[O_COUNT] = {
     [O_ITERS] = {"iters", ITERS, ITERS, INTEGER, 1, 4294967295.0, 4294967295u},
-    [O_LAUNCHES] = {"launches", BIT(MODE_PROBE), 0, INTEGER, 1, 1e8, 100000000u},
+    [O_LAUNCHES] = {"launches", BIT(MODE_PROBE) | BIT(MODE_LAUNCH), 0, INTEGER, 1, 1e8, 100000000u},
     [O_ALLOC_LIMIT] = {"alloc-limit-mib", BIT(MODE_PROBE), 0, INTEGER, 0, 1048576, 1048576u},
     [O_ALLOC_CHUNK] = {"alloc-chunk-mib", BIT(MODE_PROBE), 0, INTEGER, 1, 1048576, 1048576u},
     [O_SECONDS] = {"seconds", TIMED, TIMED, NUMBER, 0.001, 86400, 0},
     [O_BLOCKS] = {"blocks", TIMED, 0, INTEGER, 1, 2147483647.0, 2147483647u},
-    [O_KERNELS] = {"kernels", BIT(MODE_INFER) | BIT(MODE_TRAIN), 0, INTEGER, 1, 10000, 10000u},
-    [O_RATE] = {"rate", BIT(MODE_INFER), BIT(MODE_INFER), NUMBER, 0.001, 1e6, 0},
+    [O_KERNELS] = {"kernels", SHAPED, 0, INTEGER, 1, 10000, 10000u},
+    /* infer takes one of --rate and --arrivals (checked after parsing). */
+    [O_RATE] = {"rate", BIT(MODE_INFER), 0, NUMBER, 0.001, 1e6, 0},
+    [O_ARRIVALS] = {"arrivals", BIT(MODE_INFER), 0, TEXT, 0, 0, 0},
     [O_BATCH_MAX] = {"batch-max", BIT(MODE_INFER), 0, INTEGER, 1, 4096, 4096u},
+    [O_MAX_WAIT] = {"max-wait-ms", BIT(MODE_INFER), 0, NUMBER, 0, 1e5, 0},
     [O_SEED] = {"seed", BIT(MODE_INFER), 0, INTEGER, 0, 0, UINT64_MAX},
     [O_GAP_MS] = {"gap-ms", BIT(MODE_TRAIN), 0, NUMBER, 0, 1e6, 0},
+    [O_BLOCK_US] = {"block-us", SHAPED, 0, NUMBER, 0.001, 1e7, 0},
+    [O_PERIOD_MS] = {"period-ms", SHAPED, 0, NUMBER, 0.001, 1e6, 0},
 };
 
-static const char *const mode_names[] = {"info", "calibrate", "probe", "load", "infer", "train"};
+static const char *const mode_names[] = {"info", "calibrate", "probe", "launch", "load", "infer", "train"};
 
 static void usage(void) {
     fprintf(stderr,
             "usage: dilu-gpu-check info\n"
             "       dilu-gpu-check calibrate\n"
             "       dilu-gpu-check probe --iters N [--launches L] [--alloc-limit-mib M] [--alloc-chunk-mib C]\n"
+            "       dilu-gpu-check launch [--launches L]\n"
             "       dilu-gpu-check load --iters N --seconds S [--blocks B]\n"
-            "       dilu-gpu-check infer --iters N --seconds S --rate R [--batch-max 8] [--kernels 4] [--blocks B] "
-            "[--seed 1]\n"
-            "       dilu-gpu-check train --iters N --seconds S [--kernels 8] [--blocks B] [--gap-ms 3]\n");
+            "       dilu-gpu-check infer --iters N --seconds S (--rate R [--seed 1] | --arrivals FILE) [--batch-max 8] "
+            "[--max-wait-ms 0] [--kernels 4] [--blocks B] [--block-us U] [--period-ms P]\n"
+            "       dilu-gpu-check train --iters N --seconds S [--kernels 8] [--blocks B] [--gap-ms 3] [--block-us U] "
+            "[--period-ms P]\n");
     exit(2);
 }
 
 static void range(const option *o, char *out, size_t len) {
-    if (o->kind == INTEGER) {
+    if (o->kind == TEXT) {
+        snprintf(out, len, "a path");
+    } else if (o->kind == INTEGER) {
         snprintf(out, len, "an integer in %.0f..%llu", o->min, (unsigned long long)o->max_integer);
     } else {
         snprintf(out, len, "a number in %.15g..%.15g", o->min, o->max);
@@ -106,9 +116,18 @@ static void store(args *a, int which, const char *text) {
     case O_BLOCKS: a->blocks = (unsigned int)integer(o, text); break;
     case O_KERNELS: a->kernels = (unsigned int)integer(o, text); break;
     case O_RATE: a->rate = number(o, text); break;
+    case O_ARRIVALS:
+        if (text[0] == '\0') {
+            refuse(o, "an empty path");
+        }
+        a->arrivals = text;
+        break;
     case O_BATCH_MAX: a->batch_max = (unsigned int)integer(o, text); break;
+    case O_MAX_WAIT: a->max_wait_ms = number(o, text); break;
     case O_SEED: a->seed = integer(o, text); break;
     case O_GAP_MS: a->gap_ms = number(o, text); break;
+    case O_BLOCK_US: a->block_us = number(o, text); break;
+    case O_PERIOD_MS: a->period_ms = number(o, text); break;
     default: usage();
     }
 }
@@ -134,7 +153,7 @@ void args_parse(int argc, char **argv, args *a) {
         }
     }
     if (m < 0) {
-        fprintf(stderr, "dilu-gpu-check: the mode must be info, calibrate, probe, load, infer or train, got %s\n",
+        fprintf(stderr, "dilu-gpu-check: the mode must be info, calibrate, probe, launch, load, infer or train, got %s\n",
                 argv[1]);
         usage();
     }
@@ -164,6 +183,16 @@ void args_parse(int argc, char **argv, args *a) {
         if ((options[i].required & BIT(m)) != 0 && (given & (1u << i)) == 0) {
             refuse(&options[i], "nothing");
         }
+    }
+    int rate = (given & (1u << O_RATE)) != 0, file = (given & (1u << O_ARRIVALS)) != 0;
+    if (m == MODE_INFER && rate == file) {
+        fprintf(stderr, "dilu-gpu-check: infer takes one of --rate R and --arrivals FILE, got %s\n",
+                rate ? "both" : "neither");
+        exit(2);
+    }
+    if (m == MODE_INFER && (given & (1u << O_SEED)) != 0 && file) {
+        fprintf(stderr, "dilu-gpu-check: --seed seeds --rate's arrivals: it is not an option with --arrivals\n");
+        exit(2);
     }
     if (m == MODE_INFER && a->rate * a->seconds > ARGS_MAX_REQUESTS) {
         fprintf(stderr, "dilu-gpu-check: --rate must be at most %.0f / --seconds (%g), got %g\n", ARGS_MAX_REQUESTS,

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-typedef enum mode { MODE_INFO, MODE_CALIBRATE, MODE_PROBE, MODE_LOAD, MODE_INFER, MODE_TRAIN } mode;
+typedef enum mode { MODE_INFO, MODE_CALIBRATE, MODE_PROBE, MODE_LAUNCH, MODE_LOAD, MODE_INFER, MODE_TRAIN } mode;
 
 typedef struct args {
     mode mode;
@@ -14,10 +14,14 @@ typedef struct args {
     double seconds;
     unsigned int blocks;  /* 0: the mode's default, a multiple of the SM count */
     unsigned int kernels; /* 0: the mode's default */
-    double rate;
+    double rate;              /* 0: infer's arrivals come from `arrivals` */
+    const char *arrivals;     /* a file of arrival times in seconds, one a line, ascending; NULL: Poisson at `rate` */
     unsigned int batch_max;
+    double max_wait_ms;       /* how long the oldest waiting request holds a batch open for more */
     uint64_t seed;
     double gap_ms;
+    double block_us;          /* dilu_compute's block time; 0: the token unit (TOKEN_BLOCK_US) */
+    double period_ms;         /* > 0: time every kernel on the GPU and count those longer than this */
 } args;
 
 /* Requests an infer run may have on average (rate × seconds): every arrival and latency is kept in memory. */

@@ -4,8 +4,6 @@
 
 #include "modes.h"
 
-/* The node agent's token unit: each SM completes one block per 100 µs. */
-#define TOKEN_BLOCK_US 100.0
 #define CALIBRATE_START_ITERS 4096u
 #define CALIBRATE_TRIES 5
 #define CALIBRATE_TOLERANCE 0.02

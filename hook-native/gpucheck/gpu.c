@@ -1,6 +1,7 @@
 /* Opening the GPU: device, context, module, the emulator's block times (gpu.h). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,22 @@ void gpu_close(gpu *g) {
     CU(cuMemFree(g->out));
     CU(cuModuleUnload(g->module));
     CU(cuCtxDestroy(g->ctx));
+}
+
+unsigned int gpu_compute_iters(const gpu *g, unsigned int iters, double block_us) {
+    if (g->emulated) {
+        gpu_state_block_time(g, g->compute, block_us);
+        return iters;
+    }
+    double scaled = floor((double)iters * block_us / TOKEN_BLOCK_US + 0.5);
+    if (!(scaled >= 1 && scaled <= 4294967295.0)) {
+        fprintf(stderr,
+                "dilu-gpu-check: --block-us %g at --iters %u (per %.0f us) needs %.0f iterations: must be "
+                "1..4294967295\n",
+                block_us, iters, TOKEN_BLOCK_US, scaled);
+        exit(2);
+    }
+    return (unsigned int)scaled;
 }
 
 CUresult gpu_launch_compute(const gpu *g, unsigned int blocks, unsigned int iters, CUstream s) {

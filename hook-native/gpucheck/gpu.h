@@ -18,8 +18,13 @@ typedef struct gpu {
     CUdeviceptr out; /* dilu_compute's output: DILU_OUT_BLOCKS × DILU_BLOCK_THREADS floats */
 } gpu;
 
+/*
+ * The node agent's token unit (dilu.agent.block-micros): calibrate finds the FMA count at which an SM completes one
+ * dilu_compute block per this many µs, and every other block time is a multiple of it (gpu_compute_iters).
+ */
+#define TOKEN_BLOCK_US 100.0
 /* What the emulator is told each block takes (µs), since it runs no device code; a real GPU just runs them. */
-#define EMU_COMPUTE_BLOCK_US 100.0
+#define EMU_COMPUTE_BLOCK_US TOKEN_BLOCK_US
 #define EMU_MEMORY_BLOCK_US 20.0 /* until phase_memory states it from the bandwidth below */
 #define EMU_TINY_BLOCK_US 0.0
 /*
@@ -47,6 +52,12 @@ void gpu_close(gpu *g);
 
 /* On the emulator, states f's block time (µs); on a real driver does nothing. */
 void gpu_state_block_time(const gpu *g, CUfunction f, double block_us);
+/*
+ * The FMA count at which a dilu_compute block takes `block_us`, from `iters`, the count calibrated to TOKEN_BLOCK_US
+ * (a block's time is near proportional to it); on the emulator, which runs no device code, states `block_us` as
+ * dilu_compute's block time instead and returns `iters` unchanged. Exits 2 when the count leaves 1..2^32-1.
+ */
+unsigned int gpu_compute_iters(const gpu *g, unsigned int iters, double block_us);
 /* dilu_compute over `blocks` blocks of DILU_BLOCK_THREADS threads on s; returns the launch's result. */
 CUresult gpu_launch_compute(const gpu *g, unsigned int blocks, unsigned int iters, CUstream s);
 /* The same as a cooperative launch. */

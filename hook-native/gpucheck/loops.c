@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 
+#include "kernel_times.h"
 #include "modes.h"
 #include "stats.h"
 
@@ -52,14 +53,21 @@ int mode_load(const gpu *g, const args *a) {
 int mode_train(const gpu *g, const args *a) {
     unsigned int blocks = a->blocks > 0 ? a->blocks : grid_per_sm(g, DEFAULT_BLOCKS_PER_SM);
     unsigned int kernels = a->kernels > 0 ? a->kernels : TRAIN_DEFAULT_KERNELS;
+    unsigned int iters = a->block_us > 0 ? gpu_compute_iters(g, a->iters, a->block_us) : a->iters;
     uint64_t gap_ns = (uint64_t)(a->gap_ms * 1e6);
+    kernel_times times;
+    kernel_times_open(&times, kernels, a->period_ms > 0);
     unsigned long long iterations = 0;
     uint64_t start = host_now_ns(), stop = start + (uint64_t)(a->seconds * 1e9), now = start;
     while (now < stop) {
+        uint64_t cycle = host_now_ns();
         for (unsigned int k = 0; k < kernels; k++) {
-            CU(gpu_launch_compute(g, blocks, a->iters, NULL));
+            kernel_times_mark(&times, k, NULL);
+            CU(gpu_launch_compute(g, blocks, iters, NULL));
         }
+        kernel_times_mark(&times, kernels, NULL);
         CU(cuCtxSynchronize());
+        kernel_times_cycle_done(&times, host_now_ns() - cycle);
         if (gap_ns > 0) {
             host_sleep_until(host_now_ns() + gap_ns);
         }
@@ -68,7 +76,10 @@ int mode_train(const gpu *g, const args *a) {
     }
     double seconds = (double)(now - start) / 1e9;
     unsigned long long total = iterations * kernels * blocks;
-    printf("GPUCHECK train iterations=%llu blocks=%llu seconds=%.6f blocks_per_s=%.1f iter_ms_mean=%.3f\n", iterations,
+    printf("GPUCHECK train iterations=%llu blocks=%llu seconds=%.6f blocks_per_s=%.1f iter_ms_mean=%.3f", iterations,
            total, seconds, (double)total / seconds, seconds * 1e3 / (double)iterations);
+    kernel_times_print(&times, a->period_ms);
+    printf("\n");
+    kernel_times_close(&times);
     return 0;
 }

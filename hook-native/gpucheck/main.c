@@ -12,12 +12,18 @@
  *              GPUCHECK graph kernels= blocks= launches= seconds= ok=1    (or ok=0 rc=<error name>)
  *              GPUCHECK cooperative blocks= ok= rc=
  *              GPUCHECK alloc limit_mib= chunk_mib= allocated_mib= past_limit=<refused|allowed> rc=
+ *   launch [--launches 20000]
+ *              GPUCHECK launch launches= ns_per_launch=
  *   load --iters N --seconds S [--blocks 8×SMs]
- *              GPUCHECK load kernels= blocks= seconds= blocks_per_s=
- *   infer --iters N --seconds S --rate R [--batch-max 8] [--kernels 4] [--blocks 2×SMs] [--seed 1]
- *              GPUCHECK infer requests= batches= p50_ms= p95_ms= p99_ms= max_ms=
- *   train --iters N --seconds S [--kernels 8] [--blocks 8×SMs] [--gap-ms 3]
- *              GPUCHECK train iterations= blocks= seconds= blocks_per_s= iter_ms_mean=
+ *              GPUCHECK load kernels= blocks= seconds= blocks_per_s= gpu_seconds= blocks_per_gpu_s=
+ *   infer --iters N --seconds S (--rate R [--seed 1] | --arrivals FILE) [--batch-max 8] [--max-wait-ms 0]
+ *         [--kernels 4] [--blocks 2×SMs] [--block-us 100] [--period-ms P]
+ *              GPUCHECK infer requests= batches= p50_ms= p95_ms= p99_ms= max_ms= <cycles>
+ *   train --iters N --seconds S [--kernels 8] [--blocks 8×SMs] [--gap-ms 3] [--block-us 100] [--period-ms P]
+ *              GPUCHECK train iterations= blocks= seconds= blocks_per_s= iter_ms_mean= <cycles>
+ *   <cycles>   cycles= cycle_ms_min= cycle_ms_p50=  (host time from a cycle's first launch to its synchronisation's
+ *              return, as the hook times a launch cycle), and with --period-ms: kernels_timed= kernel_ms_p50=
+ *              kernel_ms_p95= kernel_ms_max= kernels_over_period=  (kernel_times.h)
  *
  * Exit status: 0; 1 when a CUDA call fails ("dilu-gpu-check: <call> failed: <error name>"); 2 for bad arguments
  * ("dilu-gpu-check: --<name> must be <range>, got <value>"). See docs/emulated-gpu.md, "The GPU check program".
@@ -43,6 +49,7 @@ int main(int argc, char **argv) {
     case MODE_INFO: rc = mode_info(&g); break;
     case MODE_CALIBRATE: rc = mode_calibrate(&g); break;
     case MODE_PROBE: rc = mode_probe(&g, &a); break;
+    case MODE_LAUNCH: rc = mode_launch(&g, &a); break;
     case MODE_LOAD: rc = mode_load(&g, &a); break;
     case MODE_INFER: rc = mode_infer(&g, &a); break;
     case MODE_TRAIN: rc = mode_train(&g, &a); break;

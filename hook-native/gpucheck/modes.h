@@ -11,6 +11,7 @@ unsigned int grid_per_sm(const gpu *g, unsigned int per_sm);
 int mode_info(const gpu *g);
 int mode_calibrate(const gpu *g);
 int mode_probe(const gpu *g, const args *a);
+int mode_launch(const gpu *g, const args *a);
 int mode_load(const gpu *g, const args *a);
 int mode_train(const gpu *g, const args *a);
 int mode_infer(const gpu *g, const args *a);

@@ -1,6 +1,6 @@
 /*
  * probe: one GPUCHECK line per phase, in order: launch cost, compute and memory throughput, a captured graph,
- * a cooperative launch, and (with --alloc-limit-mib) how much memory a limit lets through.
+ * a cooperative launch, and (with --alloc-limit-mib) how much memory a limit lets through. launch: the first alone.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +203,15 @@ static void phase_alloc(const args *a) {
         CU(cuMemFree(chunks[i]));
     }
     free(chunks);
+}
+
+/* The launch phase alone: what the harness repeats, without and with the hook, for the hook's cost per launch. */
+int mode_launch(const gpu *g, const args *a) {
+    CUstream s;
+    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    phase_launch(g, a, s);
+    CU(cuStreamDestroy(s));
+    return 0;
 }
 
 int mode_probe(const gpu *g, const args *a) {

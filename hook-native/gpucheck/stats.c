@@ -54,3 +54,26 @@ double percentile(const double *v, size_t n, double p) {
     size_t rank = (size_t)ceil(p / 100.0 * (double)n);
     return v[rank > 0 ? rank - 1 : 0];
 }
+
+void samples_add(samples *s, double x) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap > 0 ? s->cap * 2 : 1024;
+        double *grown = realloc(s->v, cap * sizeof(*grown));
+        if (grown == NULL) {
+            perror("dilu-gpu-check: samples");
+            exit(1);
+        }
+        s->v = grown;
+        s->cap = cap;
+    }
+    s->v[s->n++] = x;
+}
+
+void samples_sort(samples *s) {
+    sort_ascending(s->v, s->n);
+}
+
+void samples_free(samples *s) {
+    free(s->v);
+    *s = (samples){0};
+}

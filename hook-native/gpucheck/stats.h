@@ -19,6 +19,17 @@ uint64_t prng_next(prng *r);
 double prng_exponential(prng *r, double rate);
 
 void sort_ascending(double *v, size_t n);
+
+/* A growing list of measurements (ms), for their percentiles at the end of a run. */
+typedef struct samples {
+    double *v;
+    size_t n, cap;
+} samples;
+/* Appends x; exits 1 when memory runs out. */
+void samples_add(samples *s, double x);
+/* Sorts them ascending, for percentile(s->v, s->n, …) and the smallest, s->v[0] (n ≥ 1). */
+void samples_sort(samples *s);
+void samples_free(samples *s);
 /* The p-th percentile (0 < p ≤ 100, nearest rank) of v[0..n), sorted ascending, n ≥ 1. */
 double percentile(const double *v, size_t n, double p);
 

@@ -17,11 +17,11 @@
 
 static char out[OUTPUT];
 
-/* Runs dilu-gpu-check with up to 15 arguments; returns its exit status, its output in `out`. */
+/* Runs dilu-gpu-check with up to 23 arguments; returns its exit status, its output in `out`. */
 static int run(const char *const *args) {
-    const char *argv[16] = {GPU_CHECK};
+    const char *argv[24] = {GPU_CHECK};
     int n = 1;
-    for (; *args != NULL && n < 15; args++) {
+    for (; *args != NULL && n < 23; args++) {
         argv[n++] = *args;
     }
     argv[n] = NULL;
@@ -173,11 +173,69 @@ static void test_timed_modes(void) {
            "train: %s", l);
 }
 
+/* Writes `lines` to a file of this test's own under DILU_EMU_DIR; returns its path (static storage). */
+static const char *arrivals_file(const char *name, const char *lines) {
+    static char path[2][512];
+    static int next;
+    char *p = path[next++ % 2];
+    snprintf(p, sizeof(path[0]), "%s/%s", getenv("DILU_EMU_DIR"), name);
+    FILE *f = fopen(p, "w");
+    EXPECT(f != NULL && fputs(lines, f) >= 0 && fclose(f) == 0, "could not write %s", p);
+    return p;
+}
+
+/* The co-location's workloads: arrivals from a file, a batching wait, stated block times, each kernel timed. */
+static void test_colocation_options(void) {
+    char line[1024];
+    /* Three requests within 2 ms, the fourth 0.9 s later: the first opens a batch that the next two join, held open
+     * 100 ms for more, so each of the three waited at least that (a late host only makes it longer). */
+    const char *file = arrivals_file("arrivals.txt", "0\n0.001\n0.002\n0.9\n");
+    const char *infer[] = {"infer",     "--iters",  "1",           "--seconds", "1",      "--arrivals", file,
+                           "--batch-max", "8",      "--max-wait-ms", "100",     "--kernels", "2",        "--blocks",
+                           "216",         NULL};
+    EXPECT(run(infer) == 0, "infer --arrivals failed: %s", out);
+    const char *l = line_of("infer", line, sizeof(line));
+    EXPECT(l != NULL && number(l, "requests") == 4 && number(l, "batches") <= 2 && number(l, "p50_ms") >= 100 - 2 - 1e-3,
+           "a batch held open --max-wait-ms: %s", l ? l : out);
+    /* Without --period-ms kernels are not timed; launch cycles always are: 2 kernels of 2 waves of 100 µs. */
+    EXPECT(l != NULL && strstr(l, " kernel_ms_p50=") == NULL && number(l, "cycles") == number(l, "batches") &&
+               number(l, "cycle_ms_min") >= 2 * 0.2 - 1e-3 && number(l, "cycle_ms_p50") >= number(l, "cycle_ms_min"),
+           "infer's cycles: %s", l);
+
+    /* Blocks stated at 3 ms: every kernel outlasts a 2 ms period, in the GPU's own time. */
+    const char *train[] = {"train", "--iters", "1", "--seconds", "0.1", "--kernels", "2", "--blocks", "108", "--gap-ms",
+                           "0", "--block-us", "3000", "--period-ms", "2", NULL};
+    EXPECT(run(train) == 0, "train --block-us failed: %s", out);
+    l = line_of("train", line, sizeof(line));
+    EXPECT(l != NULL && number(l, "kernels_timed") == 2 * number(l, "iterations") &&
+               number(l, "kernel_ms_p50") >= 3 - 1e-3 && number(l, "kernels_over_period") == 1 &&
+               number(l, "kernel_ms_max") >= number(l, "kernel_ms_p95") && number(l, "cycle_ms_min") >= 6 - 1e-3,
+           "train's kernel times: %s", l ? l : out);
+
+    const char *launch[] = {"launch", "--launches", "500", NULL};
+    EXPECT(run(launch) == 0, "launch failed: %s", out);
+    l = line_of("launch", line, sizeof(line));
+    EXPECT(l != NULL && is(l, "launches", "500") && number(l, "ns_per_launch") > 0 && line_of("compute", line, 8) == NULL,
+           "launch alone: %s", out);
+}
+
 static void test_bad_arguments(void) {
+    const char *descending = arrivals_file("descending.txt", "0.5\n0.2\n");
+    const char *late = arrivals_file("late.txt", "0.5\n2\n");
     const struct {
-        const char *args[8];
+        const char *args[10];
         const char *message;
     } cases[] = {
+        {{"infer", "--iters", "1", "--seconds", "1", NULL},
+         "dilu-gpu-check: infer takes one of --rate R and --arrivals FILE, got neither\n"},
+        {{"infer", "--iters", "1", "--seconds", "1", "--rate", "5", "--arrivals", descending, NULL},
+         "dilu-gpu-check: infer takes one of --rate R and --arrivals FILE, got both\n"},
+        {{"infer", "--iters", "1", "--seconds", "1", "--arrivals", "/nonexistent/arrivals", NULL},
+         "dilu-gpu-check: --arrivals /nonexistent/arrivals: No such file or directory\n"},
+        {{"train", "--iters", "1", "--seconds", "1", "--block-us", "0", NULL},
+         "dilu-gpu-check: --block-us must be a number in 0.001..10000000, got 0\n"},
+        {{"load", "--iters", "1", "--seconds", "1", "--period-ms", "5", NULL},
+         "dilu-gpu-check: --period-ms is not an option of load\n"},
         {{"probe", NULL}, "dilu-gpu-check: --iters must be an integer in 1..4294967295, got nothing\n"},
         {{"probe", "--iters", "0", NULL}, "dilu-gpu-check: --iters must be an integer in 1..4294967295, got 0\n"},
         {{"probe", "--iters", "12abc", NULL}, "dilu-gpu-check: --iters must be an integer in 1..4294967295, got 12abc\n"},
@@ -189,12 +247,24 @@ static void test_bad_arguments(void) {
         {{"train", "--iters", "1", "--seconds", "1", "--gap-ms", "x", NULL},
          "dilu-gpu-check: --gap-ms must be a number in 0..1000000, got x\n"},
         {{"probe", "--iters", "1", "--rate", "5", NULL}, "dilu-gpu-check: --rate is not an option of probe\n"},
-        {{"fly", NULL}, "dilu-gpu-check: the mode must be info, calibrate, probe, load, infer or train, got fly\n"},
+        {{"fly", NULL}, "dilu-gpu-check: the mode must be info, calibrate, probe, launch, load, infer or train, got fly\n"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int rc = run(cases[i].args);
         EXPECT(rc == 2 && strncmp(out, cases[i].message, strlen(cases[i].message)) == 0,
                "case %zu: exit %d, said: %s", i, rc, out);
+    }
+    /* A bad arrivals file is refused by its line. */
+    const struct {
+        const char *file;
+        const char *line;
+    } files[] = {{descending, "line 2 must be a time in 0.5..1 s (ascending, before --seconds), got 0.2\n"},
+                 {late, "line 2 must be a time in 0.5..1 s (ascending, before --seconds), got 2\n"}};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        const char *args[] = {"infer", "--iters", "1", "--seconds", "1", "--arrivals", files[i].file, NULL};
+        int rc = run(args);
+        EXPECT(rc == 2 && strstr(out, files[i].line) != NULL && strstr(out, files[i].file) != NULL,
+               "arrivals %zu: exit %d, said: %s", i, rc, out);
     }
 }
 
@@ -207,6 +277,7 @@ int main(void) {
     test_calibrate();
     test_probe();
     test_timed_modes();
+    test_colocation_options();
     test_bad_arguments();
     if (failures > 0) {
         fprintf(stderr, "%d failures\n", failures);

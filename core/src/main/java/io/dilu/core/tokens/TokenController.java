@@ -145,6 +145,18 @@ public final class TokenController {
     }
 
     /**
+     * The launch cycle an instance's latest one is judged against (Tmin, the smallest it showed over the last one to
+     * two {@code klcMemory}), in ms; NaN while it has completed none, or when the controller does not know it. For
+     * diagnostics: whether a stretched cycle was stretched against what the instance does alone. Call it from the
+     * controller's thread, or after that thread stopped.
+     */
+    public double klcReferenceMillis(String id) {
+        Instance inst = instances.get(id);
+        double min = inst == null ? Double.POSITIVE_INFINITY : Math.min(inst.minCurrent, inst.minPrevious);
+        return Double.isInfinite(min) ? Double.NaN : min;
+    }
+
+    /**
      * Decides the tokens of the coming period from the one that just ended. Instances missing from
      * {@code samples} are forgotten; new ones start at their request.
      *

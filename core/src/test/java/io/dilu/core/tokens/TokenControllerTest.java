@@ -33,6 +33,17 @@ class TokenControllerTest {
     }
 
     @Test
+    void theCycleReferenceIsTheSmallestTheInstanceShowed() {
+        assertThat(controller.klcReferenceMillis("inf")).as("before any period").isNaN();
+        period(slo(100, 12), train(500));
+        period(slo(100, 8), train(500));
+        period(slo(100, 30), train(500));
+        assertThat(controller.klcReferenceMillis("inf")).isEqualTo(8);
+        assertThat(controller.klcReferenceMillis("train")).as("no cycle reported").isNaN();
+        assertThat(controller.klcReferenceMillis("gone")).isNaN();
+    }
+
+    @Test
     void withoutAnSloNeighbourBestEffortRunsAtItsLimit() {
         TokenPlan plan = period(train(500));
         assertThat(plan.state()).isEqualTo(ControllerState.NONE);

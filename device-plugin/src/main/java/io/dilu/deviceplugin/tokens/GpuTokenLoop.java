@@ -98,6 +98,14 @@ public final class GpuTokenLoop {
         return emergencies.get();
     }
 
+    /**
+     * The launch cycle a tenant's latest one is judged against, in ms, or NaN (see
+     * {@link TokenController#klcReferenceMillis}): read it after the loop stopped ({@link TokenManager#close}).
+     */
+    public double klcReferenceMillis(String tenantId) {
+        return controller.klcReferenceMillis(tenantId);
+    }
+
     /** Report-page faults of this GPU's tenants since the loop started. */
     public long faults(ReportReading.Fault fault) {
         return faults.get(fault.ordinal());

@@ -23,10 +23,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalDouble;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.DoubleBinaryOperator;
+import java.util.function.ToDoubleBiFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * Vertical scaling on the emulated GPU, at the node agent's shipped defaults: three co-locations, each run
@@ -99,7 +103,7 @@ public final class ColocationBench {
         }
     }
 
-    /** SLO inference (30%/60%) under Gamma bursts beside a best-effort training job (40%/80%). */
+    /** SLO inference (40%/80%) under Gamma bursts beside a best-effort training job (40%/70%). */
     public static final Scenario TRAIN_INF = new Scenario("train-inf", List.of(
             new Inference("inference", 0.40, 0.80, 100, 4, 8, 4, 20, 108, 100),
             new Training("training", 0.40, 0.70, 8, 432, 100, 3)));
@@ -121,6 +125,8 @@ public final class ColocationBench {
     static final int SMOKE_SECONDS = 2;
 
     private static final GpuDevice EMULATED_GPU = new GpuDevice("GPU-emu-bench-0", 0, "A100-40GB", 40_960, 108);
+    /** The SMs the scenarios' grids are written for (a kernel of this many blocks is one wave of the GPU). */
+    static final int SCENARIO_SMS = EMULATED_GPU.smCount();
 
     private final Path nativeDir;
     private final Path work;
@@ -236,7 +242,8 @@ public final class ColocationBench {
         return new Outcome(latency, rate, emergencies, host);
     }
 
-    private static String percent(double share) {
+    /** CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for a share of the GPU. */
+    static String percent(double share) {
         return Long.toString(Math.round(share * 100));
     }
 
@@ -258,8 +265,16 @@ public final class ColocationBench {
         };
     }
 
-    /** Gamma inter-arrival times, seeded by the workload's position, so every mode serves the same requests. */
     private Path arrivals(Inference inf, Path dir, int index) throws IOException {
+        return writeArrivals(inf, seconds, index, dir);
+    }
+
+    /**
+     * The arrivals file (seconds, one a line) of the inference workload at {@code index} of its scenario: Gamma
+     * inter-arrival times seeded by that position, so that every mode, and the GPU check's co-location, serve the same
+     * requests.
+     */
+    static Path writeArrivals(Inference inf, int seconds, int index, Path dir) throws IOException {
         StringBuilder lines = new StringBuilder();
         for (double t : arrivalTimes(inf, seconds, 42 + index)) {
             lines.append(String.format(Locale.ROOT, "%.6f%n", t));
@@ -311,34 +326,62 @@ public final class ColocationBench {
         String head = String.format(Locale.ROOT, "BENCH colocation scenario=%s gpu=emulated seconds=%d threshold=%.2f",
                 s.name(), seconds, threshold);
         String host = " " + Lateness.worst(o.values().stream().map(Outcome::host).toList()).hostKeys();
-        return figures(s, o, head) + host;
+        return head + figures(s, o) + host;
     }
 
-    private static String figures(Scenario s, Map<Mode, Outcome> o, String head) {
+    /**
+     * A scenario's figures as BENCH keys, each way against Exclusive, which must be among the outcomes; a way missing
+     * from them (MPS on a GPU without its daemon, in the GPU check) reads {@code skipped}. The GPU check prints the
+     * same keys, so that its lines and this bench's compare key by key.
+     */
+    static String figures(Scenario s, Map<Mode, Outcome> o) {
         return switch (s.name()) {
-            case "train-inf" -> head + String.format(Locale.ROOT,
-                    " inference_p95_vs_exclusive=%.3f nocontrol_p95_vs_exclusive=%.3f mps_l_p95_vs_exclusive=%.3f"
-                            + " mps_r_p95_vs_exclusive=%.3f training_vs_exclusive=%.3f mps_r_training_vs_exclusive=%.3f"
-                            + " mps_l_training_vs_exclusive=%.3f emergency_periods=%d",
-                    worstP95VsExclusive(o, Mode.DILU), worstP95VsExclusive(o, Mode.NO_CONTROL),
-                    worstP95VsExclusive(o, Mode.MPS_L), worstP95VsExclusive(o, Mode.MPS_R),
-                    trainingVsExclusive(o, Mode.DILU), trainingVsExclusive(o, Mode.MPS_R),
-                    trainingVsExclusive(o, Mode.MPS_L), o.get(Mode.DILU).emergencyPeriods());
-            case "inf-inf" -> head + String.format(Locale.ROOT,
-                    " dilu_worst_p95_vs_exclusive=%.3f nocontrol_worst_p95_vs_exclusive=%.3f"
-                            + " mps_l_worst_p95_vs_exclusive=%.3f mps_r_worst_p95_vs_exclusive=%.3f"
-                            + " best_static_worst_p95_vs_exclusive=%.3f emergency_periods=%d",
-                    worstP95VsExclusive(o, Mode.DILU), worstP95VsExclusive(o, Mode.NO_CONTROL),
-                    worstP95VsExclusive(o, Mode.MPS_L), worstP95VsExclusive(o, Mode.MPS_R),
-                    Math.min(worstP95VsExclusive(o, Mode.MPS_L), worstP95VsExclusive(o, Mode.MPS_R)),
-                    o.get(Mode.DILU).emergencyPeriods());
-            default -> head + String.format(Locale.ROOT,
-                    " dilu_training_vs_exclusive=%.3f nocontrol_training_vs_exclusive=%.3f mps_l_training_vs_exclusive=%.3f"
-                            + " mps_r_training_vs_exclusive=%.3f best_static_training_vs_exclusive=%.3f",
-                    trainingVsExclusive(o, Mode.DILU), trainingVsExclusive(o, Mode.NO_CONTROL),
-                    trainingVsExclusive(o, Mode.MPS_L), trainingVsExclusive(o, Mode.MPS_R),
-                    Math.max(trainingVsExclusive(o, Mode.MPS_L), trainingVsExclusive(o, Mode.MPS_R)));
+            case "train-inf" -> " inference_p95_vs_exclusive=" + way(o, Mode.DILU, ColocationBench::worstP95VsExclusive)
+                    + " nocontrol_p95_vs_exclusive=" + way(o, Mode.NO_CONTROL, ColocationBench::worstP95VsExclusive)
+                    + " mps_l_p95_vs_exclusive=" + way(o, Mode.MPS_L, ColocationBench::worstP95VsExclusive)
+                    + " mps_r_p95_vs_exclusive=" + way(o, Mode.MPS_R, ColocationBench::worstP95VsExclusive)
+                    + " training_vs_exclusive=" + way(o, Mode.DILU, ColocationBench::trainingVsExclusive)
+                    + " mps_r_training_vs_exclusive=" + way(o, Mode.MPS_R, ColocationBench::trainingVsExclusive)
+                    + " mps_l_training_vs_exclusive=" + way(o, Mode.MPS_L, ColocationBench::trainingVsExclusive)
+                    + " emergency_periods=" + o.get(Mode.DILU).emergencyPeriods();
+            case "inf-inf" -> " dilu_worst_p95_vs_exclusive=" + way(o, Mode.DILU, ColocationBench::worstP95VsExclusive)
+                    + " nocontrol_worst_p95_vs_exclusive=" + way(o, Mode.NO_CONTROL, ColocationBench::worstP95VsExclusive)
+                    + " mps_l_worst_p95_vs_exclusive=" + way(o, Mode.MPS_L, ColocationBench::worstP95VsExclusive)
+                    + " mps_r_worst_p95_vs_exclusive=" + way(o, Mode.MPS_R, ColocationBench::worstP95VsExclusive)
+                    + " best_static_worst_p95_vs_exclusive=" + bestStatic(o, ColocationBench::worstP95VsExclusive, true)
+                    + " emergency_periods=" + o.get(Mode.DILU).emergencyPeriods();
+            default -> " dilu_training_vs_exclusive=" + way(o, Mode.DILU, ColocationBench::trainingVsExclusive)
+                    + " nocontrol_training_vs_exclusive=" + way(o, Mode.NO_CONTROL, ColocationBench::trainingVsExclusive)
+                    + " mps_l_training_vs_exclusive=" + way(o, Mode.MPS_L, ColocationBench::trainingVsExclusive)
+                    + " mps_r_training_vs_exclusive=" + way(o, Mode.MPS_R, ColocationBench::trainingVsExclusive)
+                    + " best_static_training_vs_exclusive=" + bestStatic(o, ColocationBench::trainingVsExclusive, false);
         };
+    }
+
+    /** What is skipped in a BENCH key's place. */
+    static final String SKIPPED = "skipped";
+
+    private static String way(Map<Mode, Outcome> o, Mode mode, ToDoubleBiFunction<Map<Mode, Outcome>, Mode> figure) {
+        return o.containsKey(mode) ? String.format(Locale.ROOT, "%.3f", figure.applyAsDouble(o, mode)) : SKIPPED;
+    }
+
+    /** The better of the two MPS ways that ran: the lower p95, or the higher throughput. */
+    private static String bestStatic(Map<Mode, Outcome> o, ToDoubleBiFunction<Map<Mode, Outcome>, Mode> figure,
+            boolean lowerIsBetter) {
+        DoubleBinaryOperator better = lowerIsBetter ? Math::min : Math::max;
+        OptionalDouble best = Stream.of(Mode.MPS_L, Mode.MPS_R).filter(o::containsKey)
+                .mapToDouble(m -> figure.applyAsDouble(o, m)).reduce(better);
+        return best.isPresent() ? String.format(Locale.ROOT, "%.3f", best.getAsDouble()) : SKIPPED;
+    }
+
+    /** A way's row of a scenario's table: each workload's figures, and how late the host ran it. */
+    static String row(Mode mode, Outcome o) {
+        StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "  %-11s", mode.label));
+        o.latencyMs().forEach((name, l) -> row.append(
+                String.format(Locale.ROOT, "  %s p50 %6.2f p95 %6.2f ms", name, l[0], l[1])));
+        o.trainingRate().forEach((name, r) -> row.append(String.format(Locale.ROOT, "  %s %8.0f blocks/s", name, r)));
+        row.append(String.format(Locale.ROOT, "  host late p99 %.3f ms, max %.3f ms", o.host().p99Ms(), o.host().maxMs()));
+        return row.toString();
     }
 
     public static void main(String[] args) throws Exception {
@@ -370,14 +413,7 @@ public final class ColocationBench {
             Map<Mode, Outcome> o = bench.run(s);
             System.out.println(s.name() + ":");
             for (Mode mode : Mode.values()) {
-                StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "  %-11s", mode.label));
-                o.get(mode).latencyMs().forEach((name, l) -> row.append(
-                        String.format(Locale.ROOT, "  %s p50 %6.2f p95 %6.2f ms", name, l[0], l[1])));
-                o.get(mode).trainingRate().forEach((name, r) -> row.append(
-                        String.format(Locale.ROOT, "  %s %8.0f blocks/s", name, r)));
-                row.append(String.format(Locale.ROOT, "  host late p99 %.3f ms, max %.3f ms", o.get(mode).host().p99Ms(),
-                        o.get(mode).host().maxMs()));
-                System.out.println(row);
+                System.out.println(row(mode, o.get(mode)));
             }
             lines.add(benchLine(s, o, params.etaViolation(), seconds));
         }

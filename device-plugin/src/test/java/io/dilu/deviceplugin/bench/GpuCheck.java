@@ -51,14 +51,21 @@ import java.util.regex.Pattern;
  * lateness over {@value #STALLED_P99_MS} ms) is measured again, up to {@value #SHARE_TRIES} tries in all, and the
  * output says so; a share still outside fails, saying whether the host was stalled. Nothing else is retried.
  *
- * <p>Usage: {@code GpuCheck NATIVE_BUILD_DIR [--seconds S]}.
+ * <p>With {@code --colocation} it runs the colocation bench's scenarios with this program instead ({@link GpuColocation}).
+ *
+ * <p>Usage: {@code GpuCheck NATIVE_BUILD_DIR ARGS}, where ARGS are {@value #USAGE}.
  */
 public final class GpuCheck {
 
     /** The grants whose SM share is measured, in percent of the GPU. */
     static final int[] GRANTS = {10, 25, 50, 100};
-    /** Runs without and with the hook whose launch costs are compared (medians). */
-    static final int LAUNCH_PAIRS = 5;
+    /**
+     * Pairs of runs, without and with the hook, whose launch costs are compared: at least the first, until the 95%
+     * interval of the median difference is within ±{@value #LAUNCH_CI_NS} ns or the last has run.
+     */
+    static final int LAUNCH_PAIRS_MIN = 11;
+    static final int LAUNCH_PAIRS_MAX = 41;
+    static final double LAUNCH_CI_NS = 50;
     /** The memory share of a container in the checks, and the allocation step. */
     static final int SHARE_MIB = 1024;
     static final int CHUNK_MIB = 64;
@@ -116,14 +123,27 @@ public final class GpuCheck {
         this.seconds = seconds;
     }
 
+    /** The check's own scratch directory. */
+    Path work() {
+        return work;
+    }
+
     private Path program() {
         return nativeDir.resolve("bin/dilu-gpu-check");
     }
 
     /** Runs the program (under the hook when a control block is given) and returns its GPUCHECK lines by phase. */
     Map<String, Line> run(Gpu gpu, Optional<ControlBlock> block, String... args) throws IOException, InterruptedException {
+        return await(start(gpu, block, Map.of(), List.of(args)), seconds * 4L + 120);
+    }
+
+    /** A run of the program in progress; its output goes to files of its own. */
+    record Running(Process process, Path out, Path err, String what) {}
+
+    /** Starts the program (under the hook when a control block is given), with {@code env} added to its environment. */
+    Running start(Gpu gpu, Optional<ControlBlock> block, Map<String, String> env, List<String> args) throws IOException {
         List<String> command = new ArrayList<>(List.of(program().toString()));
-        command.addAll(List.of(args));
+        command.addAll(args);
         List<String> full = block.map(b -> TestingContainers.contained(nativeDir, b, command)).orElse(command);
         Path out = Files.createTempFile(work, "out-", ".txt");
         Path err = Files.createTempFile(work, "err-", ".txt");
@@ -133,15 +153,20 @@ public final class GpuCheck {
             pb.environment().put("DILU_EMU_DIR", Files.createDirectories(work.resolve("emulated-gpu")).toString());
             pb.environment().put("DILU_EMU_LOG", "off");
         }
-        Process p = pb.start();
-        if (!p.waitFor(seconds * 4L + 120, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new IllegalStateException("dilu-gpu-check " + String.join(" ", args) + " did not finish");
+        pb.environment().putAll(env);
+        return new Running(pb.start(), out, err, "dilu-gpu-check " + String.join(" ", args));
+    }
+
+    /** Waits for a run and returns its GPUCHECK lines by phase; a run that fails or outlasts the timeout throws. */
+    Map<String, Line> await(Running r, long timeoutSeconds) throws IOException, InterruptedException {
+        if (!r.process().waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+            r.process().destroyForcibly();
+            throw new IllegalStateException(r.what() + " did not finish in " + timeoutSeconds + " s");
         }
-        String stdout = Files.readString(out, StandardCharsets.UTF_8);
-        if (p.exitValue() != 0) {
-            throw new IllegalStateException("dilu-gpu-check " + String.join(" ", args) + " exited " + p.exitValue()
-                    + ": " + stdout + Files.readString(err, StandardCharsets.UTF_8));
+        String stdout = Files.readString(r.out(), StandardCharsets.UTF_8);
+        if (r.process().exitValue() != 0) {
+            throw new IllegalStateException(r.what() + " exited " + r.process().exitValue() + ": " + stdout
+                    + Files.readString(r.err(), StandardCharsets.UTF_8));
         }
         return parse(stdout);
     }
@@ -183,16 +208,20 @@ public final class GpuCheck {
     }
 
     /** A control block as Allocate makes one: one device, the memory share, and a heartbeat. */
-    private ControlBlock block(String name) throws IOException {
+    ControlBlock block(String name) throws IOException {
         ControlBlock b = ControlBlock.create(Files.createDirectories(work.resolve("control-" + name)), 1);
         b.setMemoryLimit(0, (long) SHARE_MIB << 20);
         b.heartbeat(System.nanoTime());
         return b;
     }
 
+    /** Algorithm 2's parameters as the node agent ships them, for this GPU (MaxTokens from its SMs). */
+    static TokenParameters parameters(Gpu gpu) {
+        return NodeAgent.tokenParameters(ColocationBench.shipped(), List.of(gpu.device())).getFirst();
+    }
+
     private TokenManager tokens(Gpu gpu) {
-        TokenParameters params = NodeAgent.tokenParameters(ColocationBench.shipped(), List.of(gpu.device())).getFirst();
-        return new TokenManager(1, params, ColocationBench.shippedRefillSteps(), InstantSource.system(),
+        return new TokenManager(1, parameters(gpu), ColocationBench.shippedRefillSteps(), InstantSource.system(),
                 Lateness.samplesFor(seconds * 3L));
     }
 
@@ -241,21 +270,36 @@ public final class GpuCheck {
         }
     }
 
+    /** The GPU's first line of output: what was found, and the token manager's budget on it. */
+    static void printGpu(Gpu gpu) {
+        TokenParameters params = parameters(gpu);
+        System.out.printf(Locale.ROOT, "%s: %d SMs, %d MiB (found by %s); MaxTokens %d per %d ms period%n",
+                gpu.emulated() ? "EMULATED GPU" : gpu.device().model(), gpu.device().smCount(),
+                gpu.device().memoryMib(), gpu.discovery(), params.maxTokens(), params.period().toMillis());
+    }
+
+    /** The iteration count at which a dilu_compute block takes the token unit on this GPU. */
+    String calibrate(Gpu gpu) throws IOException, InterruptedException {
+        return Long.toString((long) run(gpu, Optional.empty(), "calibrate").get("calibrate").number("iters"));
+    }
+
+    /** The BENCH label of the GPU: its name as NVML reports it, or {@code emulated}. */
+    static String label(Gpu gpu) {
+        return gpu.emulated() ? "emulated" : gpu.device().model().replace(' ', '_');
+    }
+
     /** Every phase; prints a table and the BENCH line, and returns the failed checks. */
     List<String> run() throws Exception {
         Gpu gpu = discover();
         Map<String, String> bench = new LinkedHashMap<>();
-        bench.put("gpu", gpu.emulated() ? "emulated" : gpu.device().model().replace(' ', '_'));
+        bench.put("gpu", label(gpu));
         bench.put("sms", Integer.toString(gpu.device().smCount()));
         bench.put("discovery", gpu.discovery());
-        TokenParameters params = NodeAgent.tokenParameters(ColocationBench.shipped(), List.of(gpu.device())).getFirst();
-        System.out.printf(Locale.ROOT, "%s: %d SMs, %d MiB (found by %s); MaxTokens %d per %d ms period%n",
-                gpu.emulated() ? "EMULATED GPU" : gpu.device().model(), gpu.device().smCount(),
-                gpu.device().memoryMib(), gpu.discovery(), params.maxTokens(), params.period().toMillis());
+        printGpu(gpu);
 
         // (a) Without the hook.
         Map<String, Line> info = run(gpu, Optional.empty(), "info");
-        String iters = Long.toString((long) run(gpu, Optional.empty(), "calibrate").get("calibrate").number("iters"));
+        String iters = calibrate(gpu);
         Map<String, Line> plain = run(gpu, Optional.empty(), "probe", "--iters", iters,
                 "--alloc-limit-mib", Integer.toString(SHARE_MIB), "--alloc-chunk-mib", Integer.toString(CHUNK_MIB));
         Line alone = run(gpu, Optional.empty(), "load", "--iters", iters, "--seconds", Integer.toString(seconds)).get("load");
@@ -280,20 +324,31 @@ public final class GpuCheck {
         long counted = spare.blocksLaunched(0);
         long launchedByProgram = blocksOf(hooked);
         // A launch's host time moves by hundreds of ns between processes (seen on a VM's H100: ±400 ns on 3.3 µs),
-        // more than the hook adds: the cost is the difference of medians over pairs of runs without and with the
-        // hook, alternated so that a drift of the machine falls on both.
+        // more than the hook adds. So the cost is the median of paired differences, each pair a run without the hook
+        // and one with it, back to back (a drift of the machine falls on both), in rounds until its 95% interval is
+        // within ±LAUNCH_CI_NS or LAUNCH_PAIRS_MAX pairs have run: a figure with its resolution stated.
         List<Double> plainNs = new ArrayList<>(List.of(plain.get("launch").number("ns_per_launch")));
         List<Double> hookedNs = new ArrayList<>(List.of(hooked.get("launch").number("ns_per_launch")));
-        for (int i = 1; i < LAUNCH_PAIRS; i++) {
-            plainNs.add(run(gpu, Optional.empty(), "probe", "--iters", iters).get("launch").number("ns_per_launch"));
-            hookedNs.add(run(gpu, Optional.of(spare), "probe", "--iters", iters).get("launch").number("ns_per_launch"));
+        List<Double> differences = new ArrayList<>(List.of(hookedNs.getFirst() - plainNs.getFirst()));
+        MedianCi cost = MedianCi.of(differences);
+        while (differences.size() < LAUNCH_PAIRS_MIN
+                || (cost.halfWidth() > LAUNCH_CI_NS && differences.size() < LAUNCH_PAIRS_MAX)) {
+            double without = run(gpu, Optional.empty(), "launch").get("launch").number("ns_per_launch");
+            double with = run(gpu, Optional.of(spare), "launch").get("launch").number("ns_per_launch");
+            plainNs.add(without);
+            hookedNs.add(with);
+            differences.add(with - without);
+            cost = MedianCi.of(differences);
         }
-        double added = median(hookedNs) - median(plainNs);
+        double added = cost.median();
         boolean refused = "refused".equals(hooked.get("alloc").text("past_limit"))
                 && "CUDA_ERROR_OUT_OF_MEMORY".equals(hooked.get("alloc").text("rc"));
-        System.out.printf(Locale.ROOT, "launch, %d runs each alternated: %s ns without the hook, %s with it%n", LAUNCH_PAIRS,
-                list(plainNs), list(hookedNs));
-        System.out.printf(Locale.ROOT, "under the hook: launch %.0f ns (%+.0f ns, medians); %d blocks counted of %d launched;"
+        System.out.printf(Locale.ROOT, "launch, %d runs each alternated: %s ns without the hook, %s with it%n",
+                differences.size(), list(plainNs), list(hookedNs));
+        System.out.printf(Locale.ROOT, "the hook's cost per launch: %+.0f ns, the median of %d paired differences; %.1f%%"
+                        + " interval [%+.0f, %+.0f] ns (±%.0f)%n", added, cost.n(), cost.coverage() * 100, cost.low(),
+                cost.high(), cost.halfWidth());
+        System.out.printf(Locale.ROOT, "under the hook: launch %.0f ns (%+.0f ns); %d blocks counted of %d launched;"
                         + " graph ok=%s; cooperative ok=%s; %d MiB past the %d MiB share: %s (%s), %d refusal(s) reported;"
                         + " %d launch cycles, mean %.3f ms%n",
                 median(hookedNs), added, counted, launchedByProgram,
@@ -303,6 +358,8 @@ public final class GpuCheck {
         bench.put("launch_ns", fmt(median(plainNs)));
         bench.put("hook_launch_ns", fmt(median(hookedNs)));
         bench.put("hook_added_ns", fmt(added));
+        bench.put("hook_added_ci95_ns", fmt(cost.halfWidth()));
+        bench.put("launch_pairs", Integer.toString(cost.n()));
         bench.put("blocks_counted", Long.toString(counted));
         bench.put("blocks_launched", Long.toString(launchedByProgram));
         bench.put("alloc_past_share", hooked.get("alloc").text("past_limit"));
@@ -453,26 +510,90 @@ public final class GpuCheck {
         return String.format(Locale.ROOT, "%.3f", v);
     }
 
-    public static void main(String[] args) throws Exception {
-        if (args.length < 1) {
-            System.err.println("usage: GpuCheck NATIVE_BUILD_DIR [--seconds S]");
-            System.exit(2);
-        }
-        int seconds = 3;
-        for (int i = 1; i < args.length; i++) {
-            if (args[i].equals("--seconds") && i + 1 < args.length) {
-                seconds = Integer.parseInt(args[++i]);
-                if (seconds < 1 || seconds > 600) {
-                    System.err.println("gpu-check: --seconds must be 1..600, got " + seconds);
-                    System.exit(2);
-                }
-            } else {
-                System.err.println("gpu-check: unknown argument " + args[i]);
-                System.exit(2);
+    /** As the user calls it (./dilu, or the bundle's script, puts NATIVE_BUILD_DIR first). */
+    static final String USAGE = "gpu-check [--seconds S]"
+            + " | gpu-check --colocation [--seconds S | --smoke] [train-inf|inf-inf|train-train ...]";
+    /**
+     * Seconds per timed run: the plain check's; the co-location's, a third of the bench's so that its 18 runs end
+     * within 5 minutes on an H100; and at the smoke size, the bench's.
+     */
+    static final int SECONDS = 3;
+    static final int COLOCATION_SECONDS = 10;
+    static final int SMOKE_SECONDS = ColocationBench.SMOKE_SECONDS;
+
+    /**
+     * The command line: the plain check, or the co-location's scenarios ({@code wanted}; empty: all).
+     *
+     * @param seconds per timed run
+     */
+    record Args(Path nativeDir, int seconds, boolean colocation, boolean smoke, List<String> wanted) {
+
+        /** Parses the command line; a bad one throws, saying which argument and what it may be. */
+        static Args parse(String[] args) {
+            if (args.length < 1 || args[0].startsWith("--")) {
+                throw new IllegalArgumentException("the first argument must be the native build directory");
             }
+            Integer seconds = null;
+            boolean colocation = false;
+            boolean smoke = false;
+            List<String> wanted = new ArrayList<>();
+            List<String> names = ColocationBench.SCENARIOS.stream().map(ColocationBench.Scenario::name).toList();
+            for (int i = 1; i < args.length; i++) {
+                switch (args[i]) {
+                    case "--seconds" -> {
+                        String text = i + 1 < args.length ? args[++i] : "nothing";
+                        try {
+                            seconds = Integer.parseInt(text);
+                        } catch (NumberFormatException e) {
+                            seconds = -1;
+                        }
+                        if (seconds < 1 || seconds > 600) {
+                            throw new IllegalArgumentException("--seconds must be a whole number in 1..600, got " + text);
+                        }
+                    }
+                    case "--colocation" -> colocation = true;
+                    case BenchArgs.SMOKE -> smoke = true;
+                    default -> {
+                        if (args[i].startsWith("--")) {
+                            throw new IllegalArgumentException("unknown option " + args[i]
+                                    + ": the options are --seconds S, --colocation and (with it) --smoke");
+                        }
+                        if (!names.contains(args[i])) {
+                            throw new IllegalArgumentException("SCENARIO must be one of " + String.join(", ", names)
+                                    + ", got '" + args[i] + "'");
+                        }
+                        wanted.add(args[i]);
+                    }
+                }
+            }
+            if (!colocation && (smoke || !wanted.isEmpty())) {
+                throw new IllegalArgumentException((smoke ? BenchArgs.SMOKE : "SCENARIO '" + wanted.getFirst() + "'")
+                        + " goes with --colocation");
+            }
+            if (smoke && seconds != null) {
+                throw new IllegalArgumentException(BenchArgs.SMOKE + " sets the runs' length: give no --seconds with it");
+            }
+            int length = seconds != null ? seconds : smoke ? SMOKE_SECONDS : colocation ? COLOCATION_SECONDS : SECONDS;
+            return new Args(Path.of(args[0]), length, colocation, smoke, List.copyOf(wanted));
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Args parsed;
+        try {
+            parsed = Args.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("gpu-check: " + e.getMessage() + "; usage: " + USAGE);
+            System.exit(2);
+            return;
         }
         Path work = Files.createTempDirectory("dilu-gpu-check-");
-        List<String> failed = new GpuCheck(Path.of(args[0]), work, seconds).run();
+        GpuCheck check = new GpuCheck(parsed.nativeDir(), work, parsed.seconds());
+        if (parsed.colocation()) {
+            GpuColocation.main(check, parsed);
+            return;
+        }
+        List<String> failed = check.run();
         System.exit(failed.isEmpty() ? 0 : 1);
     }
 }
