@@ -107,7 +107,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
             int sm = (int) Math.round(f.profile().requestShare() * 100);
             Map<String, String> annotations = policy.equals("kpa")
                     ? Map.of(DiluNames.SM_LIMIT, Integer.toString(sm)) // a static share: limit = request
-                    : Map.of();
+                    : ServingFunction.DILU_SCALED;
             ServingFunction.deploy(client, ns, f.name(), 1, sm, (int) f.profile().memoryMiB(), annotations,
                     "--load-ms " + (f.profile().coldStartSeconds() - 1) * 1000 + " " + f.model());
             if (policy.equals("dilu")) {

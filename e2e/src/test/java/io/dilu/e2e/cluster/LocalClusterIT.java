@@ -367,8 +367,7 @@ class LocalClusterIT {
                 .serverSideApply();
         String model = "--load-ms 7000 --batch 2 --max-wait-ms 5 --kernels 10 --blocks 1080 --block-us 100";
         // Pods of Dilu's class: the webhook gives them the readiness gate on dilu.io/serving.
-        ServingFunction.deploy(client, ns, "fn", 1, 20, 2048,
-                Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS), model);
+        ServingFunction.deploy(client, ns, "fn", 1, 20, 2048, ServingFunction.DILU_SCALED, model);
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
         awaitPods(ns, 1, Duration.ofMinutes(3));
         assertThat(podsOf(ns).getFirst().getSpec().getReadinessGates()).extracting(g -> g.getConditionType())

@@ -27,6 +27,13 @@ public final class ServingFunction {
     /** Where the autoscaler scrapes queue-proxy's Stat (its {@code queue-proxy-port}, 9090 as Knative's). */
     public static final int STATS_PORT = 9090;
 
+    /**
+     * The pod annotations of a function Dilu's autoscaler scales: its class, as a Knative revision gives its pods. The
+     * webhook then gives them the readiness gate on {@code dilu.io/serving} that parking needs (without it a released
+     * pod would stay in the request path, so the autoscaler lets it go instead of parking it).
+     */
+    public static final Map<String, String> DILU_SCALED = Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS);
+
     private ServingFunction() {}
 
     /**

@@ -144,7 +144,8 @@ public final class ClusterDemo {
         client.pods().inNamespace(NS).withName("gpt2-train")
                 .waitUntilCondition(p -> p != null && p.getSpec().getNodeName() != null, 2, TimeUnit.MINUTES);
         for (Inference f : functions) {
-            ServingFunction.deploy(client, NS, f.name(), f.replicas(), f.sm(), f.memoryMib(), Map.of(), f.model());
+            ServingFunction.deploy(client, NS, f.name(), f.replicas(), f.sm(), f.memoryMib(),
+                    f.scaled() ? ServingFunction.DILU_SCALED : Map.of(), f.model());
             if (f.scaled()) {
                 ServingFunction.autoscale(client, NS, f.name(), f.rpsAtRequest(), f.rpsAtLimit());
             }
