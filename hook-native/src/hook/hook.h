@@ -87,26 +87,31 @@ int hook_initial_user_namespace(char *why, size_t why_len);
 /* 1 if objects are loaded outside this process's base link-map namespace (an audit module, dlmopen), where no
  * preloaded hook interposes: CUDA is refused. 0 otherwise. */
 int hook_foreign_namespaces(char *why, size_t why_len);
-/* What dlsym and dlvsym answer for one of the loader's own functions: 1 with *ours our function (dlopen, dlmopen,
- * dlsym, dlvsym) or NULL (glibc's private loader entry points); 0 if `name` is none of them. */
+/* What dlsym and dlvsym answer for one of the loader's own functions: 1 with *ours our function (dlopen, dlmopen)
+ * or NULL (glibc's private loader entry points); 0 if `name` is none of them (dlsym and dlvsym: interpose.c). */
 int hook_loader_symbol(const char *name, void **ours);
-/* The hook's own dlopen, dlmopen (loader.c), dlsym and dlvsym (interpose.c), by hidden names: these never resolve to
- * another object's definition. */
+/* The hook's own dlopen and dlmopen, by hidden names: these never resolve to another object's definition. */
 void *hook_own_dlopen(const char *file, int mode);
 void *hook_own_dlmopen(long lmid, const char *file, int mode);
-void *hook_own_dlsym(void *handle, const char *name);
-void *hook_own_dlvsym(void *handle, const char *name, const char *version);
+
+/* slots.c: takes a free slot of the report page for the calling process, first reclaiming the slots of dead
+ * processes (only what each of them booked). NULL if every slot is held by a live process. */
+dilu_report_process *hook_slot_take(dilu_report_page *r);
 
 /* process.c: this process's slot in the report page, across fork */
-/* Takes a free slot for the calling process, first reclaiming the slots of dead processes (only what each of them
- * booked). NULL if every slot is held by a live process. */
-dilu_report_process *hook_slot_take(dilu_report_page *r);
 /* The control block with `self` this process's own slot: after a fork (or a clone that bypassed fork's handlers)
  * the child drops the books it inherited and takes a slot of its own, before it can book anything. Memory paths
  * only (one getpid); never the launch path. */
 hook_control *hook_process(void);
-/* Installs the fork handlers (once, at attach). */
-void hook_process_watch_forks(void);
+/* What a module books per process, as process.c carries it across fork: held still (hold, then release) while the
+ * process forks, and dropped in a child, whose books they are not. drop is called single-threaded: in a child. */
+typedef struct hook_books {
+    void (*hold)(void);
+    void (*release)(void);
+    void (*drop)(void);
+} hook_books;
+/* Registers a module's books; from its constructor, so that they are known before anything is booked. */
+void hook_process_keeps(const hook_books *books);
 
 /* device.c: which of the container's devices a call is charged to — the calling thread's current one. Returns
  * CUDA_SUCCESS with *device in 0..grant devices - 1; the driver's error when the thread has no context; and
@@ -114,7 +119,7 @@ void hook_process_watch_forks(void);
  * With one device granted (the common case) it answers 0 without asking the driver. */
 CUresult hook_device(const hook_control *c, int *device);
 
-/* launch.c */
+/* admit.c */
 CUresult hook_admit(uint64_t blocks); /* spends tokens, waits for them if none are left */
 
 /*
@@ -172,14 +177,6 @@ CUresult hook_memory_book(uint64_t bytes, int *device);
 void hook_memory_unbook(int device, uint64_t bytes);
 void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int device); /* released by forget */
 uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device); /* the bytes (0 if unknown), its device */
-/* A child's copy of its parent's books (process.c): dropped, they are the parent's. Single-threaded callers only. */
-void hook_memory_drop_inherited(void);
-void hook_vmm_drop_inherited(void);
-/* Held around fork so that the child's copy of the books is consistent (process.c). */
-void hook_memory_lock_for_fork(void);
-void hook_memory_unlock_after_fork(void);
-void hook_vmm_lock_for_fork(void);
-void hook_vmm_unlock_after_fork(void);
 /* Runs an allocation of `kind` whose handle the call writes to *out: books the bytes on the current device, calls,
  * remembers it; or refuses (OUT_OF_MEMORY beyond the share) without asking the driver. Returns from the caller. */
 #define BOOKED(kind, bytes, out, call)                                                   \

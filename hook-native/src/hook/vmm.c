@@ -71,7 +71,8 @@ static void unlock_or_die(void) {
     }
 }
 
-void hook_vmm_drop_inherited(void) {
+/* A child's copy of its parent's books: dropped, they are the parent's (process.c). */
+static void drop_books(void) {
     lock_or_die();
     for (handle_books *b = handles, *next; b != NULL; b = next) {
         next = b->next;
@@ -86,12 +87,10 @@ void hook_vmm_drop_inherited(void) {
     unlock_or_die();
 }
 
-void hook_vmm_lock_for_fork(void) {
-    lock_or_die();
-}
+static const hook_books books = {lock_or_die, unlock_or_die, drop_books};
 
-void hook_vmm_unlock_after_fork(void) {
-    unlock_or_die();
+__attribute__((constructor)) static void keep_books(void) {
+    hook_process_keeps(&books);
 }
 
 typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
@@ -123,10 +122,10 @@ HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
     b->bytes = n;
     b->device = device;
     b->refs = 1;
-    pthread_mutex_lock(&vmm_lock);
+    lock_or_die();
     b->next = handles;
     handles = b;
-    pthread_mutex_unlock(&vmm_lock);
+    unlock_or_die();
     return CUDA_SUCCESS;
 }
 
@@ -136,14 +135,14 @@ HOOK_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    pthread_mutex_lock(&vmm_lock);
+    lock_or_die();
     CUresult rc = real(h);
     handle_books *b = rc == CUDA_SUCCESS ? find(h) : NULL;
     if (b != NULL && b->refs > 0) {
         b->refs--;
         unbook_if_freed(b);
     }
-    pthread_mutex_unlock(&vmm_lock);
+    unlock_or_die();
     return rc;
 }
 
@@ -155,13 +154,13 @@ HOOK_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    pthread_mutex_lock(&vmm_lock);
+    lock_or_die();
     CUresult rc = real(h, addr);
     handle_books *b = rc == CUDA_SUCCESS && h != NULL ? find(*h) : NULL;
     if (b != NULL) {
         b->refs++;
     }
-    pthread_mutex_unlock(&vmm_lock);
+    unlock_or_die();
     return rc;
 }
 
@@ -176,7 +175,7 @@ HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
     if (m == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY; /* a mapping the books could not follow would unbook too early */
     }
-    pthread_mutex_lock(&vmm_lock);
+    lock_or_die();
     CUresult rc = real(ptr, size, offset, h, flags);
     if (rc == CUDA_SUCCESS) {
         m->ptr = ptr;
@@ -189,7 +188,7 @@ HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
         }
         m = NULL;
     }
-    pthread_mutex_unlock(&vmm_lock);
+    unlock_or_die();
     free(m);
     return rc;
 }
@@ -201,7 +200,7 @@ HOOK_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    pthread_mutex_lock(&vmm_lock);
+    lock_or_die();
     CUresult rc = real(ptr, size);
     for (mapping **link = &mappings; rc == CUDA_SUCCESS && *link != NULL;) {
         mapping *m = *link;
@@ -216,6 +215,6 @@ HOOK_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
             link = &m->next;
         }
     }
-    pthread_mutex_unlock(&vmm_lock);
+    unlock_or_die();
     return rc;
 }
