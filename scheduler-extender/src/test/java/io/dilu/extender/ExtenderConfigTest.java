@@ -3,6 +3,7 @@ package io.dilu.extender;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.placement.PlacementParameters;
+import io.dilu.core.quota.Quota;
 import io.quarkus.runtime.configuration.DurationConverter;
 import io.smallrye.config.PropertiesConfigSource;
 import io.smallrye.config.SmallRyeConfigBuilder;
@@ -25,6 +26,12 @@ class ExtenderConfigTest {
     @Test
     void asShippedThePlacementIsCoresDefault() throws IOException {
         assertThat(read(Map.of()).placement()).isEqualTo(PlacementParameters.DEFAULTS);
+    }
+
+    @Test
+    void asShippedAContainerWithoutMemoryIsBookedWhatTheNodeAgentHoldsItTo() throws IOException {
+        assertThat(read(Map.of()).defaultMemoryMib()).isEqualTo(Quota.DEFAULT_MEMORY_MIB);
+        assertThat(read(Map.of("dilu.extender.default-memory-mib", "2048")).defaultMemoryMib()).isEqualTo(2048);
     }
 
     @Test
