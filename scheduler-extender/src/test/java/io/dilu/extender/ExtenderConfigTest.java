@@ -4,11 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.placement.PlacementParameters;
 import io.dilu.core.quota.Quota;
-import io.quarkus.runtime.configuration.DurationConverter;
-import io.smallrye.config.PropertiesConfigSource;
-import io.smallrye.config.SmallRyeConfigBuilder;
-import java.io.IOException;
-import java.time.Duration;
+import io.dilu.testing.ShippedConfig;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -16,26 +12,23 @@ import org.junit.jupiter.api.Test;
 class ExtenderConfigTest {
 
     /** The configuration as the application reads it: its defaults and its application.properties, over {@code keys}. */
-    static ExtenderConfig read(Map<String, String> keys) throws IOException {
-        return new SmallRyeConfigBuilder().withMapping(ExtenderConfig.class)
-                .withSources(new PropertiesConfigSource(ExtenderConfigTest.class.getResource("/application.properties"), 100))
-                .withSources(new PropertiesConfigSource(keys, "test", 200))
-                .withConverter(Duration.class, 200, new DurationConverter()).build().getConfigMapping(ExtenderConfig.class);
+    static ExtenderConfig read(Map<String, String> keys) {
+        return ShippedConfig.withProperties(keys, ExtenderConfig.class).getConfigMapping(ExtenderConfig.class);
     }
 
     @Test
-    void asShippedThePlacementIsCoresDefault() throws IOException {
+    void asShippedThePlacementIsCoresDefault() {
         assertThat(read(Map.of()).placement()).isEqualTo(PlacementParameters.DEFAULTS);
     }
 
     @Test
-    void asShippedAContainerWithoutMemoryIsBookedWhatTheNodeAgentHoldsItTo() throws IOException {
+    void asShippedAContainerWithoutMemoryIsBookedWhatTheNodeAgentHoldsItTo() {
         assertThat(read(Map.of()).defaultMemoryMib()).isEqualTo(Quota.DEFAULT_MEMORY_MIB);
         assertThat(read(Map.of("dilu.extender.default-memory-mib", "2048")).defaultMemoryMib()).isEqualTo(2048);
     }
 
     @Test
-    void eachKnobGivenReplacesThatKnobOnly() throws IOException {
+    void eachKnobGivenReplacesThatKnobOnly() {
         PlacementParameters d = PlacementParameters.DEFAULTS;
         assertThat(read(Map.of("dilu.extender.omega", "1.2", "dilu.extender.beta", "0.7")).placement())
                 .isEqualTo(d.withOmegaGamma(1.2, d.gamma()).withWeights(d.alpha(), 0.7));

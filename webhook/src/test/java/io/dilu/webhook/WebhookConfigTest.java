@@ -3,9 +3,7 @@ package io.dilu.webhook;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.tokens.TokenParameters;
-import io.smallrye.config.PropertiesConfigSource;
-import io.smallrye.config.SmallRyeConfigBuilder;
-import java.io.IOException;
+import io.dilu.testing.ShippedConfig;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -13,14 +11,12 @@ import org.junit.jupiter.api.Test;
 class WebhookConfigTest {
 
     /** The configuration as the webhook reads it: its defaults and its application.properties, over {@code keys}. */
-    static WebhookConfig read(Map<String, String> keys) throws IOException {
-        return new SmallRyeConfigBuilder().withMapping(WebhookConfig.class)
-                .withSources(new PropertiesConfigSource(WebhookConfigTest.class.getResource("/application.properties"), 100))
-                .withSources(new PropertiesConfigSource(keys, "test", 200)).build().getConfigMapping(WebhookConfig.class);
+    static WebhookConfig read(Map<String, String> keys) {
+        return ShippedConfig.withProperties(keys, WebhookConfig.class).getConfigMapping(WebhookConfig.class);
     }
 
     @Test
-    void asShippedTheThresholdIsCoresDefault() throws IOException {
+    void asShippedTheThresholdIsCoresDefault() {
         assertThat(read(Map.of()).nodeEtaViolation()).isEqualTo(TokenParameters.DEFAULTS.etaViolation());
         assertThat(read(Map.of("dilu.webhook.eta-violation", "2")).nodeEtaViolation()).isEqualTo(2.0);
     }

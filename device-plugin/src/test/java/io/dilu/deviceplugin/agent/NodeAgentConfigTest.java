@@ -4,10 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.tokens.TokenParameters;
-import io.quarkus.runtime.configuration.DurationConverter;
-import io.smallrye.config.PropertiesConfigSource;
-import io.smallrye.config.SmallRyeConfigBuilder;
-import java.io.IOException;
+import io.dilu.testing.ShippedConfig;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -17,27 +14,24 @@ import org.junit.jupiter.api.Test;
 class NodeAgentConfigTest {
 
     /** The configuration as the agent reads it: its defaults and its application.properties, over {@code keys}. */
-    static NodeAgentConfig read(Map<String, String> keys) throws IOException {
-        return new SmallRyeConfigBuilder().withMapping(NodeAgentConfig.class)
-                .withSources(new PropertiesConfigSource(NodeAgentConfigTest.class.getResource("/application.properties"), 100))
-                .withSources(new PropertiesConfigSource(keys, "test", 200))
-                .withConverter(Duration.class, 200, new DurationConverter()).build().getConfigMapping(NodeAgentConfig.class);
+    static NodeAgentConfig read(Map<String, String> keys) {
+        return ShippedConfig.withProperties(keys, NodeAgentConfig.class).getConfigMapping(NodeAgentConfig.class);
     }
 
     @Test
-    void asShippedTheTokenKnobsAreCoresDefaults() throws IOException {
+    void asShippedTheTokenKnobsAreCoresDefaults() {
         assertThat(read(Map.of()).tokens()).isEqualTo(TokenParameters.DEFAULTS);
     }
 
     @Test
-    void eachKnobGivenReplacesThatKnobOnly() throws IOException {
+    void eachKnobGivenReplacesThatKnobOnly() {
         TokenParameters d = TokenParameters.DEFAULTS;
         assertThat(read(Map.of("dilu.agent.eta-violation", "2")).tokens()).isEqualTo(d.withEtaViolation(2));
         assertThat(read(Map.of("dilu.agent.period", "10ms")).tokens()).isEqualTo(d.withPeriod(Duration.ofMillis(10)));
     }
 
     @Test
-    void eachGpuIsWorthItsOwnSmsAtTheConfiguredPeriod() throws IOException {
+    void eachGpuIsWorthItsOwnSmsAtTheConfiguredPeriod() {
         List<GpuDevice> gpus = List.of(new GpuDevice("GPU-a100", 0, "A100-40GB", 40_960, 108),
                 new GpuDevice("GPU-h100", 1, "H100-80GB", 81_920, 132));
         assertThat(NodeAgent.tokenParameters(read(Map.of()), gpus)).extracting(TokenParameters::maxTokens)
