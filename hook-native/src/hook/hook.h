@@ -2,6 +2,7 @@
 #ifndef DILU_HOOK_H
 #define DILU_HOOK_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,9 @@
 #include "dilu_cuda.h"
 
 #define HOOK_EXPORT __attribute__((visibility("default")))
+/* A function run when the hook is loaded, kept with its file's code: the compiler would put it in .text.startup, which
+ * the linker places ahead of every file's code, and so move the launch path's (see CMakeLists.txt). */
+#define HOOK_AT_LOAD __attribute__((constructor, section(".text")))
 /* For code reachable from dlsym: sanitizer runtimes call dlsym while they start, before their shadow
  * memory exists, so instrumented code there would crash them. */
 #define HOOK_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
@@ -41,6 +45,10 @@ HOOK_NO_SANITIZE static inline int hook_contains(const char *hay, const char *ne
 
 /* log.c: never called on the launch fast path */
 void hook_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* lock.c: a mutex taken or given back, or the process ended with `what` ("the memory books' lock") in the log */
+void hook_lock(pthread_mutex_t *m, const char *what);
+void hook_unlock(pthread_mutex_t *m, const char *what);
 
 /* real.c: glibc's own dlsym/dlvsym, and the real driver's entry points */
 void *hook_real_dlsym(void *handle, const char *name);

@@ -20,7 +20,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "hook.h"
 
@@ -38,19 +37,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static held *table[BUCKETS];
 
 static void lock_books(void) {
-    int rc = pthread_mutex_lock(&lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
-        abort();
-    }
+    hook_lock(&lock, "the memory books' lock");
 }
 
 static void unlock_books(void) {
-    int rc = pthread_mutex_unlock(&lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
-        abort();
-    }
+    hook_unlock(&lock, "the memory books' lock");
 }
 
 /* A child's copy of its parent's books: dropped, they are the parent's (process.c). */
@@ -68,7 +59,7 @@ static void drop_books(void) {
 
 static const hook_books books = {lock_books, unlock_books, drop_books};
 
-__attribute__((constructor)) static void keep_books(void) {
+HOOK_AT_LOAD static void keep_books(void) {
     hook_process_keeps(&books);
 }
 

@@ -30,6 +30,7 @@
 
 /* One entry per module that keeps books: memory.c and vmm.c. */
 #define MAX_BOOKS 4
+#define SLOT_LOCK "the hook's process lock"
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t forks_watched = PTHREAD_ONCE_INIT;
@@ -44,22 +45,6 @@ void hook_process_keeps(const hook_books *books) {
         abort();
     }
     kept[kept_count++] = books;
-}
-
-static void lock_or_die(pthread_mutex_t *m) {
-    int rc = pthread_mutex_lock(m);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the hook's process lock failed: %s", strerror(rc));
-        abort();
-    }
-}
-
-static void unlock_or_die(pthread_mutex_t *m) {
-    int rc = pthread_mutex_unlock(m);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the hook's process lock failed: %s", strerror(rc));
-        abort();
-    }
 }
 
 static void drop_inherited(void) {
@@ -84,7 +69,7 @@ static void become_own(hook_control *c, pid_t me) {
 
 /* slot_lock first, as hook_process takes it before any module's lock. */
 static void before_fork(void) {
-    lock_or_die(&slot_lock);
+    hook_lock(&slot_lock, SLOT_LOCK);
     for (size_t i = 0; i < kept_count; i++) {
         kept[i]->hold();
     }
@@ -94,7 +79,7 @@ static void release_books(void) {
     for (size_t i = kept_count; i > 0; i--) {
         kept[i - 1]->release();
     }
-    unlock_or_die(&slot_lock);
+    hook_unlock(&slot_lock, SLOT_LOCK);
 }
 
 static void after_fork_in_parent(void) {
@@ -135,10 +120,10 @@ hook_control *hook_process(void) {
     if (__atomic_load_n(&c->pid, __ATOMIC_ACQUIRE) == (int32_t)me) {
         return c;
     }
-    lock_or_die(&slot_lock);
+    hook_lock(&slot_lock, SLOT_LOCK);
     if (__atomic_load_n(&c->pid, __ATOMIC_ACQUIRE) != (int32_t)me) {
         become_own(c, me);
     }
-    unlock_or_die(&slot_lock);
+    hook_unlock(&slot_lock, SLOT_LOCK);
     return c;
 }

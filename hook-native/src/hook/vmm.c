@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "hook.h"
 
@@ -56,19 +55,11 @@ static void unbook_if_freed(handle_books *b) {
 }
 
 static void lock_or_die(void) {
-    int rc = pthread_mutex_lock(&vmm_lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the VMM books' lock failed: %s", strerror(rc));
-        abort();
-    }
+    hook_lock(&vmm_lock, "the VMM books' lock");
 }
 
 static void unlock_or_die(void) {
-    int rc = pthread_mutex_unlock(&vmm_lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the VMM books' lock failed: %s", strerror(rc));
-        abort();
-    }
+    hook_unlock(&vmm_lock, "the VMM books' lock");
 }
 
 /* A child's copy of its parent's books: dropped, they are the parent's (process.c). */
@@ -89,7 +80,7 @@ static void drop_books(void) {
 
 static const hook_books books = {lock_or_die, unlock_or_die, drop_books};
 
-__attribute__((constructor)) static void keep_books(void) {
+HOOK_AT_LOAD static void keep_books(void) {
     hook_process_keeps(&books);
 }
 
