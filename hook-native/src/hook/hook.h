@@ -111,11 +111,11 @@ dilu_report_process *hook_slot_take(dilu_report_page *r);
  * the child drops the books it inherited and takes a slot of its own, before it can book anything. Memory paths
  * only (one getpid); never the launch path. */
 hook_control *hook_process(void);
-/* What a module books per process, as process.c carries it across fork: held still (hold, then release) while the
- * process forks, and dropped in a child, whose books they are not. drop is called single-threaded: in a child. */
+/* What a module books per process, as process.c carries it across fork: its lock is held while the process forks, so
+ * that the child's copy is whole, and drop empties the books in a child, whose they are not (single-threaded there). */
 typedef struct hook_books {
-    void (*hold)(void);
-    void (*release)(void);
+    pthread_mutex_t *lock;
+    const char *what; /* the lock, for the log: "the memory books' lock" */
     void (*drop)(void);
 } hook_books;
 /* Registers a module's books; from its constructor, so that they are known before anything is booked. */

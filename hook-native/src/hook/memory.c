@@ -33,20 +33,14 @@ typedef struct held {
     struct held *next;
 } held;
 
+#define LOCK "the memory books' lock"
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static held *table[BUCKETS];
 
-static void lock_books(void) {
-    hook_lock(&lock, "the memory books' lock");
-}
-
-static void unlock_books(void) {
-    hook_unlock(&lock, "the memory books' lock");
-}
-
 /* A child's copy of its parent's books: dropped, they are the parent's (process.c). */
 static void drop_books(void) {
-    lock_books();
+    hook_lock(&lock, LOCK);
     for (size_t i = 0; i < BUCKETS; i++) {
         for (held *h = table[i], *next; h != NULL; h = next) {
             next = h->next;
@@ -54,10 +48,10 @@ static void drop_books(void) {
         }
         table[i] = NULL;
     }
-    unlock_books();
+    hook_unlock(&lock, LOCK);
 }
 
-static const hook_books books = {lock_books, unlock_books, drop_books};
+static const hook_books books = {&lock, LOCK, drop_books};
 
 HOOK_AT_LOAD static void keep_books(void) {
     hook_process_keeps(&books);
@@ -106,15 +100,15 @@ static void remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int devi
     h->kind = kind;
     h->bytes = bytes;
     h->device = device;
-    lock_books();
+    hook_lock(&lock, LOCK);
     h->next = table[bucket(key)];
     table[bucket(key)] = h;
-    unlock_books();
+    hook_unlock(&lock, LOCK);
 }
 
 static uint64_t forget(hook_held_kind kind, uint64_t key, int *device) {
     (void)hook_process(); /* a child that inherited its parent's books drops them first: they are not its own */
-    lock_books();
+    hook_lock(&lock, LOCK);
     uint64_t bytes = 0;
     *device = 0;
     for (held **link = &table[bucket(key)]; *link != NULL; link = &(*link)->next) {
@@ -127,7 +121,7 @@ static uint64_t forget(hook_held_kind kind, uint64_t key, int *device) {
             break;
         }
     }
-    unlock_books();
+    hook_unlock(&lock, LOCK);
     return bytes;
 }
 

@@ -14,8 +14,8 @@
  *   parent, which then takes yet another; the parent's earlier bookings stay in its first slot until it exits.
  *   The container's total is then too high, never too low.
  *
- * The books are the modules' own (memory.c, vmm.c): each hands its hold, release and drop to hook_process_keeps
- * when the hook is loaded, so that this file knows the protocol and none of them.
+ * The books are the modules' own (memory.c, vmm.c): each hands its lock and its drop to hook_process_keeps when the
+ * hook is loaded, so that this file knows the protocol and none of them.
  *
  * Launches are counted per container, not per process: fork changes nothing there, and nothing here is on the
  * launch path.
@@ -71,13 +71,13 @@ static void become_own(hook_control *c, pid_t me) {
 static void before_fork(void) {
     hook_lock(&slot_lock, SLOT_LOCK);
     for (size_t i = 0; i < kept_count; i++) {
-        kept[i]->hold();
+        hook_lock(kept[i]->lock, kept[i]->what);
     }
 }
 
 static void release_books(void) {
     for (size_t i = kept_count; i > 0; i--) {
-        kept[i - 1]->release();
+        hook_unlock(kept[i - 1]->lock, kept[i - 1]->what);
     }
     hook_unlock(&slot_lock, SLOT_LOCK);
 }

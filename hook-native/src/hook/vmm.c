@@ -27,6 +27,8 @@ typedef struct mapping {
     struct mapping *next;
 } mapping;
 
+#define LOCK "the VMM books' lock"
+
 static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
 static handle_books *handles;
 static mapping *mappings;
@@ -54,17 +56,9 @@ static void unbook_if_freed(handle_books *b) {
     free(b);
 }
 
-static void lock_or_die(void) {
-    hook_lock(&vmm_lock, "the VMM books' lock");
-}
-
-static void unlock_or_die(void) {
-    hook_unlock(&vmm_lock, "the VMM books' lock");
-}
-
 /* A child's copy of its parent's books: dropped, they are the parent's (process.c). */
 static void drop_books(void) {
-    lock_or_die();
+    hook_lock(&vmm_lock, LOCK);
     for (handle_books *b = handles, *next; b != NULL; b = next) {
         next = b->next;
         free(b);
@@ -75,10 +69,10 @@ static void drop_books(void) {
     }
     handles = NULL;
     mappings = NULL;
-    unlock_or_die();
+    hook_unlock(&vmm_lock, LOCK);
 }
 
-static const hook_books books = {lock_or_die, unlock_or_die, drop_books};
+static const hook_books books = {&vmm_lock, LOCK, drop_books};
 
 HOOK_AT_LOAD static void keep_books(void) {
     hook_process_keeps(&books);
@@ -113,10 +107,10 @@ HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
     b->bytes = n;
     b->device = device;
     b->refs = 1;
-    lock_or_die();
+    hook_lock(&vmm_lock, LOCK);
     b->next = handles;
     handles = b;
-    unlock_or_die();
+    hook_unlock(&vmm_lock, LOCK);
     return CUDA_SUCCESS;
 }
 
@@ -126,14 +120,14 @@ HOOK_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    lock_or_die();
+    hook_lock(&vmm_lock, LOCK);
     CUresult rc = real(h);
     handle_books *b = rc == CUDA_SUCCESS ? find(h) : NULL;
     if (b != NULL && b->refs > 0) {
         b->refs--;
         unbook_if_freed(b);
     }
-    unlock_or_die();
+    hook_unlock(&vmm_lock, LOCK);
     return rc;
 }
 
@@ -145,13 +139,13 @@ HOOK_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    lock_or_die();
+    hook_lock(&vmm_lock, LOCK);
     CUresult rc = real(h, addr);
     handle_books *b = rc == CUDA_SUCCESS && h != NULL ? find(*h) : NULL;
     if (b != NULL) {
         b->refs++;
     }
-    unlock_or_die();
+    hook_unlock(&vmm_lock, LOCK);
     return rc;
 }
 
@@ -166,7 +160,7 @@ HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
     if (m == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY; /* a mapping the books could not follow would unbook too early */
     }
-    lock_or_die();
+    hook_lock(&vmm_lock, LOCK);
     CUresult rc = real(ptr, size, offset, h, flags);
     if (rc == CUDA_SUCCESS) {
         m->ptr = ptr;
@@ -179,7 +173,7 @@ HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
         }
         m = NULL;
     }
-    unlock_or_die();
+    hook_unlock(&vmm_lock, LOCK);
     free(m);
     return rc;
 }
@@ -191,7 +185,7 @@ HOOK_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    lock_or_die();
+    hook_lock(&vmm_lock, LOCK);
     CUresult rc = real(ptr, size);
     for (mapping **link = &mappings; rc == CUDA_SUCCESS && *link != NULL;) {
         mapping *m = *link;
@@ -206,6 +200,6 @@ HOOK_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
             link = &m->next;
         }
     }
-    unlock_or_die();
+    hook_unlock(&vmm_lock, LOCK);
     return rc;
 }

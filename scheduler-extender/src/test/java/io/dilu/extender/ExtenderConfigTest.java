@@ -11,28 +11,27 @@ import org.junit.jupiter.api.Test;
 /** The extender ships core's placement defaults, and a key it is given overrides that key alone. */
 class ExtenderConfigTest {
 
-    /** The configuration as the application reads it: its defaults and its application.properties, over {@code keys}. */
-    static ExtenderConfig read(Map<String, String> keys) {
-        return ShippedConfig.withProperties(keys, ExtenderConfig.class).getConfigMapping(ExtenderConfig.class);
+    static ExtenderConfig shipped(Map<String, String> keys) {
+        return ShippedConfig.read(ExtenderConfig.class, keys);
     }
 
     @Test
     void asShippedThePlacementIsCoresDefault() {
-        assertThat(read(Map.of()).placement()).isEqualTo(PlacementParameters.DEFAULTS);
+        assertThat(shipped(Map.of()).placement()).isEqualTo(PlacementParameters.DEFAULTS);
     }
 
     @Test
     void asShippedAContainerWithoutMemoryIsBookedWhatTheNodeAgentHoldsItTo() {
-        assertThat(read(Map.of()).defaultMemoryMib()).isEqualTo(Quota.DEFAULT_MEMORY_MIB);
-        assertThat(read(Map.of("dilu.extender.default-memory-mib", "2048")).defaultMemoryMib()).isEqualTo(2048);
+        assertThat(shipped(Map.of()).defaultMemoryMib()).isEqualTo(Quota.DEFAULT_MEMORY_MIB);
+        assertThat(shipped(Map.of("dilu.extender.default-memory-mib", "2048")).defaultMemoryMib()).isEqualTo(2048);
     }
 
     @Test
     void eachKnobGivenReplacesThatKnobOnly() {
         PlacementParameters d = PlacementParameters.DEFAULTS;
-        assertThat(read(Map.of("dilu.extender.omega", "1.2", "dilu.extender.beta", "0.7")).placement())
+        assertThat(shipped(Map.of("dilu.extender.omega", "1.2", "dilu.extender.beta", "0.7")).placement())
                 .isEqualTo(d.withOmegaGamma(1.2, d.gamma()).withWeights(d.alpha(), 0.7));
-        assertThat(read(Map.of("dilu.extender.gamma", "2", "dilu.extender.alpha", "0.1", "dilu.extender.fragmentation", "20"))
+        assertThat(shipped(Map.of("dilu.extender.gamma", "2", "dilu.extender.alpha", "0.1", "dilu.extender.fragmentation", "20"))
                 .placement()).isEqualTo(d.withOmegaGamma(d.omega(), 2).withWeights(0.1, d.beta()).withFragmentation(20));
     }
 }

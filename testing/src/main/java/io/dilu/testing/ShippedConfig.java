@@ -24,6 +24,11 @@ public final class ShippedConfig {
         return builder(mappings).build();
     }
 
+    /** The mapping as its module reads it: its defaults, the application.properties beside it, {@code keys} over both. */
+    public static <T> T read(Class<T> mapping, Map<String, String> keys) {
+        return withProperties(keys, mapping).getConfigMapping(mapping);
+    }
+
     /** The mappings' defaults, the application.properties beside the first of them, and {@code keys} over both. */
     public static SmallRyeConfig withProperties(Map<String, String> keys, Class<?>... mappings) {
         URL properties = mappings[0].getResource("/application.properties");

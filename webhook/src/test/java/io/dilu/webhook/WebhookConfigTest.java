@@ -10,14 +10,13 @@ import org.junit.jupiter.api.Test;
 /** The webhook judges KLC thresholds against the nodes' default unless it is told the nodes run at another. */
 class WebhookConfigTest {
 
-    /** The configuration as the webhook reads it: its defaults and its application.properties, over {@code keys}. */
-    static WebhookConfig read(Map<String, String> keys) {
-        return ShippedConfig.withProperties(keys, WebhookConfig.class).getConfigMapping(WebhookConfig.class);
+    static WebhookConfig shipped(Map<String, String> keys) {
+        return ShippedConfig.read(WebhookConfig.class, keys);
     }
 
     @Test
     void asShippedTheThresholdIsCoresDefault() {
-        assertThat(read(Map.of()).nodeEtaViolation()).isEqualTo(TokenParameters.DEFAULTS.etaViolation());
-        assertThat(read(Map.of("dilu.webhook.eta-violation", "2")).nodeEtaViolation()).isEqualTo(2.0);
+        assertThat(shipped(Map.of()).nodeEtaViolation()).isEqualTo(TokenParameters.DEFAULTS.etaViolation());
+        assertThat(shipped(Map.of("dilu.webhook.eta-violation", "2")).nodeEtaViolation()).isEqualTo(2.0);
     }
 }
