@@ -75,15 +75,12 @@ static void before_fork(void) {
     }
 }
 
+/* After the fork, in the parent and first thing in the child. */
 static void release_books(void) {
     for (size_t i = kept_count; i > 0; i--) {
         hook_unlock(kept[i - 1]->lock, kept[i - 1]->what);
     }
     hook_unlock(&slot_lock, SLOT_LOCK);
-}
-
-static void after_fork_in_parent(void) {
-    release_books();
 }
 
 /* The child is single-threaded here, and holds the locks the forking thread took. */
@@ -100,7 +97,7 @@ static void after_fork_in_child(void) {
  * held, so a child forked earlier needs no handler (it finds its parent's pid in the slot, as a child of clone does).
  */
 static void watch_forks(void) {
-    int rc = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+    int rc = pthread_atfork(before_fork, release_books, after_fork_in_child);
     if (rc != 0) {
         /* Then a forked child is caught by hook_process's getpid() instead, without the consistent copy. */
         hook_log(LOG_WARN, "cannot install the hook's fork handlers: %s", strerror(rc));
