@@ -86,9 +86,13 @@ public interface WebhookConfig {
      */
     OptionalDouble etaViolation();
 
-    /** {@link #etaViolation()}, or core's default when unset. */
+    /**
+     * {@link #etaViolation()}, or core's default when unset; through core's record, which refuses a value no node
+     * would run with.
+     */
     default double nodeEtaViolation() {
-        return etaViolation().orElse(TokenParameters.DEFAULTS.etaViolation());
+        TokenParameters d = TokenParameters.DEFAULTS;
+        return d.withEtaViolation(etaViolation().orElse(d.etaViolation())).etaViolation();
     }
 
     /** Whether Nodes and Namespaces are watched (off only in unit tests). */

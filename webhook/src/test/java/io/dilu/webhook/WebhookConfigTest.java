@@ -1,6 +1,7 @@
 package io.dilu.webhook;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.testing.ShippedConfig;
@@ -18,5 +19,7 @@ class WebhookConfigTest {
     void asShippedTheThresholdIsCoresDefault() {
         assertThat(shipped(Map.of()).nodeEtaViolation()).isEqualTo(TokenParameters.DEFAULTS.etaViolation());
         assertThat(shipped(Map.of("dilu.webhook.eta-violation", "2")).nodeEtaViolation()).isEqualTo(2.0);
+        assertThatThrownBy(() -> shipped(Map.of("dilu.webhook.eta-violation", "0.9")).nodeEtaViolation())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("etaViolation must be in (1, 10.0]");
     }
 }
