@@ -2,9 +2,7 @@
 # X.h; X depends on Y when X.c or X.h includes Y.h ("..."), or when X.c's object uses a symbol Y.c's object
 # defines (nm): a header shared by every file hides who calls whom, the objects do not. A circle means neither
 # module can be read, tested or changed without the other; break it by moving what both need into a module of its own.
-#   cmake -DNAME=emu -DDIR=src/emu -DOBJECTS="a.c.o;b.c.o" -DNM=nm [-DKNOWN="a+b|c+d+e"] -P module_cycles.cmake
-# KNOWN lists circles left for later, each as its modules in alphabetical order joined by '+': one of them still
-# there passes, one no longer there fails too, so that the list shrinks as they are broken.
+#   cmake -DNAME=emu -DDIR=src/emu -DOBJECTS="a.c.o;b.c.o" -DNM=nm -P module_cycles.cmake
 cmake_minimum_required(VERSION 3.20)
 
 foreach(var NAME DIR NM)
@@ -106,27 +104,14 @@ foreach(module ${modules})
 endforeach()
 list(REMOVE_DUPLICATES circles)
 
-string(REPLACE "|" ";" known "${KNOWN}")
 set(problems "")
 foreach(circle ${circles})
-  if(NOT circle IN_LIST known)
-    string(REPLACE "+" " <-> " shown "${circle}")
-    list(APPEND problems "the modules ${shown} depend on each other in a circle")
-  endif()
-endforeach()
-foreach(circle ${known})
-  if(NOT circle IN_LIST circles)
-    list(APPEND problems "the known circle ${circle} is gone: take it out of KNOWN (tests/CMakeLists.txt)")
-  endif()
+  string(REPLACE "+" " <-> " shown "${circle}")
+  list(APPEND problems "the modules ${shown} depend on each other in a circle")
 endforeach()
 if(problems)
   list(JOIN problems "\n  " text)
   message(FATAL_ERROR "${NAME} (${DIR}):\n  ${text}")
 endif()
 list(LENGTH modules count)
-if(known)
-  string(REPLACE ";" ", " left "${known}")
-  message(STATUS "${NAME}: ${count} modules, no circle but the known ones (${left})")
-else()
-  message(STATUS "${NAME}: ${count} modules, no circle")
-endif()
+message(STATUS "${NAME}: ${count} modules, no circle")

@@ -172,7 +172,6 @@ static void attach(void) {
         }
     }
     if (control.grant != NULL && control.report != NULL && control.self != NULL) {
-        hook_process_watch_forks();
         hook_log(LOG_INFO, "attached to the control block in %s", dir);
         return;
     }

@@ -2,6 +2,7 @@
 #ifndef DILU_HOOK_H
 #define DILU_HOOK_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,9 @@
 #include "dilu_cuda.h"
 
 #define HOOK_EXPORT __attribute__((visibility("default")))
+/* A function run when the hook is loaded, kept with its file's code: the compiler would put it in .text.startup, which
+ * the linker places ahead of every file's code, and so move the launch path's (see CMakeLists.txt). */
+#define HOOK_AT_LOAD __attribute__((constructor, section(".text")))
 /* For code reachable from dlsym: sanitizer runtimes call dlsym while they start, before their shadow
  * memory exists, so instrumented code there would crash them. */
 #define HOOK_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
@@ -41,6 +45,10 @@ HOOK_NO_SANITIZE static inline int hook_contains(const char *hay, const char *ne
 
 /* log.c: never called on the launch fast path */
 void hook_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* lock.c: a mutex taken or given back, or the process ended with `what` ("the memory books' lock") in the log */
+void hook_lock(pthread_mutex_t *m, const char *what);
+void hook_unlock(pthread_mutex_t *m, const char *what);
 
 /* real.c: glibc's own dlsym/dlvsym, and the real driver's entry points */
 void *hook_real_dlsym(void *handle, const char *name);
@@ -87,26 +95,31 @@ int hook_initial_user_namespace(char *why, size_t why_len);
 /* 1 if objects are loaded outside this process's base link-map namespace (an audit module, dlmopen), where no
  * preloaded hook interposes: CUDA is refused. 0 otherwise. */
 int hook_foreign_namespaces(char *why, size_t why_len);
-/* What dlsym and dlvsym answer for one of the loader's own functions: 1 with *ours our function (dlopen, dlmopen,
- * dlsym, dlvsym) or NULL (glibc's private loader entry points); 0 if `name` is none of them. */
+/* What dlsym and dlvsym answer for one of the loader's own functions: 1 with *ours our function (dlopen, dlmopen)
+ * or NULL (glibc's private loader entry points); 0 if `name` is none of them (dlsym and dlvsym: interpose.c). */
 int hook_loader_symbol(const char *name, void **ours);
-/* The hook's own dlopen, dlmopen (loader.c), dlsym and dlvsym (interpose.c), by hidden names: these never resolve to
- * another object's definition. */
+/* The hook's own dlopen and dlmopen, by hidden names: these never resolve to another object's definition. */
 void *hook_own_dlopen(const char *file, int mode);
 void *hook_own_dlmopen(long lmid, const char *file, int mode);
-void *hook_own_dlsym(void *handle, const char *name);
-void *hook_own_dlvsym(void *handle, const char *name, const char *version);
+
+/* slots.c: takes a free slot of the report page for the calling process, first reclaiming the slots of dead
+ * processes (only what each of them booked). NULL if every slot is held by a live process. */
+dilu_report_process *hook_slot_take(dilu_report_page *r);
 
 /* process.c: this process's slot in the report page, across fork */
-/* Takes a free slot for the calling process, first reclaiming the slots of dead processes (only what each of them
- * booked). NULL if every slot is held by a live process. */
-dilu_report_process *hook_slot_take(dilu_report_page *r);
 /* The control block with `self` this process's own slot: after a fork (or a clone that bypassed fork's handlers)
  * the child drops the books it inherited and takes a slot of its own, before it can book anything. Memory paths
  * only (one getpid); never the launch path. */
 hook_control *hook_process(void);
-/* Installs the fork handlers (once, at attach). */
-void hook_process_watch_forks(void);
+/* What a module books per process, as process.c carries it across fork: its lock is held while the process forks, so
+ * that the child's copy is whole, and drop empties the books in a child, whose they are not (single-threaded there). */
+typedef struct hook_books {
+    pthread_mutex_t *lock;
+    const char *what; /* the lock, for the log: "the memory books' lock" */
+    void (*drop)(void);
+} hook_books;
+/* Registers a module's books; from its constructor, so that they are known before anything is booked. */
+void hook_process_keeps(const hook_books *books);
 
 /* device.c: which of the container's devices a call is charged to — the calling thread's current one. Returns
  * CUDA_SUCCESS with *device in 0..grant devices - 1; the driver's error when the thread has no context; and
@@ -114,7 +127,7 @@ void hook_process_watch_forks(void);
  * With one device granted (the common case) it answers 0 without asking the driver. */
 CUresult hook_device(const hook_control *c, int *device);
 
-/* launch.c */
+/* admit.c */
 CUresult hook_admit(uint64_t blocks); /* spends tokens, waits for them if none are left */
 
 /*
@@ -172,14 +185,6 @@ CUresult hook_memory_book(uint64_t bytes, int *device);
 void hook_memory_unbook(int device, uint64_t bytes);
 void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int device); /* released by forget */
 uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device); /* the bytes (0 if unknown), its device */
-/* A child's copy of its parent's books (process.c): dropped, they are the parent's. Single-threaded callers only. */
-void hook_memory_drop_inherited(void);
-void hook_vmm_drop_inherited(void);
-/* Held around fork so that the child's copy of the books is consistent (process.c). */
-void hook_memory_lock_for_fork(void);
-void hook_memory_unlock_after_fork(void);
-void hook_vmm_lock_for_fork(void);
-void hook_vmm_unlock_after_fork(void);
 /* Runs an allocation of `kind` whose handle the call writes to *out: books the bytes on the current device, calls,
  * remembers it; or refuses (OUT_OF_MEMORY beyond the share) without asking the driver. Returns from the caller. */
 #define BOOKED(kind, bytes, out, call)                                                   \

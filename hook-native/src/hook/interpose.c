@@ -155,11 +155,34 @@ HOOK_NO_SANITIZE const char *hook_wrapped_name(size_t i) {
     return k == i ? "cuGetProcAddress" : NULL;
 }
 
-/* What a lookup that found `found` answers: our wrapper of a driver function, our own loader function (or
- * nothing for glibc's private ones: loader.c), else what was found. */
+/* The hook's own dlsym and dlvsym, by hidden names (defined at the end of this file): these never resolve to another
+ * object's definition. */
+void *hook_own_dlsym(void *handle, const char *name);
+void *hook_own_dlvsym(void *handle, const char *name, const char *version);
+
+/* dlsym and dlvsym asked for by name: ours, by the hidden names below (the global scope's first `dlsym` may be a
+ * sanitizer's interceptor asking for the next dlsym: itself, then, forever). NULL for any other name. */
+HOOK_NO_SANITIZE static void *own_lookup(const char *name) {
+    if (name == NULL || name[0] != 'd') {
+        return NULL;
+    }
+    if (hook_same(name, "dlsym")) {
+        return (void *)hook_own_dlsym;
+    }
+    return hook_same(name, "dlvsym") ? (void *)hook_own_dlvsym : NULL;
+}
+
+/* What a lookup that found `found` answers: our wrapper of a driver function, our own dlsym or dlvsym, our own
+ * dlopen or dlmopen (or nothing for glibc's private loader functions: loader.c), else what was found. */
 HOOK_NO_SANITIZE static void *answer(const char *name, void *found) {
-    void *ours = found != NULL ? wrapper_for_symbol(name) : NULL;
-    if (ours == NULL && found != NULL && hook_loader_symbol(name, &ours)) {
+    if (found == NULL) {
+        return NULL;
+    }
+    void *ours = wrapper_for_symbol(name);
+    if (ours == NULL) {
+        ours = own_lookup(name);
+    }
+    if (ours == NULL && hook_loader_symbol(name, &ours)) {
         return ours;
     }
     return ours != NULL ? ours : found;
@@ -183,7 +206,7 @@ HOOK_EXPORT HOOK_NO_SANITIZE void *dlvsym(void *handle, const char *name, const 
     return answer(name, found);
 }
 
-/* Hidden names of the two, for loader.c (hook.h): the same code, which only the hook can name. */
+/* Hidden names of the two, for own_lookup: the same code, which only the hook can name. */
 __asm__(".globl hook_own_dlsym\n"
         ".hidden hook_own_dlsym\n"
         ".set hook_own_dlsym, dlsym\n"

@@ -9,8 +9,9 @@
  * - dlmopen(LM_ID_NEWLM or another namespace, ...): a link-map namespace of its own, where nothing is preloaded.
  *   Refused (NULL); dlmopen(LM_ID_BASE, ...) is dlopen.
  * - dlsym and dlvsym asked for the loader's own functions, glibc's dlsym above all (which would answer the
- *   driver's real functions): answered with the hook's (dlopen, dlmopen, dlsym, dlvsym); glibc's private
- *   entry points (__libc_dlsym and the like, GLIBC_PRIVATE) with nothing.
+ *   driver's real functions): answered with the hook's (dlopen and dlmopen here, dlsym and dlvsym in
+ *   interpose.c, which defines them); glibc's private entry points (__libc_dlsym and the like, GLIBC_PRIVATE)
+ *   with nothing.
  *
  * glibc's dlopen and dlmopen find the caller from their return address (its RUNPATH, $ORIGIN, its namespace),
  * so ours must reach them by a jump, not a call: the two are a few instructions of assembly, which drop the
@@ -170,10 +171,7 @@ HOOK_NO_SANITIZE int hook_loader_symbol(const char *name, void **ours) {
     static const struct {
         const char *name;
         void *ours;
-    } public_entry_points[] = {{"dlopen", (void *)hook_own_dlopen},
-                               {"dlmopen", (void *)hook_own_dlmopen},
-                               {"dlsym", (void *)hook_own_dlsym},
-                               {"dlvsym", (void *)hook_own_dlvsym}};
+    } public_entry_points[] = {{"dlopen", (void *)hook_own_dlopen}, {"dlmopen", (void *)hook_own_dlmopen}};
     for (size_t i = 0; i < sizeof(public_entry_points) / sizeof(public_entry_points[0]); i++) {
         if (hook_same(public_entry_points[i].name, name)) {
             *ours = public_entry_points[i].ours;

@@ -20,7 +20,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "hook.h"
 
@@ -34,8 +33,29 @@ typedef struct held {
     struct held *next;
 } held;
 
+#define LOCK "the memory books' lock"
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static held *table[BUCKETS];
+
+/* A child's copy of its parent's books: dropped, they are the parent's (process.c). */
+static void drop_books(void) {
+    hook_lock(&lock, LOCK);
+    for (size_t i = 0; i < BUCKETS; i++) {
+        for (held *h = table[i], *next; h != NULL; h = next) {
+            next = h->next;
+            free(h);
+        }
+        table[i] = NULL;
+    }
+    hook_unlock(&lock, LOCK);
+}
+
+static const hook_books books = {&lock, LOCK, drop_books};
+
+HOOK_AT_LOAD static void keep_books(void) {
+    hook_process_keeps(&books);
+}
 
 static size_t bucket(uint64_t key) {
     return (size_t)((key >> 8) * 0x9E3779B97F4A7C15ull >> 54) % BUCKETS;
@@ -80,15 +100,15 @@ static void remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int devi
     h->kind = kind;
     h->bytes = bytes;
     h->device = device;
-    pthread_mutex_lock(&lock);
+    hook_lock(&lock, LOCK);
     h->next = table[bucket(key)];
     table[bucket(key)] = h;
-    pthread_mutex_unlock(&lock);
+    hook_unlock(&lock, LOCK);
 }
 
 static uint64_t forget(hook_held_kind kind, uint64_t key, int *device) {
     (void)hook_process(); /* a child that inherited its parent's books drops them first: they are not its own */
-    pthread_mutex_lock(&lock);
+    hook_lock(&lock, LOCK);
     uint64_t bytes = 0;
     *device = 0;
     for (held **link = &table[bucket(key)]; *link != NULL; link = &(*link)->next) {
@@ -101,7 +121,7 @@ static uint64_t forget(hook_held_kind kind, uint64_t key, int *device) {
             break;
         }
     }
-    pthread_mutex_unlock(&lock);
+    hook_unlock(&lock, LOCK);
     return bytes;
 }
 
@@ -128,42 +148,6 @@ void hook_memory_remember(hook_held_kind kind, uint64_t key, uint64_t bytes, int
 uint64_t hook_memory_forget(hook_held_kind kind, uint64_t key, int *device) {
     return forget(kind, key, device);
 }
-
-void hook_memory_drop_inherited(void) {
-    int rc = pthread_mutex_lock(&lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
-        abort();
-    }
-    for (size_t i = 0; i < BUCKETS; i++) {
-        for (held *h = table[i], *next; h != NULL; h = next) {
-            next = h->next;
-            free(h);
-        }
-        table[i] = NULL;
-    }
-    if ((rc = pthread_mutex_unlock(&lock)) != 0) {
-        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
-        abort();
-    }
-}
-
-void hook_memory_lock_for_fork(void) {
-    int rc = pthread_mutex_lock(&lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
-        abort();
-    }
-}
-
-void hook_memory_unlock_after_fork(void) {
-    int rc = pthread_mutex_unlock(&lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the memory books' lock failed: %s", strerror(rc));
-        abort();
-    }
-}
-
 
 /* The stream-ordered calls: refused on a capturing stream (see the top of this file). */
 static CUresult capture_refused(const char *call) {

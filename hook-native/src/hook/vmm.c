@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "hook.h"
 
@@ -27,6 +26,8 @@ typedef struct mapping {
     handle_books *books; /* NULL: a handle the hook did not see made (imported), booked by nobody here */
     struct mapping *next;
 } mapping;
+
+#define LOCK "the VMM books' lock"
 
 static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
 static handle_books *handles;
@@ -55,24 +56,9 @@ static void unbook_if_freed(handle_books *b) {
     free(b);
 }
 
-static void lock_or_die(void) {
-    int rc = pthread_mutex_lock(&vmm_lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the VMM books' lock failed: %s", strerror(rc));
-        abort();
-    }
-}
-
-static void unlock_or_die(void) {
-    int rc = pthread_mutex_unlock(&vmm_lock);
-    if (rc != 0) {
-        hook_log(LOG_ERROR, "the VMM books' lock failed: %s", strerror(rc));
-        abort();
-    }
-}
-
-void hook_vmm_drop_inherited(void) {
-    lock_or_die();
+/* A child's copy of its parent's books: dropped, they are the parent's (process.c). */
+static void drop_books(void) {
+    hook_lock(&vmm_lock, LOCK);
     for (handle_books *b = handles, *next; b != NULL; b = next) {
         next = b->next;
         free(b);
@@ -83,15 +69,13 @@ void hook_vmm_drop_inherited(void) {
     }
     handles = NULL;
     mappings = NULL;
-    unlock_or_die();
+    hook_unlock(&vmm_lock, LOCK);
 }
 
-void hook_vmm_lock_for_fork(void) {
-    lock_or_die();
-}
+static const hook_books books = {&vmm_lock, LOCK, drop_books};
 
-void hook_vmm_unlock_after_fork(void) {
-    unlock_or_die();
+HOOK_AT_LOAD static void keep_books(void) {
+    hook_process_keeps(&books);
 }
 
 typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
@@ -123,10 +107,10 @@ HOOK_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
     b->bytes = n;
     b->device = device;
     b->refs = 1;
-    pthread_mutex_lock(&vmm_lock);
+    hook_lock(&vmm_lock, LOCK);
     b->next = handles;
     handles = b;
-    pthread_mutex_unlock(&vmm_lock);
+    hook_unlock(&vmm_lock, LOCK);
     return CUDA_SUCCESS;
 }
 
@@ -136,14 +120,14 @@ HOOK_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    pthread_mutex_lock(&vmm_lock);
+    hook_lock(&vmm_lock, LOCK);
     CUresult rc = real(h);
     handle_books *b = rc == CUDA_SUCCESS ? find(h) : NULL;
     if (b != NULL && b->refs > 0) {
         b->refs--;
         unbook_if_freed(b);
     }
-    pthread_mutex_unlock(&vmm_lock);
+    hook_unlock(&vmm_lock, LOCK);
     return rc;
 }
 
@@ -155,13 +139,13 @@ HOOK_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    pthread_mutex_lock(&vmm_lock);
+    hook_lock(&vmm_lock, LOCK);
     CUresult rc = real(h, addr);
     handle_books *b = rc == CUDA_SUCCESS && h != NULL ? find(*h) : NULL;
     if (b != NULL) {
         b->refs++;
     }
-    pthread_mutex_unlock(&vmm_lock);
+    hook_unlock(&vmm_lock, LOCK);
     return rc;
 }
 
@@ -176,7 +160,7 @@ HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
     if (m == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY; /* a mapping the books could not follow would unbook too early */
     }
-    pthread_mutex_lock(&vmm_lock);
+    hook_lock(&vmm_lock, LOCK);
     CUresult rc = real(ptr, size, offset, h, flags);
     if (rc == CUDA_SUCCESS) {
         m->ptr = ptr;
@@ -189,7 +173,7 @@ HOOK_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmem
         }
         m = NULL;
     }
-    pthread_mutex_unlock(&vmm_lock);
+    hook_unlock(&vmm_lock, LOCK);
     free(m);
     return rc;
 }
@@ -201,7 +185,7 @@ HOOK_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     if (real == NULL) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
-    pthread_mutex_lock(&vmm_lock);
+    hook_lock(&vmm_lock, LOCK);
     CUresult rc = real(ptr, size);
     for (mapping **link = &mappings; rc == CUDA_SUCCESS && *link != NULL;) {
         mapping *m = *link;
@@ -216,6 +200,6 @@ HOOK_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
             link = &m->next;
         }
     }
-    pthread_mutex_unlock(&vmm_lock);
+    hook_unlock(&vmm_lock, LOCK);
     return rc;
 }

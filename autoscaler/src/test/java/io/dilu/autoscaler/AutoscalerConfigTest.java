@@ -7,12 +7,8 @@ import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.scaling.Autoscale;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
 import io.dilu.core.scaling.ScalingParameters;
-import io.quarkus.runtime.configuration.DurationConverter;
-import io.smallrye.config.PropertiesConfigSource;
+import io.dilu.testing.ShippedConfig;
 import io.smallrye.config.SmallRyeConfig;
-import io.smallrye.config.SmallRyeConfigBuilder;
-import java.io.IOException;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -21,15 +17,12 @@ import org.junit.jupiter.api.Test;
 class AutoscalerConfigTest {
 
     /** The configuration as the application reads it (no profile): its defaults and application.properties, over {@code keys}. */
-    static SmallRyeConfig read(Map<String, String> keys) throws IOException {
-        return new SmallRyeConfigBuilder().withMapping(AutoscalerConfig.class).withMapping(ActivatorConfig.class)
-                .withSources(new PropertiesConfigSource(AutoscalerConfigTest.class.getResource("/application.properties"), 100))
-                .withSources(new PropertiesConfigSource(keys, "test", 200))
-                .withConverter(Duration.class, 200, new DurationConverter()).build();
+    static SmallRyeConfig read(Map<String, String> keys) {
+        return ShippedConfig.withProperties(keys, AutoscalerConfig.class, ActivatorConfig.class);
     }
 
     @Test
-    void asShippedLazyScalingIsCoresAndTheNamesAreKnatives() throws IOException {
+    void asShippedLazyScalingIsCoresAndTheNamesAreKnatives() {
         SmallRyeConfig shipped = read(Map.of());
         AutoscalerConfig config = shipped.getConfigMapping(AutoscalerConfig.class);
         assertThat(config.lazyScaling()).isEqualTo(ScalingParameters.DEFAULTS);
@@ -40,7 +33,7 @@ class AutoscalerConfigTest {
     }
 
     @Test
-    void eachKnobGivenReplacesThatKnobOnlyAndTheBurstGuardFollowsTheWindow() throws IOException {
+    void eachKnobGivenReplacesThatKnobOnlyAndTheBurstGuardFollowsTheWindow() {
         ScalingParameters d = ScalingParameters.DEFAULTS;
         assertThat(read(Map.of("dilu.autoscaler.phi-out", "25")).getConfigMapping(AutoscalerConfig.class).lazyScaling())
                 .isEqualTo(new ScalingParameters(d.windowSeconds(), 25, d.phiIn(), d.minScale(), d.maxScale(),
@@ -51,7 +44,7 @@ class AutoscalerConfigTest {
     }
 
     @Test
-    void replacingKnativesAutoscalerFollowsTheClustersScaleToZero() throws IOException {
+    void replacingKnativesAutoscalerFollowsTheClustersScaleToZero() {
         AutoscalerConfig replace = read(Map.of("dilu.autoscaler.mode", "replace")).getConfigMapping(AutoscalerConfig.class);
         assertThat(replace.scaleToZero(KnativeAutoscalerConfig.DEFAULTS)).isTrue();
         assertThat(replace.scaleToZero(KnativeAutoscalerConfig.parse(Map.of("enable-scale-to-zero", "false"), new ArrayList<>())))

@@ -15,8 +15,8 @@ import java.util.Optional;
 public final class PodShares {
 
     /** Labels that name a function when {@code dilu.io/function} does not, most specific first. */
-    static final List<String> FUNCTION_LABELS = List.of("serving.kserve.io/inferenceservice",
-            KnativeNames.SERVICE_LABEL, "app.kubernetes.io/name", "app");
+    static final List<String> FUNCTION_LABELS = java.util.stream.Stream.concat(KnativeNames.SERVING_LABELS.stream(),
+            java.util.stream.Stream.of("app.kubernetes.io/name", "app")).toList();
 
     private PodShares() {}
 

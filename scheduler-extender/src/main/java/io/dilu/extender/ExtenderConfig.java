@@ -1,6 +1,7 @@
 package io.dilu.extender;
 
 import io.dilu.core.placement.PlacementParameters;
+import io.dilu.core.quota.Quota;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
@@ -35,9 +36,9 @@ public interface ExtenderConfig {
 
     /**
      * GPU memory booked for a container that asks for {@code dilu.io/gpu-sm} but not {@code dilu.io/gpu-memory}
-     * (the webhook normally fills it in).
+     * (the webhook normally fills it in). The node agent holds such a container to core's value, the default here.
      */
-    @WithDefault("1024")
+    @WithDefault("" + Quota.DEFAULT_MEMORY_MIB)
     long defaultMemoryMib();
 
     /**

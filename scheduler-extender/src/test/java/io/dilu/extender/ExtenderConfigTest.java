@@ -3,36 +3,35 @@ package io.dilu.extender;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.placement.PlacementParameters;
-import io.quarkus.runtime.configuration.DurationConverter;
-import io.smallrye.config.PropertiesConfigSource;
-import io.smallrye.config.SmallRyeConfigBuilder;
-import java.io.IOException;
-import java.time.Duration;
+import io.dilu.core.quota.Quota;
+import io.dilu.testing.ShippedConfig;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** The extender ships core's placement defaults, and a key it is given overrides that key alone. */
 class ExtenderConfigTest {
 
-    /** The configuration as the application reads it: its defaults and its application.properties, over {@code keys}. */
-    static ExtenderConfig read(Map<String, String> keys) throws IOException {
-        return new SmallRyeConfigBuilder().withMapping(ExtenderConfig.class)
-                .withSources(new PropertiesConfigSource(ExtenderConfigTest.class.getResource("/application.properties"), 100))
-                .withSources(new PropertiesConfigSource(keys, "test", 200))
-                .withConverter(Duration.class, 200, new DurationConverter()).build().getConfigMapping(ExtenderConfig.class);
+    static ExtenderConfig shipped(Map<String, String> keys) {
+        return ShippedConfig.read(ExtenderConfig.class, keys);
     }
 
     @Test
-    void asShippedThePlacementIsCoresDefault() throws IOException {
-        assertThat(read(Map.of()).placement()).isEqualTo(PlacementParameters.DEFAULTS);
+    void asShippedThePlacementIsCoresDefault() {
+        assertThat(shipped(Map.of()).placement()).isEqualTo(PlacementParameters.DEFAULTS);
     }
 
     @Test
-    void eachKnobGivenReplacesThatKnobOnly() throws IOException {
+    void asShippedAContainerWithoutMemoryIsBookedWhatTheNodeAgentHoldsItTo() {
+        assertThat(shipped(Map.of()).defaultMemoryMib()).isEqualTo(Quota.DEFAULT_MEMORY_MIB);
+        assertThat(shipped(Map.of("dilu.extender.default-memory-mib", "2048")).defaultMemoryMib()).isEqualTo(2048);
+    }
+
+    @Test
+    void eachKnobGivenReplacesThatKnobOnly() {
         PlacementParameters d = PlacementParameters.DEFAULTS;
-        assertThat(read(Map.of("dilu.extender.omega", "1.2", "dilu.extender.beta", "0.7")).placement())
+        assertThat(shipped(Map.of("dilu.extender.omega", "1.2", "dilu.extender.beta", "0.7")).placement())
                 .isEqualTo(d.withOmegaGamma(1.2, d.gamma()).withWeights(d.alpha(), 0.7));
-        assertThat(read(Map.of("dilu.extender.gamma", "2", "dilu.extender.alpha", "0.1", "dilu.extender.fragmentation", "20"))
+        assertThat(shipped(Map.of("dilu.extender.gamma", "2", "dilu.extender.alpha", "0.1", "dilu.extender.fragmentation", "20"))
                 .placement()).isEqualTo(d.withOmegaGamma(d.omega(), 2).withWeights(0.1, d.beta()).withFragmentation(20));
     }
 }

@@ -1,9 +1,11 @@
 package io.dilu.webhook;
 
+import io.dilu.core.tokens.TokenParameters;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalDouble;
 
 /** The admission webhook's configuration ({@code dilu.webhook.*}). */
 @ConfigMapping(prefix = "dilu.webhook")
@@ -76,6 +78,22 @@ public interface WebhookConfig {
     /** The most containers (all kinds together) a pod may have; a pod with more is refused before any work. */
     @WithDefault("256")
     int maxContainers();
+
+    /**
+     * The KLC threshold the nodes hold an SLO instance to when it names none (their {@code dilu.agent.eta-violation}):
+     * a pod's {@code dilu.io/klc-threshold} below it, or {@code dilu.io/llm} where LLMs get less, needs the quota right.
+     * Unset: core's default ({@link TokenParameters#DEFAULTS}), as the nodes'.
+     */
+    OptionalDouble etaViolation();
+
+    /**
+     * {@link #etaViolation()}, or core's default when unset; through core's record, which refuses a value no node
+     * would run with.
+     */
+    default double nodeEtaViolation() {
+        TokenParameters d = TokenParameters.DEFAULTS;
+        return d.withEtaViolation(etaViolation().orElse(d.etaViolation())).etaViolation();
+    }
 
     /** Whether Nodes and Namespaces are watched (off only in unit tests). */
     @WithDefault("true")

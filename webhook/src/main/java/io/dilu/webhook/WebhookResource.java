@@ -70,7 +70,8 @@ public class WebhookResource {
                 new HookSettings(config.hookContainerDir(), config.hookFile(), config.schedulerName(),
                         config.runtimeClassName()),
                 config.protectedHostPaths(), config.protectedContainerPaths(), Set.copyOf(config.assignedGpusWriters()),
-                Set.copyOf(config.parkingWriters()), config.maxRequestBytes(), config.maxContainers()));
+                Set.copyOf(config.parkingWriters()), config.maxRequestBytes(), config.maxContainers(),
+                config.nodeEtaViolation()));
         // Every endpoint and outcome from the start, at 0: a rate or an alert on a series never finds it missing.
         for (String endpoint : ENDPOINTS) {
             for (AdmissionHandler.Outcome outcome : AdmissionHandler.Outcome.values()) {

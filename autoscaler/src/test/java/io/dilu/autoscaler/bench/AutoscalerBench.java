@@ -14,8 +14,8 @@ import io.dilu.core.scaling.Knobs;
 import io.dilu.core.scaling.Readings;
 import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.core.scaling.ScalingParameters;
+import io.dilu.testing.ShippedConfig;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.smallrye.config.SmallRyeConfigBuilder;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -121,9 +121,7 @@ public final class AutoscalerBench {
 
     /** The autoscaler's configuration as shipped: its {@code @WithDefault}s, read the way the application reads them. */
     static AutoscalerConfig shipped() {
-        return new SmallRyeConfigBuilder().withMapping(AutoscalerConfig.class)
-                .withConverter(Duration.class, 200, new io.quarkus.runtime.configuration.DurationConverter())
-                .build().getConfigMapping(AutoscalerConfig.class);
+        return ShippedConfig.defaults(AutoscalerConfig.class).getConfigMapping(AutoscalerConfig.class);
     }
 
     /** How one revision's load goes. */

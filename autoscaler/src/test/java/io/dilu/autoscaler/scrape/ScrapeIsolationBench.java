@@ -1,9 +1,7 @@
 package io.dilu.autoscaler.scrape;
 
 import io.dilu.autoscaler.AutoscalerConfig;
-import io.quarkus.runtime.configuration.DurationConverter;
-import io.smallrye.config.SmallRyeConfigBuilder;
-import java.time.Duration;
+import io.dilu.testing.ShippedConfig;
 
 /**
  * Runs every hostile scrape answer ({@link ScrapeAttacks}) at the autoscaler's shipped limits ({@link AutoscalerConfig}'s
@@ -15,9 +13,8 @@ public final class ScrapeIsolationBench {
     private ScrapeIsolationBench() {}
 
     public static void main(String[] args) throws Exception {
-        // The limits exactly as the autoscaler ships them (durations read with Quarkus's converter, as it does).
-        AutoscalerConfig shipped = new SmallRyeConfigBuilder().withMapping(AutoscalerConfig.class)
-                .withConverter(Duration.class, 200, new DurationConverter()).build().getConfigMapping(AutoscalerConfig.class);
+        // The limits exactly as the autoscaler ships them.
+        AutoscalerConfig shipped = ShippedConfig.defaults(AutoscalerConfig.class).getConfigMapping(AutoscalerConfig.class);
         for (ScrapeAttacks.Outcome o : ScrapeAttacks.runAll(shipped.scrapeTimeout(), shipped.scrapeMaxBytes(),
                 shipped.maxPodRps())) {
             System.out.printf("ATTACK %s contained=%s  %s%n", o.attack(), o.contained() ? "yes" : "NO", o.detail());

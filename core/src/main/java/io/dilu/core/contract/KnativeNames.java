@@ -1,9 +1,11 @@
 package io.dilu.core.contract;
 
+import java.util.List;
+
 /**
  * The names Knative Serving gives what Dilu reads and writes (knative.dev/serving): a revision's autoscaling
  * annotations, its labels, the {@code config-autoscaler} ConfigMap and the internal resources the autoscaler owns.
- * Strings only, as {@link DiluNames}; what they mean is parsed where they are read.
+ * Strings only (one list of them), as {@link DiluNames}; what they mean is parsed where they are read.
  *
  * <p>In core, beside DiluNames, rather than in kube-contract or the autoscaler: core's own decisions read Knative's
  * annotations and ConfigMap ({@code io.dilu.core.scaling}: scale bounds, timing, the KPA's knobs,
@@ -23,6 +25,10 @@ public final class KnativeNames {
     public static final String SERVICE_LABEL = "serving.knative.dev/service";
     /** Label of a revision's pods (and of its PodAutoscaler): the revision. */
     public static final String REVISION_LABEL = "serving.knative.dev/revision";
+    /** Label of a KServe InferenceService's pods (KServe's serverless mode runs them as Knative revisions). */
+    public static final String KSERVE_SERVICE_LABEL = "serving.kserve.io/inferenceservice";
+    /** The labels that mark a serving function's pod and name the function, the most specific first. */
+    public static final List<String> SERVING_LABELS = List.of(KSERVE_SERVICE_LABEL, SERVICE_LABEL);
 
     /** Revision (and PodAutoscaler) annotation: the autoscaler class that scales it. */
     public static final String CLASS = "autoscaling.knative.dev/class";

@@ -36,7 +36,7 @@ public final class PodQuotaAnnotations {
             errors.add(new FieldError(DiluNames.BATCH_SIZE, batch, "an integer of at least 1"));
         }
         String threshold = annotations.get(DiluNames.KLC_THRESHOLD);
-        if (threshold != null && Double.isNaN(parseThreshold(threshold))) {
+        if (threshold != null && Double.isNaN(klcThreshold(threshold))) {
             errors.add(new FieldError(DiluNames.KLC_THRESHOLD, threshold,
                     "a ratio in (1, " + (int) TokenParameters.MAX_KLC_THRESHOLD + "], e.g. 1.6"));
         }
@@ -74,14 +74,18 @@ public final class PodQuotaAnnotations {
      */
     public static double klcThreshold(Map<String, String> annotations) {
         String value = annotations.get(DiluNames.KLC_THRESHOLD);
-        double parsed = value == null ? Double.NaN : parseThreshold(value);
+        double parsed = value == null ? Double.NaN : klcThreshold(value);
         if (!Double.isNaN(parsed)) {
             return parsed;
         }
         return "true".equals(annotations.get(DiluNames.LLM)) ? TokenParameters.LLM_KLC_THRESHOLD : Double.NaN;
     }
 
-    private static double parseThreshold(String value) {
+    /**
+     * A KLC threshold as written (in {@link DiluNames#KLC_THRESHOLD}, or where a reader stored one it read there): the
+     * ratio when it is a plain decimal in (1, {@link TokenParameters#MAX_KLC_THRESHOLD}], else {@code NaN}.
+     */
+    public static double klcThreshold(String value) {
         String v = value.strip();
         if (v.isEmpty() || v.length() > 12 || !v.matches("[0-9]+(\\.[0-9]+)?")) {
             return Double.NaN;

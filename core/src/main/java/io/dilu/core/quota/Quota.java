@@ -21,6 +21,13 @@ public record Quota(int smRequest, int smLimit, long memoryMib, int batchSize, P
     public static final int MIN_SM = 1;
     public static final int MAX_SM = 100;
 
+    /**
+     * GPU memory of a container that asks for {@code dilu.io/gpu-sm} and names no {@code dilu.io/gpu-memory}: what
+     * the scheduler extender books for it (its {@code default-memory-mib} defaults to this) and what the node agent
+     * holds a share to until its pod is known.
+     */
+    public static final long DEFAULT_MEMORY_MIB = 1024;
+
     /** The paper's default limit: twice the request, capped at a whole GPU. */
     public static int defaultLimit(int smRequest) {
         return Math.min(MAX_SM, 2 * smRequest);

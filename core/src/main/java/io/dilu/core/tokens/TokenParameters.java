@@ -63,6 +63,10 @@ public record TokenParameters(long maxTokens, double etaViolation, double etaInc
         return new TokenParameters(tokens, etaViolation, etaIncrease, period, rateWindow, floor, klcMemory);
     }
 
+    public TokenParameters withPeriod(Duration p) {
+        return new TokenParameters(maxTokens, etaViolation, etaIncrease, p, rateWindow, floor, klcMemory);
+    }
+
     public TokenParameters withEtaViolation(double eta) {
         return new TokenParameters(maxTokens, eta, etaIncrease, period, rateWindow, floor, klcMemory);
     }

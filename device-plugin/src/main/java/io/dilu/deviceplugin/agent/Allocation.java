@@ -23,9 +23,6 @@ import java.util.Set;
 public record Allocation(String id, String gpu, Set<String> deviceIds, Instant created, Optional<ContainerRef> owner,
         ShareQuota quota, Optional<Instant> missingSince) {
 
-    /** GPU memory a share gets until its pod is known: what the scheduler extender books for a pod without one. */
-    public static final long DEFAULT_MEMORY_MIB = 1024;
-
     public Allocation {
         deviceIds = Set.copyOf(deviceIds);
     }
@@ -53,13 +50,17 @@ public record Allocation(String id, String gpu, Set<String> deviceIds, Instant c
 
         /** A share whose pod is not known yet: best-effort, the default limit, the default memory. */
         public static ShareQuota defaults(int smRequest) {
-            return new ShareQuota(Quota.defaultLimit(smRequest), Priority.BEST_EFFORT, Double.NaN, DEFAULT_MEMORY_MIB);
+            return new ShareQuota(Quota.defaultLimit(smRequest), Priority.BEST_EFFORT, Double.NaN, Quota.DEFAULT_MEMORY_MIB);
         }
 
-        /** What the pod asks for, as far as its namespace has the right to ask (see {@link QuotaRights}). */
-        public static ShareQuota of(PodView pod, PodView.GpuContainer container) {
+        /**
+         * What the pod asks for, as far as its namespace has the right to ask (see {@link QuotaRights}).
+         *
+         * @param nodeThreshold the node's KLC threshold ({@link Allocations#nodeThreshold})
+         */
+        public static ShareQuota of(PodView pod, PodView.GpuContainer container, double nodeThreshold) {
             QuotaRights.PodQuota q = QuotaRights.grant(pod.annotations(), container.smRequest(), Priority.BEST_EFFORT,
-                    pod.sloRight());
+                    pod.sloRight(), nodeThreshold);
             Map<String, Long> stages = pod.assigned().filter(AssignedGpus::isSplit)
                     .filter(a -> pod.gpuContainers().size() == 1
                             && a.stages().stream().mapToLong(AssignedGpus.Stage::memoryMib).sum() == container.memoryMib())

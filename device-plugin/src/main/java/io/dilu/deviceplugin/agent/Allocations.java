@@ -1,7 +1,5 @@
 package io.dilu.deviceplugin.agent;
 
-import io.dilu.core.contract.DiluNames;
-import io.dilu.core.contract.PodQuotaAnnotations;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.quota.Priority;
 import io.dilu.deviceplugin.control.ControlBlock;
@@ -11,23 +9,18 @@ import io.dilu.deviceplugin.kubelet.v1beta1.Mount;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
 import java.io.IOException;
-import java.io.Reader;
 import java.io.UncheckedIOException;
-import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Properties;
 import java.util.Set;
 import java.util.UUID;
 import java.util.stream.Collectors;
@@ -35,11 +28,9 @@ import java.util.stream.Stream;
 import org.jboss.logging.Logger;
 
 /**
- * The containers this node has handed GPU shares to. Each allocation gets a control-block directory under
- * the control root, named {@code <gpu-uuid>_<smPercent>_<id>}, holding beside the control block an
- * {@code allocation.properties} with the device IDs, the owner and the quota: after an agent restart the
- * directory alone says whose share it is, so nothing is lost with the process. The file is not mounted into
- * the container; only {@code grant} and {@code report} are.
+ * The containers this node has handed GPU shares to: each allocation's control block, its token-loop tenants and,
+ * in its directory, its {@link AllocationFile}, from which {@link #recover} takes it back after an agent restart.
+ * Where a share lies on the node's GPUs is {@link ShareLayout}'s.
  *
  * <p>At Allocate the owner is guessed by {@link PodMatcher}; the {@link Reconciler}'s changes, applied
  * through {@link #apply}, confirm or correct it from the kubelet's PodResources API and release shares no
@@ -48,7 +39,6 @@ import org.jboss.logging.Logger;
 public final class Allocations implements GpuSmDevicePlugin.Allocator {
 
     private static final Logger LOG = Logger.getLogger(Allocations.class);
-    static final String STATE_FILE = "allocation.properties";
 
     /**
      * Where control blocks live on the host and in containers.
@@ -75,7 +65,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
 
     private final Paths config;
     private final GpuSmDevicePlugin.DeviceListStrategy deviceList;
-    private final List<GpuDevice> gpus;
+    private final ShareLayout layout;
     private final TokenManager tokens;
     private final InstantSource clock;
     private final NodePods pods;
@@ -98,10 +88,18 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
             TokenManager tokens, InstantSource clock, NodePods pods) {
         this.config = config;
         this.deviceList = deviceList;
-        this.gpus = List.copyOf(gpus);
+        this.layout = new ShareLayout(gpus);
         this.tokens = tokens;
         this.clock = clock;
         this.pods = pods;
+    }
+
+    /**
+     * The KLC threshold the node's token loops hold an SLO share to when its pod names none: a pod's own below it
+     * needs the quota right ({@link Allocation.ShareQuota#of}).
+     */
+    public double nodeThreshold() {
+        return tokens.etaViolation();
     }
 
     /** Takes back the allocations of a previous run from the control root. */
@@ -111,14 +109,15 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         int recovered = 0;
         try (Stream<Path> list = Files.list(config.controlRoot())) {
             for (Path dir : list.filter(Files::isDirectory).sorted().toList()) {
-                String[] parts = dir.getFileName().toString().split("_");
-                if (parts.length != 3 || indexOf(parts[0]) < 0) {
+                Optional<AllocationFile.Named> named = AllocationFile.named(dir.getFileName().toString())
+                        .filter(n -> layout.indexOf(n.gpu()) >= 0);
+                if (named.isEmpty()) {
                     LOG.warnf("ignoring %s: not a control block of this node's GPUs", dir);
                     continue;
                 }
                 try {
-                    Allocation a = read(dir.resolve(STATE_FILE), parts[2], parts[0]);
-                    if (devices(a).stream().anyMatch(d -> d.gpu() < 0)) {
+                    Allocation a = AllocationFile.read(dir, named.get().id(), named.get().gpu());
+                    if (layout.devices(a).stream().anyMatch(d -> d.gpu() < 0)) {
                         throw new IllegalArgumentException("a device lies on a GPU this node does not have");
                     }
                     ControlBlock block = ControlBlock.open(dir);
@@ -142,61 +141,20 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     }
 
-    private int indexOf(String uuid) {
-        for (int i = 0; i < gpus.size(); i++) {
-            if (gpus.get(i).uuid().equals(uuid)) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
     private void track(Allocation a, Path dir, ControlBlock block) {
         List<Tenant> perDevice = tenantsOf(a, block);
         byId.put(a.id(), a);
         tenants.put(a.id(), perDevice);
         dirs.put(a.id(), dir);
-        List<Device> devices = devices(a);
+        List<ShareLayout.Device> devices = layout.devices(a);
         for (int d = 0; d < devices.size(); d++) {
             block.setMemoryLimit(d, devices.get(d).memoryMib() << 20);
             tokens.gpu(devices.get(d).gpu()).add(perDevice.get(d));
         }
     }
 
-    /**
-     * A share's part of one GPU: device {@code d} of its control block. A container on one GPU has one; a
-     * container split into pipeline stages has one per GPU, in the node's GPU order (the order CUDA numbers
-     * them in the container), its limit divided like its request and its memory as its stages say.
-     *
-     * @param gpu the GPU's index on this node, -1 when the node has no such GPU
-     */
-    record Device(int gpu, String uuid, int smRequest, int smLimit, long memoryMib) {}
-
-    List<Device> devices(Allocation a) {
-        Map<String, Integer> perGpu = new java.util.TreeMap<>(java.util.Comparator
-                .comparingInt((String u) -> indexOf(u) < 0 ? Integer.MAX_VALUE : indexOf(u)).thenComparing(u -> u));
-        a.deviceIds().forEach(id -> perGpu.merge(GpuSmDevicePlugin.gpuOf(id), 1, Integer::sum));
-        if (perGpu.size() == 1) {
-            return List.of(new Device(indexOf(a.gpu()), a.gpu(), a.smRequest(), a.smLimit(), a.memoryMib()));
-        }
-        long memoryStages = a.quota().stageMemoryMib().values().stream().mapToLong(Long::longValue).sum();
-        boolean staged = a.quota().stageMemoryMib().keySet().equals(perGpu.keySet()) && memoryStages == a.memoryMib();
-        // The limit is divided as the scheduler divided it (by each stage's memory), so both book the same.
-        long[] weights = perGpu.keySet().stream()
-                .mapToLong(g -> staged ? a.quota().stageMemoryMib().get(g) : perGpu.get(g)).toArray();
-        int[] limits = io.dilu.core.placement.Apportion.largestRemainder(Math.max(a.smLimit(), a.smRequest()), weights);
-        List<Device> out = new ArrayList<>();
-        int i = 0;
-        for (Map.Entry<String, Integer> e : perGpu.entrySet()) {
-            long memory = staged ? a.quota().stageMemoryMib().get(e.getKey())
-                    : Math.max(1, a.memoryMib() * e.getValue() / a.smRequest());
-            out.add(new Device(indexOf(e.getKey()), e.getKey(), e.getValue(), Math.max(e.getValue(), limits[i++]), memory));
-        }
-        return out;
-    }
-
     private List<Tenant> tenantsOf(Allocation a, ControlBlock block) {
-        List<Device> devices = devices(a);
+        List<ShareLayout.Device> devices = layout.devices(a);
         List<Tenant> out = new ArrayList<>(devices.size());
         for (int d = 0; d < devices.size(); d++) {
             out.add(new Tenant(a.id(), block, d, devices.get(d).smRequest() / 100.0, devices.get(d).smLimit() / 100.0,
@@ -221,7 +179,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
             if (a.owner().map(ContainerRef::podKey).filter(pod::equals).isPresent()) {
                 List<Tenant> perDevice = tenantsOf(a, tenants.get(a.id()).getFirst().block());
                 tenants.put(a.id(), perDevice);
-                List<Device> devices = devices(a);
+                List<ShareLayout.Device> devices = layout.devices(a);
                 for (int d = 0; d < devices.size(); d++) {
                     tokens.gpu(devices.get(d).gpu()).update(perDevice.get(d));
                 }
@@ -274,22 +232,22 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     private synchronized ContainerAllocateResponse create(List<GpuDevice> unordered, List<String> deviceIds,
             Optional<PodMatcher.Candidate> guess) {
         int smPercent = deviceIds.size();
-        List<GpuDevice> gpus = unordered.stream().sorted(java.util.Comparator.comparingInt(g -> indexOf(g.uuid()))).toList();
+        List<GpuDevice> gpus = layout.inOrder(unordered);
         GpuDevice gpu = gpus.getFirst();
         String id = UUID.randomUUID().toString();
-        Path dir = config.controlRoot().resolve(gpu.uuid() + "_" + smPercent + "_" + id);
+        Path dir = config.controlRoot().resolve(AllocationFile.directory(gpu.uuid(), smPercent, id));
         Allocation a = new Allocation(id, gpu.uuid(), Set.copyOf(deviceIds), clock.instant(), Optional.empty(),
                 Allocation.ShareQuota.defaults(smPercent), Optional.empty());
         if (guess.isPresent()) {
             PodView pod = guess.get().pod();
             Allocation.ShareQuota quota = pod.container(guess.get().ref().container())
-                    .map(c -> Allocation.ShareQuota.of(pod, c)).orElse(a.quota());
+                    .map(c -> Allocation.ShareQuota.of(pod, c, nodeThreshold())).orElse(a.quota());
             a = a.withOwner(guess.get().ref(), quota);
         }
         try {
             ControlBlock block = ControlBlock.create(dir, gpus.size());
             block.heartbeat(System.nanoTime());
-            write(dir, a);
+            AllocationFile.write(dir, a);
             track(a, dir, block);
         } catch (IOException e) {
             deleteQuietly(dir);
@@ -369,7 +327,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         }
         Allocation after = change.apply(before);
         try {
-            write(dirs.get(id), after);
+            AllocationFile.write(dirs.get(id), after);
         } catch (IOException e) {
             // The running share changes anyway; a restart would re-learn the owner from the kubelet.
             LOG.warnf("cannot record allocation %s on disk: %s", id, e.getMessage());
@@ -377,7 +335,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         byId.put(id, after);
         ControlBlock block = tenants.get(id).getFirst().block();
         List<Tenant> perDevice = tenantsOf(after, block);
-        List<Device> devices = devices(after);
+        List<ShareLayout.Device> devices = layout.devices(after);
         tenants.put(id, perDevice);
         for (int d = 0; d < devices.size(); d++) {
             block.setMemoryLimit(d, devices.get(d).memoryMib() << 20);
@@ -395,7 +353,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         if (a == null) {
             return;
         }
-        devices(a).forEach(d -> tokens.gpu(d.gpu()).remove(id));
+        layout.devices(a).forEach(d -> tokens.gpu(d.gpu()).remove(id));
         tenants.remove(id);
         Path dir = dirs.remove(id);
         deleteQuietly(dir);
@@ -437,84 +395,13 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     public synchronized List<Part> parts() {
         List<Part> parts = new ArrayList<>();
         byId.forEach((id, a) -> {
-            List<Device> devices = devices(a);
+            List<ShareLayout.Device> devices = layout.devices(a);
             List<Tenant> perDevice = tenants.get(id);
             for (int d = 0; d < devices.size() && d < perDevice.size(); d++) {
-                Device device = devices.get(d);
+                ShareLayout.Device device = devices.get(d);
                 parts.add(new Part(a, device.gpu(), device.uuid(), perDevice.get(d), device.memoryMib()));
             }
         });
         return parts;
     }
-
-    // allocation.properties: small, human-readable, replaced atomically so a crash leaves the old or the new.
-
-    private static void write(Path dir, Allocation a) throws IOException {
-        Properties p = new Properties();
-        p.setProperty("gpu", a.gpu());
-        p.setProperty("devices", a.deviceIds().stream().sorted().collect(Collectors.joining(",")));
-        p.setProperty("created", a.created().toString());
-        p.setProperty("smLimit", Integer.toString(a.smLimit()));
-        p.setProperty("priority", a.priority().label());
-        if (!Double.isNaN(a.klcThreshold())) {
-            p.setProperty("klcThreshold", Double.toString(a.klcThreshold()));
-        }
-        p.setProperty("memoryMib", Long.toString(a.memoryMib()));
-        if (!a.quota().stageMemoryMib().isEmpty()) {
-            p.setProperty("stageMemoryMib", a.quota().stageMemoryMib().entrySet().stream().sorted(Map.Entry.comparingByKey())
-                    .map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(",")));
-        }
-        a.owner().ifPresent(o -> p.setProperty("owner", o.namespace() + "/" + o.pod() + "/" + o.container()));
-        a.missingSince().ifPresent(t -> p.setProperty("missingSince", t.toString()));
-        Path tmp = dir.resolve(STATE_FILE + ".tmp");
-        try (Writer w = Files.newBufferedWriter(tmp)) {
-            p.store(w, "Dilu node agent: one GPU share");
-        }
-        Files.move(tmp, dir.resolve(STATE_FILE), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    }
-
-    private static Allocation read(Path file, String id, String gpu) throws IOException {
-        Properties p = new Properties();
-        try (Reader r = Files.newBufferedReader(file)) {
-            p.load(r);
-        }
-        String devices = required(p, "devices");
-        Set<String> ids = Arrays.stream(devices.split(",")).map(String::strip).collect(Collectors.toSet());
-        if (ids.stream().noneMatch(d -> GpuSmDevicePlugin.gpuOf(d).equals(gpu))) {
-            throw new IllegalArgumentException("devices " + devices + " do not lie on " + gpu);
-        }
-        Optional<ContainerRef> owner = Optional.ofNullable(p.getProperty("owner")).map(o -> {
-            String[] parts = o.split("/");
-            if (parts.length != 3) {
-                throw new IllegalArgumentException("owner " + o + " is not namespace/pod/container");
-            }
-            return new ContainerRef(parts[0], parts[1], parts[2]);
-        });
-        Priority priority = Priority.fromLabel(required(p, "priority"))
-                .orElseThrow(() -> new IllegalArgumentException("priority " + p.getProperty("priority")));
-        String threshold = p.getProperty("klcThreshold");
-        long memory = Long.parseLong(p.getProperty("memoryMib", Long.toString(Allocation.DEFAULT_MEMORY_MIB)));
-        Map<String, Long> stages = new HashMap<>();
-        for (String stage : p.getProperty("stageMemoryMib", "").split(",")) {
-            if (!stage.isBlank()) {
-                int at = stage.lastIndexOf('=');
-                stages.put(stage.substring(0, at).strip(), Long.parseLong(stage.substring(at + 1).strip()));
-            }
-        }
-        return new Allocation(id, gpu, ids, Instant.parse(required(p, "created")), owner,
-                new Allocation.ShareQuota(Integer.parseInt(required(p, "smLimit")), priority,
-                        threshold == null ? Double.NaN
-                                : PodQuotaAnnotations.klcThreshold(Map.of(DiluNames.KLC_THRESHOLD, threshold)), memory,
-                        stages),
-                Optional.ofNullable(p.getProperty("missingSince")).map(Instant::parse));
-    }
-
-    private static String required(Properties p, String key) {
-        String v = p.getProperty(key);
-        if (v == null || v.isBlank()) {
-            throw new IllegalArgumentException(STATE_FILE + " has no " + key);
-        }
-        return v;
-    }
-
 }

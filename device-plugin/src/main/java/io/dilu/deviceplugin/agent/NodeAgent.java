@@ -106,7 +106,7 @@ public class NodeAgent {
         toolkitThread.scheduleWithFixedDelay(this::checkToolkit, 0, toolkitEvery, TimeUnit.MILLISECONDS);
         tokens.start();
         agentMetrics = new AgentMetrics(metrics, gpus, inventory, tokens, allocations,
-                () -> endpoint.registrations(), config.period());
+                () -> endpoint.registrations(), config.tokens().period());
         PodEventRecorder recorder = eventRecorder();
         events = new NodeEvents(gpus.size(), tokens, allocations, identity != null ? identity : List::of, recorder);
         refresher.scheduleAtFixedRate(this::everySecond, 0, 1, TimeUnit.SECONDS);
@@ -169,7 +169,8 @@ public class NodeAgent {
         } else {
             double[] perSecond = new double[gpus.size()];
             for (int g = 0; g < gpus.size(); g++) {
-                perSecond[g] = tokens.gpu(g).parameters().maxTokens() * (1e9 / config.period().toNanos());
+                TokenParameters loop = tokens.gpu(g).parameters();
+                perSecond[g] = loop.maxTokens() * (1e9 / loop.period().toNanos());
             }
             source = new EmulatedProcesses(gpus, config.emulatorHostDir(), proc, perSecond);
         }
@@ -190,10 +191,10 @@ public class NodeAgent {
 
     /** Algorithm 2's knobs for each GPU: MaxTokens from the GPU's own SM count, the rest from the configuration. */
     public static List<TokenParameters> tokenParameters(NodeAgentConfig config, List<GpuDevice> gpus) {
-        return gpus.stream().map(g -> new TokenParameters(
-                TokenParameters.maxTokensFor(g.smCount(), config.period(), Duration.ofNanos(config.blockMicros() * 1000L)), config.etaViolation(),
-                TokenParameters.DEFAULTS.etaIncrease(), config.period(), TokenParameters.DEFAULTS.rateWindow(),
-                TokenParameters.DEFAULTS.floor(), TokenParameters.DEFAULTS.klcMemory())).toList();
+        TokenParameters node = config.tokens();
+        Duration block = Duration.ofNanos(config.blockMicros() * 1000L);
+        return gpus.stream().map(g -> node.withMaxTokens(TokenParameters.maxTokensFor(g.smCount(), node.period(), block)))
+                .toList();
     }
 
     private void reconcile() {

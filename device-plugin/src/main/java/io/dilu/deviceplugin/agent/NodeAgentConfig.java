@@ -1,13 +1,18 @@
 package io.dilu.deviceplugin.agent;
 
 import io.dilu.core.backstop.ShareBackstop;
+import io.dilu.core.tokens.TokenParameters;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.OptionalDouble;
 
-/** The node agent's configuration ({@code dilu.agent.*}). */
+/**
+ * The node agent's configuration ({@code dilu.agent.*}). Algorithm 2's knobs are overrides: one left unset keeps the
+ * default of {@link TokenParameters#DEFAULTS}, the one place it is written.
+ */
 @ConfigMapping(prefix = "dilu.agent")
 public interface NodeAgentConfig {
 
@@ -91,8 +96,7 @@ public interface NodeAgentConfig {
     Duration releaseGrace();
 
     /** Token period. */
-    @WithDefault("5ms")
-    Duration period();
+    Optional<Duration> period();
 
     /**
      * The thread-block time one token stands for, in microseconds. A GPU's MaxTokens, what the whole GPU runs
@@ -111,11 +115,10 @@ public interface NodeAgentConfig {
 
     /**
      * The ratio of an SLO instance's kernel launch cycle to the smallest it has shown above which it is in
-     * EMERGENCY (η_violation, paper §3.4.1; 1.6 as in Dilu's RCKM). A pod overrides it with
-     * {@code dilu.io/klc-threshold}; {@code dilu.io/llm: "true"} gives 1.3.
+     * EMERGENCY (η_violation, paper §3.4.1). A pod overrides it with {@code dilu.io/klc-threshold}, or
+     * {@code dilu.io/llm: "true"}; one below it needs the quota right.
      */
-    @WithDefault("1.6")
-    double etaViolation();
+    OptionalDouble etaViolation();
 
     /**
      * Events on pods (throttling emergencies, memory refusals): at most one per pod and reason per window, the
@@ -158,6 +161,15 @@ public interface NodeAgentConfig {
      */
     @WithDefault("false")
     boolean allowOpenToolkit();
+
+    /**
+     * Algorithm 2's knobs as configured, but for MaxTokens, which each GPU's SM count sets
+     * ({@link NodeAgent#tokenParameters}).
+     */
+    default TokenParameters tokens() {
+        TokenParameters d = TokenParameters.DEFAULTS;
+        return d.withPeriod(period().orElse(d.period())).withEtaViolation(etaViolation().orElse(d.etaViolation()));
+    }
 
     /** The backstop: what the GPUs say each process uses, against each container's share (docs/node-agent.md). */
     BackstopConfig backstop();

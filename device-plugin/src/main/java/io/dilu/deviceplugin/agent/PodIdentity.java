@@ -170,7 +170,8 @@ public final class PodIdentity implements NodePods, AutoCloseable {
         }
         Map<ContainerRef.PodKey, PodView> pods = seen().stream()
                 .collect(Collectors.toMap(PodView::key, Function.identity(), (a, b) -> a));
-        List<Reconciler.Change> plan = Reconciler.plan(allocations.all().values(), listing, pods, clock.instant(), grace);
+        List<Reconciler.Change> plan = Reconciler.plan(allocations.all().values(), listing, pods, clock.instant(), grace,
+                allocations.nodeThreshold());
         allocations.apply(plan);
         for (Reconciler.Change change : plan) {
             if (change instanceof Reconciler.Bind b && b.corrected()) {

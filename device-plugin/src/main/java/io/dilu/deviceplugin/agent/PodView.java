@@ -1,6 +1,7 @@
 package io.dilu.deviceplugin.agent;
 
 import io.dilu.core.contract.AssignedGpus;
+import io.dilu.core.quota.Quota;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -38,7 +39,7 @@ public record PodView(String namespace, String name, String uid, Instant created
 
         /** A container that does not say its memory gets what the scheduler extender books for it. */
         public GpuContainer(String name, int smRequest) {
-            this(name, smRequest, Allocation.DEFAULT_MEMORY_MIB);
+            this(name, smRequest, Quota.DEFAULT_MEMORY_MIB);
         }
     }
 

@@ -1,6 +1,7 @@
 package io.dilu.deviceplugin.agent;
 
 import io.dilu.core.contract.QuotaRights;
+import io.dilu.core.quota.Quota;
 import io.dilu.kube.PodShare;
 import io.dilu.kube.PodShares;
 import io.dilu.deviceplugin.backstop.Cgroups;
@@ -21,7 +22,7 @@ public final class PodViews {
         List<PodView.GpuContainer> gpu = PodShares.of(pod).map(PodShare::containers).orElse(List.of()).stream()
                 .filter(c -> c.smPercent() >= 1 && c.smPercent() <= 100)
                 .map(c -> new PodView.GpuContainer(c.name(), c.smPercent(),
-                        c.memoryMib().filter(m -> m >= 1).orElse(Allocation.DEFAULT_MEMORY_MIB))).toList();
+                        c.memoryMib().filter(m -> m >= 1).orElse(Quota.DEFAULT_MEMORY_MIB))).toList();
         Map<String, String> annotations = meta.getAnnotations() == null ? Map.of() : meta.getAnnotations();
         return new PodView(meta.getNamespace(), meta.getName(), meta.getUid(), created, PodShares.terminal(pod), annotations,
                 gpu, QuotaRights.granted(namespaceLabels), containerIds(pod));

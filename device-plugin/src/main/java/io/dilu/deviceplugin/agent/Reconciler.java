@@ -61,9 +61,10 @@ public final class Reconciler {
      *     List (never call this with the result of a failed one)
      * @param pods the pods of this node known from the API server; a pod absent here keeps its quota and
      *     annotation as they are
+     * @param nodeThreshold the node's KLC threshold, below which a pod's own needs the quota right
      */
     public static List<Change> plan(Collection<Allocation> allocations, Map<ContainerRef, Set<String>> listing,
-            Map<ContainerRef.PodKey, PodView> pods, Instant now, Duration grace) {
+            Map<ContainerRef.PodKey, PodView> pods, Instant now, Duration grace, double nodeThreshold) {
         List<Change> changes = new ArrayList<>();
         Map<Set<String>, List<Allocation>> byDevices = new HashMap<>();
         for (Allocation a : allocations) {
@@ -93,7 +94,7 @@ public final class Reconciler {
             }
             PodView pod = pods.get(owner.podKey());
             Optional<PodView.GpuContainer> container = pod == null ? Optional.empty() : pod.container(owner.container());
-            Allocation.ShareQuota quota = container.map(c -> Allocation.ShareQuota.of(pod, c)).orElse(a.quota());
+            Allocation.ShareQuota quota = container.map(c -> Allocation.ShareQuota.of(pod, c, nodeThreshold)).orElse(a.quota());
             if (!a.owner().equals(Optional.of(owner)) || !a.quota().same(quota)) {
                 boolean corrected = a.owner().isPresent() && !a.owner().get().equals(owner);
                 changes.add(new Bind(a.id(), owner, quota, corrected));

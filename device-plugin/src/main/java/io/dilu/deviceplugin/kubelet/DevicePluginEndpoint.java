@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.kubelet;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.deviceplugin.kubelet.v1beta1.DevicePluginOptions;
 import io.dilu.deviceplugin.kubelet.v1beta1.RegisterRequest;
 import io.dilu.deviceplugin.kubelet.v1beta1.RegistrationGrpc;
@@ -84,7 +85,7 @@ public final class DevicePluginEndpoint implements AutoCloseable {
                     served = null;
                     registeredWith = null;
                     LOG.warnf("withdrew %s from the kubelet: no share is handed out here until serving is allowed again",
-                            GpuSmDevicePlugin.RESOURCE);
+                            DiluNames.GPU_SM);
                 }
                 return;
             }
@@ -100,7 +101,7 @@ public final class DevicePluginEndpoint implements AutoCloseable {
                 register();
                 registeredWith = kubelet;
                 registrations++;
-                LOG.infof("registered %s with the kubelet", GpuSmDevicePlugin.RESOURCE);
+                LOG.infof("registered %s with the kubelet", DiluNames.GPU_SM);
             }
             lastCheckFailed = false;
         } catch (IOException | RuntimeException e) {
@@ -118,7 +119,7 @@ public final class DevicePluginEndpoint implements AutoCloseable {
             served = null;
         }
         served = UnixSockets.serve(dir.resolve(endpoint), plugin);
-        LOG.infof("serving %s on %s", GpuSmDevicePlugin.RESOURCE, dir.resolve(endpoint));
+        LOG.infof("serving %s on %s", DiluNames.GPU_SM, dir.resolve(endpoint));
     }
 
     private void register() {
@@ -128,7 +129,7 @@ public final class DevicePluginEndpoint implements AutoCloseable {
                     RegisterRequest.newBuilder()
                             .setVersion("v1beta1")
                             .setEndpoint(endpoint)
-                            .setResourceName(GpuSmDevicePlugin.RESOURCE)
+                            .setResourceName(DiluNames.GPU_SM)
                             .setOptions(DevicePluginOptions.newBuilder().setGetPreferredAllocationAvailable(true))
                             .build());
         } finally {

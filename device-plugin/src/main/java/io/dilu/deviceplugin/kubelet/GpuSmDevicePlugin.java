@@ -45,7 +45,6 @@ import org.jboss.logging.Logger;
 public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBase {
 
     private static final Logger LOG = Logger.getLogger(GpuSmDevicePlugin.class);
-    public static final String RESOURCE = "dilu.io/gpu-sm";
     static final String SEPARATOR = "::sm";
 
     /** Turns one container's share into what the container needs: environment and mounts. */

@@ -22,11 +22,12 @@ public final class TokenManager implements AutoCloseable {
 
     /**
      * One loop per GPU, each with its own parameters (MaxTokens follows the GPU's SM count), all with one
-     * period; best-effort tokens are released in {@code refillSteps} parts over it.
+     * period and one KLC threshold; best-effort tokens are released in {@code refillSteps} parts over it.
      */
     public TokenManager(List<TokenParameters> perGpu, int refillSteps, InstantSource clock, int latenessSamples) {
-        if (perGpu.isEmpty() || perGpu.stream().map(TokenParameters::period).distinct().count() != 1) {
-            throw new IllegalArgumentException("every GPU needs parameters, all with the same period");
+        if (perGpu.isEmpty() || perGpu.stream().map(TokenParameters::period).distinct().count() != 1
+                || perGpu.stream().mapToDouble(TokenParameters::etaViolation).distinct().count() != 1) {
+            throw new IllegalArgumentException("every GPU needs parameters, all with the same period and KLC threshold");
         }
         this.clock = clock;
         for (TokenParameters params : perGpu) {
@@ -43,6 +44,11 @@ public final class TokenManager implements AutoCloseable {
 
     public GpuTokenLoop gpu(int index) {
         return loops.get(index);
+    }
+
+    /** The KLC threshold (η_violation) every loop holds an SLO instance to when it names none. */
+    public double etaViolation() {
+        return loops.getFirst().parameters().etaViolation();
     }
 
     /** The token threads, for measuring what they cost. */

@@ -308,8 +308,8 @@ class PodIdentityIT {
                 assertThat(block.memoryLimit(0)).isEqualTo(15_360L << 20);
                 assertThat(block.memoryLimit(1)).isEqualTo(9_216L << 20);
             }
-            assertThat(allocations.devices(allocations.all().get(id))).extracting(Allocations.Device::smRequest,
-                    Allocations.Device::smLimit).containsExactly(org.assertj.core.groups.Tuple.tuple(12, 25),
+            assertThat(new ShareLayout(List.of(gpu0, gpu1)).devices(allocations.all().get(id))).extracting(
+                    ShareLayout.Device::smRequest, ShareLayout.Device::smLimit).containsExactly(org.assertj.core.groups.Tuple.tuple(12, 25),
                     org.assertj.core.groups.Tuple.tuple(8, 15));
 
             kubelet.put(new ContainerRef(NS, "llm", "c0"), ids);

@@ -10,8 +10,7 @@ import io.dilu.deviceplugin.testing.TestingContainers;
 import io.dilu.deviceplugin.tokens.PeriodicWakeups;
 import io.dilu.deviceplugin.tokens.Tenant;
 import io.dilu.deviceplugin.tokens.TokenManager;
-import io.smallrye.config.SmallRyeConfig;
-import io.smallrye.config.SmallRyeConfigBuilder;
+import io.dilu.testing.ShippedConfig;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -140,11 +139,7 @@ public final class ColocationBench {
 
     /** The node agent's configuration with nothing set: what it ships. */
     static NodeAgentConfig shipped() {
-        // Durations are written the Quarkus way ("5ms"), so read them with Quarkus's converter, as the agent does.
-        SmallRyeConfig config = new SmallRyeConfigBuilder().withMapping(NodeAgentConfig.class)
-                .withConverter(java.time.Duration.class, 200, new io.quarkus.runtime.configuration.DurationConverter())
-                .build();
-        return config.getConfigMapping(NodeAgentConfig.class);
+        return ShippedConfig.defaults(NodeAgentConfig.class).getConfigMapping(NodeAgentConfig.class);
     }
 
     /** Algorithm 2's parameters exactly as the node agent ships them, for the emulated A100's 108 SMs. */

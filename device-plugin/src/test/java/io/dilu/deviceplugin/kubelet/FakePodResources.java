@@ -1,5 +1,6 @@
 package io.dilu.deviceplugin.kubelet;
 
+import io.dilu.core.contract.DiluNames;
 import io.dilu.deviceplugin.agent.ContainerRef;
 import io.dilu.deviceplugin.kubelet.podresources.v1.ContainerDevices;
 import io.dilu.deviceplugin.kubelet.podresources.v1.ContainerResources;
@@ -36,7 +37,7 @@ public final class FakePodResources implements AutoCloseable {
                             PodResources.Builder p = PodResources.newBuilder().setNamespace(pod.namespace()).setName(pod.name());
                             containers.forEach(e -> p.addContainers(ContainerResources.newBuilder().setName(e.getKey().container())
                                     .addDevices(ContainerDevices.newBuilder().setResourceName("example.com/nic").addDeviceIds("nic0"))
-                                    .addDevices(ContainerDevices.newBuilder().setResourceName(GpuSmDevicePlugin.RESOURCE)
+                                    .addDevices(ContainerDevices.newBuilder().setResourceName(DiluNames.GPU_SM)
                                             .addAllDeviceIds(e.getValue()))));
                             response.addPodResources(p);
                         });

@@ -142,6 +142,7 @@ class HelmChartTest {
         assertThat(plain).noneMatch(o -> name(o).equals("dilu-grafana-dashboard"));
         Map<String, Object> agent = container(one(plain, "DaemonSet", "dilu-node-agent"), "agent");
         assertThat(envNames(agent)).contains("NVIDIA_VISIBLE_DEVICES").doesNotContain("DILU_AGENT_EMULATED_GPUS", "DILU_AGENT_PERIOD");
+        assertThat(env(container(one(plain, "Deployment", "dilu-webhook"), "webhook"))).doesNotContainKey("DILU_WEBHOOK_ETA_VIOLATION");
         assertThat(at(one(plain, "DaemonSet", "dilu-node-agent"), "spec", "template", "spec", "nodeSelector"))
                 .isEqualTo(Map.of("dilu.io/gpu-node", "true"));
         // The backstop reads host pids and ends processes; NVML comes by the toolkit's volume-mount route too
@@ -167,6 +168,8 @@ class HelmChartTest {
         assertThat(env(agent)).containsEntry("DILU_AGENT_EMULATED_GPUS", "4x A100-40GB, 108 SMs")
                 .containsEntry("DILU_AGENT_PERIOD", "10ms").containsEntry("DILU_AGENT_ETA_VIOLATION", "1.3")
                 .doesNotContainKey("NVIDIA_VISIBLE_DEVICES");
+        assertThat(env(container(one(full, "Deployment", "dilu-webhook"), "webhook"))).as("admission judges the nodes' threshold")
+                .containsEntry("DILU_WEBHOOK_ETA_VIOLATION", "1.3");
         assertThat(at(agent, "securityContext", "capabilities", "add")).isEqualTo(List.of("KILL", "SYS_PTRACE"));
         assertThat(agent.get("volumeMounts").toString()).doesNotContain("nvidia");
         assertThat(agent.get("image")).isEqualTo("registry.example.com/dilu/node-agent:0.2.0");

@@ -14,6 +14,7 @@ import io.dilu.extender.state.PlacementBook;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.kube.ParkingPatch;
 import io.dilu.testing.RealApiServer;
+import io.dilu.testing.ShippedConfig;
 import io.dilu.testing.TestingClock;
 import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.api.model.Event;
@@ -25,8 +26,6 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.quarkus.runtime.configuration.DurationConverter;
-import io.smallrye.config.SmallRyeConfigBuilder;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -57,8 +56,7 @@ class ExtenderEventsIT {
 
     /** The extender's configuration as shipped, with Quarkus' reading of durations ("5s"). */
     static ExtenderConfig defaults() {
-        return new SmallRyeConfigBuilder().withMapping(ExtenderConfig.class)
-                .withConverter(Duration.class, 200, new DurationConverter()).build().getConfigMapping(ExtenderConfig.class);
+        return ShippedConfig.defaults(ExtenderConfig.class).getConfigMapping(ExtenderConfig.class);
     }
 
     @BeforeAll

@@ -166,7 +166,8 @@ public final class AdmissionHandler {
             if (!PodMutator.concerns(pod)) {
                 return allowed(uid);
             }
-            PodMutator.Mutation m = PodMutator.mutate(pod, profile, policy.hook(), cluster.quotaRights(namespace));
+            PodMutator.Mutation m = PodMutator.mutate(pod, profile, policy.hook(), cluster.quotaRights(namespace),
+                    policy.etaViolation());
             return m.patch().isEmpty() ? allowed(uid)
                     : new Answer(response(uid, true, JSON.writeValueAsString(m.patch()), null), Outcome.PATCHED);
         }
@@ -174,7 +175,8 @@ public final class AdmissionHandler {
         List<FieldError> errors = new ArrayList<>();
         ToolkitEnv.ConfigMaps configMaps = read(namespace, ContainerView.all(pod.getSpec()), errors);
         errors.addAll(PodValidator.validate(pod, facts, policy, configMaps));
-        profileName.ifPresent(n -> errors.addAll(PodValidator.profile(namespace, n, profile, facts.quotaRights())));
+        profileName.ifPresent(n -> errors.addAll(PodValidator.profile(namespace, n, profile, facts.quotaRights(),
+                policy.etaViolation())));
         return judged(uid, errors);
     }
 

@@ -1,5 +1,6 @@
 package io.dilu.webhook.admission;
 
+import io.dilu.core.contract.QuotaRights;
 import java.util.List;
 import java.util.Set;
 
@@ -14,9 +15,11 @@ import java.util.Set;
  *     {@code dilu.io/wake-failed}) on an existing pod
  * @param maxRequestBytes the largest AdmissionReview read
  * @param maxContainers the most containers, all kinds together, of a pod
+ * @param etaViolation the KLC threshold the nodes run at, below which a pod's own needs the quota right ({@link QuotaRights})
  */
 public record AdmissionPolicy(HookSettings hook, List<String> protectedHostPaths, List<String> protectedContainerPaths,
-        Set<String> assignedGpusWriters, Set<String> parkingWriters, long maxRequestBytes, int maxContainers) {
+        Set<String> assignedGpusWriters, Set<String> parkingWriters, long maxRequestBytes, int maxContainers,
+        double etaViolation) {
 
     public AdmissionPolicy {
         protectedHostPaths = List.copyOf(protectedHostPaths);

@@ -4,6 +4,7 @@ import static io.dilu.webhook.admission.PatchOperation.add;
 import static io.dilu.webhook.admission.PatchOperation.pointer;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.contract.QuotaRights;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.quota.Priority;
@@ -44,10 +45,7 @@ import java.util.Set;
  */
 public final class PodMutator {
 
-    static final List<String> SERVING_LABELS = List.of("serving.kserve.io/inferenceservice", "serving.knative.dev/service");
     static final String RUNTIME_DEFAULT = "RuntimeDefault";
-    /** Knative's autoscaling class annotation, which Knative copies from the revision to its pods. */
-    static final String KNATIVE_CLASS = "autoscaling.knative.dev/class";
 
     private PodMutator() {}
 
@@ -72,8 +70,10 @@ public final class PodMutator {
     /**
      * @param quotaRights the namespace has {@link QuotaRights#ALLOW_SLO_LABEL}: serving pods default to slo, and
      *     a profile's values that need the right are copied
+     * @param etaViolation the nodes' KLC threshold, below which a profile's needs the right
      */
-    public static Mutation mutate(Pod original, Optional<ProfileSettings> profile, HookSettings hook, boolean quotaRights) {
+    public static Mutation mutate(Pod original, Optional<ProfileSettings> profile, HookSettings hook, boolean quotaRights,
+            double etaViolation) {
         Pod pod = new PodBuilder(original).build();
         List<PatchOperation> patch = new ArrayList<>();
         List<Container> containers = pod.getSpec().getContainers() == null ? List.of() : pod.getSpec().getContainers();
@@ -87,7 +87,8 @@ public final class PodMutator {
         if (gpu.isEmpty()) {
             return new Mutation(pod, List.copyOf(patch));
         }
-        annotate(pod, profile, gpu.stream().map(i -> smPercent(containers.get(i))).toList(), quotaRights, patch);
+        annotate(pod, profile, gpu.stream().map(i -> smPercent(containers.get(i))).toList(), quotaRights, etaViolation,
+                patch);
         String scheduler = pod.getSpec().getSchedulerName();
         if (scheduler == null || scheduler.isBlank() || scheduler.equals("default-scheduler")) {
             pod.getSpec().setSchedulerName(hook.schedulerName());
@@ -181,7 +182,7 @@ public final class PodMutator {
      */
     private static void servingGate(Pod pod, List<PatchOperation> patch) {
         Map<String, String> annotations = pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations();
-        if (!DiluNames.AUTOSCALER_CLASS.equals(annotations.get(KNATIVE_CLASS)) || PodShares.servingGate(pod)) {
+        if (!DiluNames.AUTOSCALER_CLASS.equals(annotations.get(KnativeNames.CLASS)) || PodShares.servingGate(pod)) {
             return;
         }
         PodReadinessGate gate = new PodReadinessGate(DiluNames.SERVING_CONDITION);
@@ -195,18 +196,18 @@ public final class PodMutator {
 
     /** Fills the quota annotations the pod leaves out, each only where the quota rights allow it. */
     private static void annotate(Pod pod, Optional<ProfileSettings> profile, List<Integer> requests, boolean quotaRights,
-            List<PatchOperation> patch) {
+            double etaViolation, List<PatchOperation> patch) {
         Map<String, String> own = pod.getMetadata().getAnnotations() == null ? Map.of() : pod.getMetadata().getAnnotations();
         Map<String, String> labels = pod.getMetadata().getLabels() == null ? Map.of() : pod.getMetadata().getLabels();
         List<Map.Entry<String, String>> wanted = new ArrayList<>();
         profile.ifPresent(p -> wanted.addAll(annotations(p).entrySet()));
-        SERVING_LABELS.stream().map(labels::get).filter(v -> v != null && !v.isBlank()).findFirst()
+        KnativeNames.SERVING_LABELS.stream().map(labels::get).filter(v -> v != null && !v.isBlank()).findFirst()
                 .ifPresent(fn -> wanted.add(Map.entry(DiluNames.FUNCTION, fn)));
         int largest = requests.stream().mapToInt(Integer::intValue).max().orElse(-1);
         if (largest >= Quota.MIN_SM) {
             wanted.add(Map.entry(DiluNames.SM_LIMIT, Integer.toString(Quota.defaultLimit(largest))));
         }
-        boolean serving = SERVING_LABELS.stream().anyMatch(labels::containsKey);
+        boolean serving = KnativeNames.SERVING_LABELS.stream().anyMatch(labels::containsKey);
         // Serving pods are SLO-sensitive, but slo needs the right: where the namespace lacks it the rights check
         // below drops slo and the best-effort after it stands.
         wanted.add(Map.entry(DiluNames.PRIORITY, (serving ? Priority.SLO : Priority.BEST_EFFORT).label()));
@@ -222,7 +223,7 @@ public final class PodMutator {
             }
             Map<String, String> tentative = new LinkedHashMap<>(all);
             tentative.put(w.getKey(), w.getValue());
-            if (QuotaRights.violations(tentative, smallest, quotaRights).stream().map(FieldError::field).noneMatch(w.getKey()::equals)) {
+            if (QuotaRights.violations(tentative, smallest, quotaRights, etaViolation).stream().map(FieldError::field).noneMatch(w.getKey()::equals)) {
                 all.put(w.getKey(), w.getValue());
                 added.put(w.getKey(), w.getValue());
             }

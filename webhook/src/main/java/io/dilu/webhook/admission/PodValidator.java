@@ -101,7 +101,7 @@ public final class PodValidator {
             errors.addAll(PodQuotaAnnotations.validate(annotations, Math.max(1, largestRequest)));
             // Each container's limit defaults to twice its own request: the smallest request is the one to judge by.
             errors.addAll(QuotaRights.violations(annotations, smallestRequest > Quota.MAX_SM ? Quota.MIN_SM : smallestRequest,
-                    facts.quotaRights()));
+                    facts.quotaRights(), policy.etaViolation()));
         }
         // Parking is a state of a running instance, written by the autoscaler and the extender; a pod born parked
         // would hold device IDs at the kubelet without an SM booking.
@@ -123,14 +123,16 @@ public final class PodValidator {
      * What is wrong with the pod's {@code dilu.io/profile}: missing, or giving values that need the quota right
      * where the namespace lacks it (the mutator does not copy those, so they are refused here, by the profile's name).
      */
-    public static List<FieldError> profile(String namespace, String name, Optional<ProfileSettings> profile, boolean quotaRights) {
+    public static List<FieldError> profile(String namespace, String name, Optional<ProfileSettings> profile, boolean quotaRights,
+            double etaViolation) {
         String field = "metadata.annotations[" + DiluNames.PROFILE + "]";
         if (profile.isEmpty()) {
             return List.of(new FieldError(field, name, "the name of a GpuFunctionProfile in namespace " + namespace
                     + " that has settings (written by hand, or profiled and Ready)"));
         }
         ProfileSettings p = profile.get();
-        List<FieldError> violations = QuotaRights.violations(PodMutator.annotations(p), Math.clamp(p.smRequest(), Quota.MIN_SM, Quota.MAX_SM), quotaRights);
+        List<FieldError> violations = QuotaRights.violations(PodMutator.annotations(p), Math.clamp(p.smRequest(), Quota.MIN_SM, Quota.MAX_SM), quotaRights,
+                etaViolation);
         if (violations.isEmpty()) {
             return List.of();
         }

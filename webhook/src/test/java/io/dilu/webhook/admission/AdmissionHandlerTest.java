@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.JsonSurgery;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -121,13 +122,13 @@ class AdmissionHandlerTest {
 
     @Test
     void thePatchTurnsThePodIntoItsMutationAndIsEmptyTheSecondTime() throws Exception {
-        Pod original = Pods.gpuPod(30, 2048).editMetadata().withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata().build();
+        Pod original = Pods.gpuPod(30, 2048).editMetadata().withLabels(Map.of(KnativeNames.SERVICE_LABEL, "resnet")).endMetadata().build();
         JsonNode pod = JSON.valueToTree(original);
         JsonNode r = response(HANDLER.mutate(review(pod)));
         assertThat(r.path("uid").asText()).isEqualTo("u-1");
         assertThat(r.path("allowed").asBoolean()).isTrue();
         JsonNode patched = JsonPatch.apply(patch(r), pod);
-        Pod expected = PodMutator.mutate(original, Optional.empty(), Pods.HOOK, false).pod();
+        Pod expected = PodMutator.mutate(original, Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION).pod();
         assertThat(JSON.treeToValue(patched, Pod.class)).isEqualTo(expected);
         assertThat(expected.getMetadata().getAnnotations()).containsEntry(DiluNames.SM_LIMIT, "60")
                 .containsEntry(DiluNames.PRIORITY, "best-effort");
@@ -140,7 +141,7 @@ class AdmissionHandlerTest {
     @Test
     void theQuotaRightComesFromTheNamespace() throws Exception {
         JsonNode serving = JSON.valueToTree(Pods.gpuPod(30, 2048).editMetadata()
-                .withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata().build());
+                .withLabels(Map.of(KnativeNames.SERVICE_LABEL, "resnet")).endMetadata().build());
         JsonNode inSloNs = JsonPatch.apply(patch(response(HANDLER.mutate(review(serving, SLO_NS)))), serving);
         assertThat(inSloNs.path("metadata").path("annotations").path(DiluNames.PRIORITY).asText()).isEqualTo("slo");
         assertThat(response(HANDLER.validate(review(inSloNs, SLO_NS))).path("allowed").asBoolean()).isTrue();

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.contract.PodQuotaAnnotations;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -37,13 +38,13 @@ class PodMutatorTest {
     }
 
     static Pod serving(int sm) {
-        return Pods.gpuPod(sm, 2048).editMetadata().withLabels(Map.of("serving.knative.dev/service", "resnet")).endMetadata().build();
+        return Pods.gpuPod(sm, 2048).editMetadata().withLabels(Map.of(KnativeNames.SERVICE_LABEL, "resnet")).endMetadata().build();
     }
 
     @Test
     void aGpuPodGetsTheHookItsIdentityTheSchedulerAndDefaults() {
         Pod pod = serving(30);
-        Pod m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true).pod();
+        Pod m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true, Pods.ETA_VIOLATION).pod();
         Container c = m.getSpec().getContainers().getFirst();
         assertThat(env(c, "LD_PRELOAD")).isEqualTo("/opt/dilu/lib/libdilu-hook.so");
         assertThat(env(c, "DILU_POD_UID")).isEqualTo("metadata.uid");
@@ -67,7 +68,7 @@ class PodMutatorTest {
                 .withDrop("NET_RAW", "CAP_SYS_PTRACE").endCapabilities().endSecurityContext().endContainer()
                 .addNewInitContainer().withName("init").withImage("x").withNewSecurityContext().withRunAsUser(1000L)
                 .endSecurityContext().endInitContainer().endSpec().build();
-        PodMutator.Mutation m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false);
+        PodMutator.Mutation m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION);
         Function<Container, List<String>> drop = c -> c.getSecurityContext().getCapabilities().getDrop();
         List<Container> cs = m.pod().getSpec().getContainers();
         assertThat(drop.apply(cs.get(0))).containsExactly("SYS_CHROOT", "SYS_PTRACE");
@@ -79,36 +80,36 @@ class PodMutatorTest {
         JsonNode patched = JsonPatch.apply(JSON.valueToTree(m.patch()), JSON.valueToTree(pod));
         assertThat((JsonNode) JSON.valueToTree(JSON.treeToValue(patched, Pod.class))).as("the patch says the same")
                 .isEqualTo(JSON.valueToTree(m.pod()));
-        assertThat(PodMutator.mutate(m.pod(), Optional.empty(), Pods.HOOK, false).patch()).as("once").isEmpty();
+        assertThat(PodMutator.mutate(m.pod(), Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION).patch()).as("once").isEmpty();
         assertThat(PodMutator.mutate(new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec().addNewContainer()
-                .withName("c").withImage("x").endContainer().endSpec().build(), Optional.empty(), Pods.HOOK, false).patch())
+                .withName("c").withImage("x").endContainer().endSpec().build(), Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION).patch())
                 .as("a pod without a share is not Dilu's to change").isEmpty();
     }
 
     @Test
     void aPodOfDilusAutoscalingClassGetsAReadinessGateOnTheServingConditionOnce() throws Exception {
-        Pod pod = Pods.gpuPod(30, 2048).editMetadata().withAnnotations(Map.of("autoscaling.knative.dev/class",
+        Pod pod = Pods.gpuPod(30, 2048).editMetadata().withAnnotations(Map.of(KnativeNames.CLASS,
                 DiluNames.AUTOSCALER_CLASS)).endMetadata().build();
-        PodMutator.Mutation m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true);
+        PodMutator.Mutation m = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true, Pods.ETA_VIOLATION);
         assertThat(m.pod().getSpec().getReadinessGates()).extracting(g -> g.getConditionType())
                 .containsExactly(DiluNames.SERVING_CONDITION);
         JsonNode patched = JsonPatch.apply(JSON.valueToTree(m.patch()), JSON.valueToTree(pod));
         assertThat(patched.at("/spec/readinessGates/0/conditionType").asText()).as("the patch says the same")
                 .isEqualTo(DiluNames.SERVING_CONDITION);
-        assertThat(PodMutator.mutate(m.pod(), Optional.empty(), Pods.HOOK, true).patch()).as("once").isEmpty();
+        assertThat(PodMutator.mutate(m.pod(), Optional.empty(), Pods.HOOK, true, Pods.ETA_VIOLATION).patch()).as("once").isEmpty();
 
         Pod ownGate = new PodBuilder(pod).editSpec().addNewReadinessGate("example.com/warm").endSpec().build();
-        assertThat(PodMutator.mutate(ownGate, Optional.empty(), Pods.HOOK, true).pod().getSpec().getReadinessGates())
+        assertThat(PodMutator.mutate(ownGate, Optional.empty(), Pods.HOOK, true, Pods.ETA_VIOLATION).pod().getSpec().getReadinessGates())
                 .extracting(g -> g.getConditionType()).containsExactly("example.com/warm", DiluNames.SERVING_CONDITION);
-        Pod kpa = Pods.gpuPod(30, 2048).editMetadata().withAnnotations(Map.of("autoscaling.knative.dev/class",
-                "kpa.autoscaling.knative.dev")).endMetadata().build();
-        assertThat(PodMutator.mutate(kpa, Optional.empty(), Pods.HOOK, true).pod().getSpec().getReadinessGates())
+        Pod kpa = Pods.gpuPod(30, 2048).editMetadata().withAnnotations(Map.of(KnativeNames.CLASS,
+                KnativeNames.KPA_CLASS)).endMetadata().build();
+        assertThat(PodMutator.mutate(kpa, Optional.empty(), Pods.HOOK, true, Pods.ETA_VIOLATION).pod().getSpec().getReadinessGates())
                 .as("Knative's own class never parks").isEmpty();
     }
 
     @Test
     void servingPodsAreBestEffortWhereTheNamespaceLacksTheQuotaRight() {
-        Pod m = PodMutator.mutate(serving(30), Optional.empty(), Pods.HOOK, false).pod();
+        Pod m = PodMutator.mutate(serving(30), Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION).pod();
         assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.PRIORITY, "best-effort")
                 .containsEntry(DiluNames.SM_LIMIT, "60");
     }
@@ -116,17 +117,17 @@ class PodMutatorTest {
     @Test
     void aConfiguredRuntimeClassGoesToGpuPodsThatNameNoneOnly() {
         HookSettings nvidia = new HookSettings("/opt/dilu/lib", "libdilu-hook.so", "dilu-scheduler", Optional.of("nvidia"));
-        PodMutator.Mutation m = PodMutator.mutate(Pods.gpuPod(30, 1024).build(), Optional.empty(), nvidia, false);
+        PodMutator.Mutation m = PodMutator.mutate(Pods.gpuPod(30, 1024).build(), Optional.empty(), nvidia, false, Pods.ETA_VIOLATION);
         assertThat(m.pod().getSpec().getRuntimeClassName()).isEqualTo("nvidia");
         assertThat(m.patch()).contains(PatchOperation.add("/spec/runtimeClassName", "nvidia"));
         Pod own = Pods.gpuPod(30, 1024).editSpec().withRuntimeClassName("kata-nvidia").endSpec().build();
-        assertThat(PodMutator.mutate(own, Optional.empty(), nvidia, false).pod().getSpec().getRuntimeClassName())
+        assertThat(PodMutator.mutate(own, Optional.empty(), nvidia, false, Pods.ETA_VIOLATION).pod().getSpec().getRuntimeClassName())
                 .as("the pod's own choice stays").isEqualTo("kata-nvidia");
-        assertThat(PodMutator.mutate(Pods.gpuPod(30, 1024).build(), Optional.empty(), Pods.HOOK, false).pod().getSpec()
+        assertThat(PodMutator.mutate(Pods.gpuPod(30, 1024).build(), Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION).pod().getSpec()
                 .getRuntimeClassName()).as("unset by default").isNull();
         Pod cpu = new PodBuilder().withNewMetadata().withName("cpu").endMetadata().withNewSpec().addNewContainer()
                 .withName("c").withImage("i").endContainer().endSpec().build();
-        assertThat(PodMutator.mutate(cpu, Optional.empty(), nvidia, false).pod().getSpec().getRuntimeClassName())
+        assertThat(PodMutator.mutate(cpu, Optional.empty(), nvidia, false, Pods.ETA_VIOLATION).pod().getSpec().getRuntimeClassName())
                 .as("a pod without a GPU share is not touched").isNull();
     }
 
@@ -135,8 +136,8 @@ class PodMutatorTest {
         Pod pod = Pods.gpuPod(70, 2048).editMetadata().withAnnotations(Map.of(DiluNames.SM_LIMIT, "80")).endMetadata()
                 .editSpec().withSchedulerName("my-scheduler").editFirstContainer()
                 .addToEnv(new EnvVar("LD_PRELOAD", "/usr/lib/libtcmalloc.so", null)).endContainer().endSpec().build();
-        PodMutator.Mutation once = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false);
-        PodMutator.Mutation twice = PodMutator.mutate(once.pod(), Optional.empty(), Pods.HOOK, false);
+        PodMutator.Mutation once = PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION);
+        PodMutator.Mutation twice = PodMutator.mutate(once.pod(), Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION);
         assertThat(twice.pod()).isEqualTo(once.pod());
         assertThat(twice.patch()).isEmpty();
         // The pod's own preload and scheduler stay as they are: the validator refuses them, by name.
@@ -151,7 +152,7 @@ class PodMutatorTest {
         Pod plain = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec().addNewContainer()
                 .withName("c").withImage("nginx").endContainer().endSpec().build();
         assertThat(PodMutator.concerns(plain)).isFalse();
-        PodMutator.Mutation m = PodMutator.mutate(plain, Optional.empty(), Pods.HOOK, true);
+        PodMutator.Mutation m = PodMutator.mutate(plain, Optional.empty(), Pods.HOOK, true, Pods.ETA_VIOLATION);
         assertThat(m.pod()).isEqualTo(plain);
         assertThat(m.patch()).isEmpty();
     }
@@ -162,7 +163,7 @@ class PodMutatorTest {
                 .withName("init").withImage("x").withNewResources().withLimits(Pods.share(500, 1024)).endResources().endInitContainer()
                 .addNewContainer().withName("c").withImage("x").endContainer().endSpec().build();
         assertThat(PodMutator.concerns(init)).isTrue();
-        assertThat(PodMutator.mutate(init, Optional.empty(), Pods.HOOK, false).patch()).isEmpty();
+        assertThat(PodMutator.mutate(init, Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION).patch()).isEmpty();
     }
 
     @Test
@@ -170,7 +171,7 @@ class PodMutatorTest {
         Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(DiluNames.PROFILE, "bert"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
         ProfileSettings bert = new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty());
-        Pod m = PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true).pod();
+        Pod m = PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true, Pods.ETA_VIOLATION).pod();
         var limits = m.getSpec().getContainers().getFirst().getResources().getLimits();
         assertThat(limits.get(DiluNames.GPU_SM).toString()).isEqualTo("25");
         assertThat(limits.get(DiluNames.GPU_MEMORY).toString()).isEqualTo("6144");
@@ -183,14 +184,14 @@ class PodMutatorTest {
         ProfileSettings bert = new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty());
         Pod pod = new PodBuilder().withNewMetadata().withName("bert-1").withAnnotations(Map.of(DiluNames.PROFILE, "bert"))
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
-        assertThat(PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true).pod().getSpec().getContainers().getFirst().getEnv())
+        assertThat(PodMutator.mutate(pod, Optional.of(bert), Pods.HOOK, true, Pods.ETA_VIOLATION).pod().getSpec().getContainers().getFirst().getEnv())
                 .filteredOn(e -> e.getName().equals("DILU_BATCH_SIZE")).extracting(e -> e.getValue()).containsExactly("8");
         Pod own = new PodBuilder(pod).editSpec().editFirstContainer().addNewEnv().withName("DILU_BATCH_SIZE").withValue("2").endEnv()
                 .endContainer().endSpec().build();
-        assertThat(PodMutator.mutate(own, Optional.of(bert), Pods.HOOK, true).pod().getSpec().getContainers().getFirst().getEnv())
+        assertThat(PodMutator.mutate(own, Optional.of(bert), Pods.HOOK, true, Pods.ETA_VIOLATION).pod().getSpec().getContainers().getFirst().getEnv())
                 .filteredOn(e -> e.getName().equals("DILU_BATCH_SIZE")).extracting(e -> e.getValue()).containsExactly("2");
         ProfileSettings noBatch = new ProfileSettings("bert", 25, Optional.empty(), 6144, Optional.empty(), Optional.empty(), false, Optional.empty(), Optional.empty());
-        assertThat(PodMutator.mutate(pod, Optional.of(noBatch), Pods.HOOK, true).pod().getSpec().getContainers().getFirst().getEnv())
+        assertThat(PodMutator.mutate(pod, Optional.of(noBatch), Pods.HOOK, true, Pods.ETA_VIOLATION).pod().getSpec().getContainers().getFirst().getEnv())
                 .extracting(e -> e.getName()).doesNotContain("DILU_BATCH_SIZE");
     }
 
@@ -200,7 +201,7 @@ class PodMutatorTest {
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("bert").endContainer().endSpec().build();
         ProfileSettings greedy = new ProfileSettings("bert", 25, Optional.of(80), 6144, Optional.of(8), Optional.of("slo"), true,
                 Optional.of(1.2), Optional.empty());
-        Map<String, String> a = PodMutator.mutate(pod, Optional.of(greedy), Pods.HOOK, false).pod().getMetadata().getAnnotations();
+        Map<String, String> a = PodMutator.mutate(pod, Optional.of(greedy), Pods.HOOK, false, Pods.ETA_VIOLATION).pod().getMetadata().getAnnotations();
         // The limit falls back to the default 2 × 25, the priority to best-effort; the LLM mark and the low
         // threshold are left out. The validator refuses the profile by name (PodValidatorTest).
         assertThat(a).containsEntry(DiluNames.SM_LIMIT, "50").containsEntry(DiluNames.PRIORITY, "best-effort")
@@ -213,7 +214,7 @@ class PodMutatorTest {
                 .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("llama").endContainer().endSpec().build();
         ProfileSettings llama = new ProfileSettings("llama", 40, Optional.of(80), 30_000, Optional.of(1), Optional.of("slo"), true,
                 Optional.of(1.25), Optional.empty());
-        Pod m = PodMutator.mutate(pod, Optional.of(llama), Pods.HOOK, true).pod();
+        Pod m = PodMutator.mutate(pod, Optional.of(llama), Pods.HOOK, true, Pods.ETA_VIOLATION).pod();
         assertThat(m.getMetadata().getAnnotations()).containsEntry(DiluNames.LLM, "true")
                 .containsEntry(DiluNames.KLC_THRESHOLD, "1.25");
         assertThat(PodQuotaAnnotations.klcThreshold(m.getMetadata().getAnnotations())).isEqualTo(1.25);
@@ -223,16 +224,16 @@ class PodMutatorTest {
     void theDefaultLimitIsLeftToEachContainerWhereOnePodWideLimitWouldNeedTheRight() {
         Pod pod = Pods.gpuPod(50, 2048).editSpec().addNewContainer().withName("small").withImage("x").withNewResources()
                 .withLimits(Pods.share(10, 1024)).endResources().endContainer().endSpec().build();
-        assertThat(PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false).pod().getMetadata().getAnnotations())
+        assertThat(PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION).pod().getMetadata().getAnnotations())
                 .doesNotContainKey(DiluNames.SM_LIMIT);
-        assertThat(PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true).pod().getMetadata().getAnnotations())
+        assertThat(PodMutator.mutate(pod, Optional.empty(), Pods.HOOK, true, Pods.ETA_VIOLATION).pod().getMetadata().getAnnotations())
                 .containsEntry(DiluNames.SM_LIMIT, "100");
     }
 
     @Test
     void thePatchIsAddsAndReplacesWithEscapedPaths() {
         PodMutator.Mutation m = PodMutator.mutate(Pods.gpuPod(30, 2048).editMetadata().withAnnotations(Map.of("team", "a"))
-                .endMetadata().editSpec().withSchedulerName("default-scheduler").endSpec().build(), Optional.empty(), Pods.HOOK, false);
+                .endMetadata().editSpec().withSchedulerName("default-scheduler").endSpec().build(), Optional.empty(), Pods.HOOK, false, Pods.ETA_VIOLATION);
         assertThat(m.patch()).extracting(PatchOperation::op, PatchOperation::path).containsExactly(
                 org.assertj.core.groups.Tuple.tuple("add", "/metadata/annotations/dilu.io~1sm-limit"),
                 org.assertj.core.groups.Tuple.tuple("add", "/metadata/annotations/dilu.io~1priority"),
@@ -249,7 +250,7 @@ class PodMutatorTest {
         Pod pod = JSON.treeToValue(json, Pod.class);
         Optional<ProfileSettings> profile = PodMutator.profileName(pod).map(n -> new ProfileSettings(n, 20, Optional.of(90), 2048,
                 Optional.of(4), Optional.of("slo"), n.equals("llm"), Optional.empty(), Optional.empty()));
-        PodMutator.Mutation m = PodMutator.mutate(pod, profile, Pods.HOOK, quotaRights);
+        PodMutator.Mutation m = PodMutator.mutate(pod, profile, Pods.HOOK, quotaRights, Pods.ETA_VIOLATION);
         JsonNode patched = JsonPatch.apply(JSON.valueToTree(m.patch()), json);
         assertThat((JsonNode) JSON.valueToTree(JSON.treeToValue(patched, Pod.class))).isEqualTo(JSON.valueToTree(m.pod()));
         assertThat(m.patch()).allSatisfy(op -> assertThat(op.op()).isIn("add", "replace"));
@@ -283,7 +284,7 @@ class PodMutatorTest {
                 });
         Arbitrary<String> annotations = Arbitraries.of("absent", "null", "{}", "{\"team\":\"a/b~c\"}",
                 "{\"dilu.io/sm-limit\":\"80\"}", "{\"dilu.io/profile\":\"bert\"}", "{\"dilu.io/profile\":\"llm\",\"dilu.io/priority\":\"slo\"}");
-        Arbitrary<String> labels = Arbitraries.of("absent", "{\"serving.knative.dev/service\":\"fn\"}");
+        Arbitrary<String> labels = Arbitraries.of("absent", "{\"" + KnativeNames.SERVICE_LABEL + "\":\"fn\"}");
         Arbitrary<String> scheduler = Arbitraries.of("absent", "\"\"", "\"default-scheduler\"", "\"mine\"", "\"dilu-scheduler\"");
         Arbitrary<String> security = Arbitraries.of("absent", "null", "{}", "{\"runAsUser\":1000}",
                 "{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"fn.json\"}}");

@@ -5,6 +5,7 @@ import io.dilu.kube.profile.ProfileSettings;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.EnvVarBuilder;
@@ -43,7 +44,7 @@ class PodValidatorTest {
     @Test
     void aSensiblePodPassesAndSoDoesItsMutationMutatedAgain() {
         assertThat(errors(Pods.gpuPod(30, 2048).build())).isEmpty();
-        Pod serving = Pods.gpuPod(30, 2048).editMetadata().withLabels(Map.of("serving.knative.dev/service", "fn")).endMetadata().build();
+        Pod serving = Pods.gpuPod(30, 2048).editMetadata().withLabels(Map.of(KnativeNames.SERVICE_LABEL, "fn")).endMetadata().build();
         for (boolean rights : new boolean[] {false, true}) {
             Pod once = Pods.mutated(serving, rights);
             PodValidator.Facts facts = rights ? WITH_RIGHTS : FACTS;
@@ -288,16 +289,27 @@ class PodValidatorTest {
     }
 
     @Test
+    void aThresholdIsJudgedAgainstTheNodesConfiguredOne() {
+        AdmissionPolicy strict = new AdmissionPolicy(Pods.HOOK, Pods.POLICY.protectedHostPaths(),
+                Pods.POLICY.protectedContainerPaths(), Pods.POLICY.assignedGpusWriters(), Pods.POLICY.parkingWriters(),
+                Pods.POLICY.maxRequestBytes(), Pods.POLICY.maxContainers(), 2.0);
+        Pod pod = Pods.mutated(annotated(30, Map.of(DiluNames.KLC_THRESHOLD, "1.8")), false);
+        assertThat(PodValidator.validate(pod, FACTS, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE)).as("above the default 1.6").isEmpty();
+        assertThat(PodValidator.validate(pod, FACTS, strict, ToolkitEnv.ConfigMaps.NONE)).extracting(FieldError::message)
+                .singleElement().asString().startsWith("dilu.io/klc-threshold=1.8 is not allowed: must be at least 2.0 unless");
+    }
+
+    @Test
     void aProfileIsRefusedByNameWhenItNeedsARightTheNamespaceLacks() {
         ProfileSettings bert = new ProfileSettings("bert", 25, Optional.of(45), 6144, Optional.of(8), Optional.of("slo"), false, Optional.empty(), Optional.empty());
-        assertThat(PodValidator.profile("fns", "bert", Optional.of(bert), false)).extracting(FieldError::message).containsExactly(
+        assertThat(PodValidator.profile("fns", "bert", Optional.of(bert), false, Pods.ETA_VIOLATION)).extracting(FieldError::message).containsExactly(
                 "metadata.annotations[dilu.io/profile]=bert is not allowed: must be a GpuFunctionProfile that needs no quota right "
                         + "this namespace lacks; it gives dilu.io/priority=slo, which must be best-effort unless the namespace "
                         + "has the label dilu.io/allow-slo=true (granted by an administrator)");
-        assertThat(PodValidator.profile("fns", "bert", Optional.of(bert), true)).isEmpty();
+        assertThat(PodValidator.profile("fns", "bert", Optional.of(bert), true, Pods.ETA_VIOLATION)).isEmpty();
         ProfileSettings modest = new ProfileSettings("bert", 25, Optional.of(50), 6144, Optional.of(8), Optional.of("best-effort"), false, Optional.empty(), Optional.empty());
-        assertThat(PodValidator.profile("fns", "bert", Optional.of(modest), false)).isEmpty();
-        assertThat(PodValidator.profile("fns", "gone", Optional.empty(), true)).extracting(FieldError::message).containsExactly(
+        assertThat(PodValidator.profile("fns", "bert", Optional.of(modest), false, Pods.ETA_VIOLATION)).isEmpty();
+        assertThat(PodValidator.profile("fns", "gone", Optional.empty(), true, Pods.ETA_VIOLATION)).extracting(FieldError::message).containsExactly(
                 "metadata.annotations[dilu.io/profile]=gone is not allowed: must be the name of a GpuFunctionProfile in namespace fns "
                         + "that has settings (written by hand, or profiled and Ready)");
     }

@@ -1,6 +1,7 @@
 package io.dilu.webhook.admission;
 
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.tokens.TokenParameters;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -16,12 +17,13 @@ final class Pods {
     static final String NODE_AGENT = "system:serviceaccount:dilu-system:dilu-node-agent";
     static final String SCHEDULER = "system:serviceaccount:dilu-system:dilu-scheduler";
     static final String AUTOSCALER = "system:serviceaccount:dilu-system:dilu-autoscaler";
+    static final double ETA_VIOLATION = TokenParameters.DEFAULTS.etaViolation();
     /** WebhookConfig's defaults. */
     static final AdmissionPolicy POLICY = new AdmissionPolicy(HOOK,
             List.of("/var/lib/dilu", "/opt/dilu", "/var/run/dilu", "/run/dilu", "/var/lib/kubelet/device-plugins",
                     "/var/lib/kubelet/pod-resources"),
             List.of("/opt/dilu/lib", "/var/run/dilu", "/run/dilu", "/etc/ld.so.preload"), Set.of(SCHEDULER, NODE_AGENT),
-            Set.of(AUTOSCALER, SCHEDULER), 3 * 1024 * 1024, 256);
+            Set.of(AUTOSCALER, SCHEDULER), 3 * 1024 * 1024, 256, ETA_VIOLATION);
 
     private Pods() {}
 
@@ -37,6 +39,6 @@ final class Pods {
 
     /** A pod as the validating webhook sees it: after the mutating one. */
     static Pod mutated(Pod pod, boolean quotaRights) {
-        return PodMutator.mutate(pod, Optional.empty(), HOOK, quotaRights).pod();
+        return PodMutator.mutate(pod, Optional.empty(), HOOK, quotaRights, ETA_VIOLATION).pod();
     }
 }
