@@ -5,12 +5,14 @@ import static com.tngtech.archunit.core.domain.properties.HasName.Predicates.nam
 import static com.tngtech.archunit.core.domain.properties.HasOwner.Predicates.With.owner;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
+import io.dilu.autoscaler.knative.PaReconciler;
 import io.dilu.core.scaling.Autoscale;
 import io.dilu.core.scaling.KnativePodAutoscaler;
 import io.dilu.core.scaling.LazyHorizontalScaler;
@@ -40,6 +42,8 @@ class OneScalerTest {
 
     @Test
     void noAutoscalerClassDecidesAroundIt() {
+        // A rule over no classes holds for nothing: the import must have found the reconciler it guards.
+        assertThat(AUTOSCALER.contain(PaReconciler.class)).as("the autoscaler's classes imported").isTrue();
         noClasses().should().callMethodWhere(target(name("decide")).and(target(owner(INSIDE))))
                 .because("the autoscaler decides as its model does: through RevisionScaler").check(AUTOSCALER);
     }

@@ -5,6 +5,7 @@ import static com.tngtech.archunit.core.domain.properties.HasName.Predicates.nam
 import static com.tngtech.archunit.core.domain.properties.HasOwner.Predicates.With.owner;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.JavaClass;
@@ -41,6 +42,9 @@ class OneScalerTest {
 
     @Test
     void noModelClassDecidesAroundIt() {
+        // A rule over no classes holds for nothing: the import must have found the policies it guards.
+        assertThat(MODEL.contain(DiluPolicy.class) && MODEL.contain(KpaPolicy.class)).as("the model's policies imported")
+                .isTrue();
         noClasses().should().callMethodWhere(target(name("decide")).and(target(owner(INSIDE))))
                 .because("the model decides as the product does: through RevisionScaler").check(MODEL);
     }
