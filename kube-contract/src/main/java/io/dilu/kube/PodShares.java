@@ -42,7 +42,7 @@ public final class PodShares {
         Map<String, String> annotations = meta.getAnnotations() == null ? Map.of() : meta.getAnnotations();
         Optional<String> node = Optional.ofNullable(pod.getSpec().getNodeName()).filter(n -> !n.isBlank());
         return Optional.of(new PodShare(meta.getUid(), meta.getNamespace(), meta.getName(), node, terminal(pod),
-                function(pod), annotations, containers, servingGate(pod)));
+                function(pod), annotations, containers, servingGate(pod), serving(pod)));
     }
 
     /** Whether the pod declares a readiness gate on {@link DiluNames#SERVING_CONDITION}. */

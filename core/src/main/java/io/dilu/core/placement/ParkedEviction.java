@@ -19,7 +19,7 @@ import java.util.stream.Collectors;
  *       recently parked first, on one GPU.
  *   <li>When they alone hold a GPU ({@link #alone}): parking keeps a model warm for the price of its memory only while
  *       the GPU is in use anyway; a GPU that nothing but parked models holds is a whole GPU kept for them, and goes
- *       back. In the co-scaling fleet (docs/coscaling.md, 2026-11-28) keeping such GPUs cost Dilu 276.5 GPU-hours
+ *       back (but for a revision's last instance, in the request path). In the co-scaling fleet (docs/coscaling.md, 2026-11-28) keeping such GPUs cost Dilu 276.5 GPU-hours
  *       against 158.7 without parking, for 1.4 points of SLO violations; handing them back at once gave 157.6 at 2.84%,
  *       better than no parking (3.67%) on both counts.
  * </ul>
@@ -66,7 +66,12 @@ public final class ParkedEviction {
         return a.getLast().parkedAt().isBefore(b.getLast().parkedAt());
     }
 
-    /** The parked instances on GPUs where nothing but parked instances is booked. */
+    /**
+     * The parked instances on GPUs where nothing but parked instances is booked. {@code parked} leaves out a revision's
+     * last instance parked in the request path: it answers the revision's next request, and where the revision may not
+     * reach zero its ReplicaSet would start it again at once, a cold start to hold the same GPU. Left out, it keeps its
+     * GPU, and the instances parked beside it too.
+     */
     public static List<Parked> alone(ClusterState state, List<Parked> parked) {
         Map<String, List<Parked>> byGpu = parked.stream().collect(Collectors.groupingBy(Parked::gpuUuid));
         List<Parked> out = new ArrayList<>();

@@ -18,7 +18,8 @@ import java.util.OptionalDouble;
  * no guaranteed tokens, so keeping it warm costs its memory and nothing else (the paper, §3.4.2: an instance kept by
  * lazy scaling "only occupies a small portion of GPU memory"). A scale-out wakes parked instances before it asks for
  * new ones, and parked instances the history no longer expects are let go. Placement may evict one to use its memory:
- * the next reading has one parked pod fewer, and the decision goes on from what is there.
+ * the next reading has one parked pod fewer, and the decision goes on from what is there. The revision's last
+ * instance, parked, stays in the request path; where the revision may not reach zero it is never let go.
  */
 public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScaler.Kpa {
 
@@ -101,9 +102,13 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
             // instance stays there itself and answers the next request at once from the GPU's idle SMs while its wake
             // books its share back: nothing to wait for.
             Duration grace = lazy.parking() ? Duration.ZERO : knobs.grace();
+            // Where a revision may not reach zero (alongside Knative's autoscaler, whose activator a revision at zero
+            // would report to), its last instance never goes; parked, it still gives its SMs back and stays in the
+            // request path, where its own pod's readings wake it.
+            boolean lastParks = lazy.parking() && !knobs.scaleToZero() && knobs.bounds().min() == 0;
             Autoscale.Output out = Autoscale.decide(params, new Autoscale.Input(window.samples(now),
                     window.recent(now, params.burstWindowSeconds()), desired, atRequest, capacityAtLimit,
-                    knobs.bounds(), knobs.scaleToZero(), grace, zeroWantedSince, burstOutAt, parkedNow, now));
+                    knobs.bounds(), knobs.scaleToZero() || lastParks, grace, zeroWantedSince, burstOutAt, parkedNow, now));
             zeroWantedSince = out.zeroWantedSince();
             burstOutAt = out.burstOutAt();
             if (rps.isPresent()) {
@@ -117,6 +122,9 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
             }
             parked = lazy.parking() && now.isBefore(parkedUntil)
                     ? Math.min(park(before, serving, parkedNow), knobs.bounds().max() - serving) : 0;
+            if (lastParks && serving == 0) {
+                parked = Math.max(parked, 1); // evicted, it comes back: the revision's one instance
+            }
             desired = serving;
             String reason = out.reason().label();
             return new Decision(desired, parked, parked == 0 ? reason : reason + ", " + parked + " parked");

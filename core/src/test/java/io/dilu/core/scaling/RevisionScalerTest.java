@@ -106,6 +106,43 @@ class RevisionScalerTest {
     }
 
     @Test
+    void alongsideKnativesAutoscalerTheLastInstanceParksInThePathAndIsNeverLetGo() {
+        double[] rps = new double[60 + 11 * 60 + 2];
+        java.util.Arrays.fill(rps, 0, 10, 20); // 10 s of traffic, then none for longer than the 10-minute keep-alive
+        rps[rps.length - 1] = 5; // a request, served by the parked pod in the path and reported by it
+        List<RevisionScaler.Decision> d = play(rps, knobs(false, true));
+        RevisionScaler.Decision idle = d.get(200);
+        assertThat(idle.desired()).as("past the window: nothing serves at its SM request").isZero();
+        assertThat(idle.parked()).as("the last instance kept at its memory").isEqualTo(1);
+        assertThat(d.get(rps.length - 2).instances()).as("past the keep-alive it stays: nothing could wake it").isEqualTo(1);
+        RevisionScaler.Decision woken = d.getLast();
+        assertThat(woken.desired()).isEqualTo(1);
+        assertThat(woken.instances()).as("the parked pod serves: no new one").isEqualTo(1);
+    }
+
+    @Test
+    void alongsideKnativesAutoscalerALastInstanceEvictedComesBack() {
+        Knobs knobs = knobs(false, true);
+        RevisionScaler scaler = RevisionScaler.of(knobs.policy(), ScalingParameters.DEFAULTS, -1);
+        for (int t = 0; t < 200; t++) {
+            scaler.decide(t < 10 ? Readings.ofPods(1, 0, 20) : Readings.ofPods(0, 1, 0), knobs, T0.plusSeconds(t));
+        }
+        RevisionScaler.Decision after = scaler.decide(Readings.ofPods(0, 0, 0), knobs, T0.plusSeconds(200));
+        assertThat(after.instances()).as("placement took the only instance; a revision at zero could not wake").isEqualTo(1);
+    }
+
+    @Test
+    void withMinScaleTheLastInstancesServe() {
+        Knobs knobs = Knobs.lazy(Map.of(io.dilu.core.contract.KnativeNames.MIN_SCALE, "1"), KnativeAutoscalerConfig.DEFAULTS, 40, RATE,
+                false, true, new ArrayList<>());
+        double[] rps = new double[300];
+        java.util.Arrays.fill(rps, 0, 10, 20);
+        RevisionScaler.Decision idle = play(rps, knobs).get(200);
+        assertThat(idle.desired()).as("min-scale asks for a booked instance").isEqualTo(1);
+        assertThat(idle.parked()).isZero();
+    }
+
+    @Test
     void parkingWakesBeforeItReleasesAndNeverStartsAnInstance() {
         assertThat(RevisionScaler.Lazy.park(1, 4, 2)).as("two woken, one new").isZero();
         assertThat(RevisionScaler.Lazy.park(1, 2, 2)).as("one woken").isEqualTo(1);

@@ -219,13 +219,16 @@ public final class CoScalingFleet {
             return out;
         }
 
-        /** Lets go the parked instances that alone hold their GPUs, so the GPUs go back. */
+        /** Lets go the parked instances that alone hold their GPUs, so the GPUs go back, as the scheduler extender does. */
         void handBackParkedOnly() {
             if (parkedOnlyGpus == 0) {
                 return;
             }
             List<ParkedEviction.Parked> all = new ArrayList<>();
             for (FunctionRun.Instance instance : parked.values()) {
+                if (instance.function.inPath(instance)) {
+                    continue; // its function's last instance, in the request path (ParkedEviction#alone)
+                }
                 for (Slot s : placed.get(instance).slots()) {
                     all.add(new ParkedEviction.Parked(instance.id, s.gpuUuid(), s.memoryMib(),
                             Instant.ofEpochSecond(instance.parkedAt)));

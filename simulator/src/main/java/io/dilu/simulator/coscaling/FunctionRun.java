@@ -156,6 +156,14 @@ final class FunctionRun {
         return parked.size();
     }
 
+    /**
+     * Whether {@code instance} is the function's last one, parked with nothing serving: it stays in the request path
+     * (the autoscaler's {@code RevisionPods}) and answers the next request.
+     */
+    boolean inPath(Instance instance) {
+        return serving() == 0 && parked.peekLast() == instance;
+    }
+
     /** Parked instances the pool evicted to use their memory. */
     int evictions() {
         return evictions;
