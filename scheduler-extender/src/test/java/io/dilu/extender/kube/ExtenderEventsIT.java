@@ -186,12 +186,20 @@ class ExtenderEventsIT {
         assertThat(evictions("placement")).isEqualTo(1);
         assertThat(extender.bind(new ExtenderBindingArgs("park-c", NS, c.getMetadata().getUid(), "n1")).error()).isNull();
 
-        // b parked, the pods that serve beside it gone: nothing but a parked pod holds the GPU, which goes back.
+        // b parked, the pods that serve beside it gone, out of the path: nothing but a parked pod holds the GPU, which
+        // goes back.
         patch("park-b", ParkingPatch.park(b.getMetadata().getUid(), clock.instant()));
         await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 200);
         assertThat(pod("park-b").getMetadata().getDeletionTimestamp()).as("c and the keeper serve beside it").isNull();
         client.pods().inNamespace(NS).withName("park-c").delete();
         client.pods().inNamespace(NS).withName("keeper").delete();
+        // Its condition still True, it is its revision's last instance, left in the request path: it keeps the GPU.
+        await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 0);
+        assertThat(pod("park-b").getMetadata().getDeletionTimestamp()).as("in the request path").isNull();
+        assertThat(evictions("gpu-handed-back")).isZero();
+        client.pods().inNamespace(NS).withName("park-b").subresource("status").patch(PatchContext.of(PatchType.JSON),
+                ParkingPatch.servingCondition(pod("park-b").getStatus().getConditions(), false, "Parked", "parked",
+                        clock.instant()));
         await().atMost(Duration.ofSeconds(10)).until(() -> pod("park-b") == null
                 || pod("park-b").getMetadata().getDeletionTimestamp() != null);
         assertThat(events("park-b", ExtenderEvents.PARKED_EVICTED)).singleElement().satisfies(e -> assertThat(e.getMessage())
