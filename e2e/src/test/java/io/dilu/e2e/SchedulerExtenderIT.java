@@ -152,8 +152,10 @@ class SchedulerExtenderIT {
             await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
                 Pod p = client.pods().inNamespace(NS).withName("too-big").get();
                 assertThat(p.getSpec().getNodeName()).isNull();
+                // Until kube-scheduler's first attempt the pod has no PodScheduled condition: not yet, rather than wrong.
                 PodCondition scheduled = p.getStatus().getConditions().stream()
-                        .filter(c -> "PodScheduled".equals(c.getType())).findFirst().orElseThrow();
+                        .filter(c -> "PodScheduled".equals(c.getType())).findFirst()
+                        .orElseThrow(() -> new AssertionError("kube-scheduler has not tried the pod yet"));
                 assertThat(scheduled.getStatus()).isEqualTo("False");
                 assertThat(scheduled.getMessage()).contains("100000 MiB").contains("largest GPU has 40960 MiB");
             });
@@ -220,8 +222,10 @@ class SchedulerExtenderIT {
             await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
                 Pod p = client.pods().inNamespace(ns).withName("llm-too-big").get();
                 assertThat(p.getSpec().getNodeName()).isNull();
+                // Until kube-scheduler's first attempt the pod has no PodScheduled condition: not yet, rather than wrong.
                 PodCondition scheduled = p.getStatus().getConditions().stream()
-                        .filter(c -> "PodScheduled".equals(c.getType())).findFirst().orElseThrow();
+                        .filter(c -> "PodScheduled".equals(c.getType())).findFirst()
+                        .orElseThrow(() -> new AssertionError("kube-scheduler has not tried the pod yet"));
                 assertThat(scheduled.getStatus()).isEqualTo("False");
                 assertThat(scheduled.getMessage()).contains("40960 MiB").contains("pipeline stages");
             });
