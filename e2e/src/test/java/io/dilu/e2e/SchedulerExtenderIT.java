@@ -65,6 +65,19 @@ class SchedulerExtenderIT {
         }
     }
 
+    /**
+     * The pod's PodScheduled condition, asserted unbound and False. Until kube-scheduler's first attempt the pod has no
+     * such condition: an AssertionError (not yet), which {@code untilAsserted} retries, rather than a wrong answer.
+     */
+    static PodCondition unschedulable(String namespace, String name) {
+        Pod p = client.pods().inNamespace(namespace).withName(name).get();
+        assertThat(p.getSpec().getNodeName()).isNull();
+        PodCondition scheduled = p.getStatus().getConditions().stream().filter(c -> "PodScheduled".equals(c.getType()))
+                .findFirst().orElseThrow(() -> new AssertionError("kube-scheduler has not tried the pod yet"));
+        assertThat(scheduled.getStatus()).isEqualTo("False");
+        return scheduled;
+    }
+
     static int freePort() throws IOException {
         return LocalControlPlane.freePort();
     }
@@ -150,13 +163,7 @@ class SchedulerExtenderIT {
             // An impossible pod: more memory than any GPU has.
             gpuPod("too-big", "huge", 20, 100_000, null, 1);
             await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
-                Pod p = client.pods().inNamespace(NS).withName("too-big").get();
-                assertThat(p.getSpec().getNodeName()).isNull();
-                // Until kube-scheduler's first attempt the pod has no PodScheduled condition: not yet, rather than wrong.
-                PodCondition scheduled = p.getStatus().getConditions().stream()
-                        .filter(c -> "PodScheduled".equals(c.getType())).findFirst()
-                        .orElseThrow(() -> new AssertionError("kube-scheduler has not tried the pod yet"));
-                assertThat(scheduled.getStatus()).isEqualTo("False");
+                PodCondition scheduled = unschedulable(NS, "too-big");
                 assertThat(scheduled.getMessage()).contains("100000 MiB").contains("largest GPU has 40960 MiB");
             });
             // The pods are told too (Events): where each went, and why the impossible one stays (how often that is
@@ -220,13 +227,7 @@ class SchedulerExtenderIT {
             // 36 GB are left in fragments of at most 15 GB, too few for 40 GB: Pending, with the reason.
             onSplitNode(ns, "llm-too-big", "llm-big", 20, 40_960, Map.of(DiluNames.SPLIT, DiluNames.SPLIT_PIPELINE));
             await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
-                Pod p = client.pods().inNamespace(ns).withName("llm-too-big").get();
-                assertThat(p.getSpec().getNodeName()).isNull();
-                // Until kube-scheduler's first attempt the pod has no PodScheduled condition: not yet, rather than wrong.
-                PodCondition scheduled = p.getStatus().getConditions().stream()
-                        .filter(c -> "PodScheduled".equals(c.getType())).findFirst()
-                        .orElseThrow(() -> new AssertionError("kube-scheduler has not tried the pod yet"));
-                assertThat(scheduled.getStatus()).isEqualTo("False");
+                PodCondition scheduled = unschedulable(ns, "llm-too-big");
                 assertThat(scheduled.getMessage()).contains("40960 MiB").contains("pipeline stages");
             });
         } finally {
