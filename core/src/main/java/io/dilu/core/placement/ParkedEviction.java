@@ -19,8 +19,8 @@ import java.util.stream.Collectors;
  *       recently parked first, on one GPU.
  *   <li>When they alone hold a GPU ({@link #alone}): parking keeps a model warm for the price of its memory only while
  *       the GPU is in use anyway; a GPU that nothing but parked models holds is a whole GPU kept for them, and goes
- *       back (but for a revision's last instance, in the request path). In the co-scaling fleet (docs/coscaling.md, 2026-11-28) keeping such GPUs cost Dilu 276.5 GPU-hours
- *       against 158.7 without parking, for 1.4 points of SLO violations; handing them back at once gave 157.6 at 2.84%,
+ *       back — unless one of them is its revision's last instance, left in the request path. In the co-scaling fleet
+ *       (docs/coscaling.md, 2026-11-28) keeping such GPUs cost Dilu 276.5 GPU-hours against 158.7 without parking, for 1.4 points of SLO violations; handing them back at once gave 157.6 at 2.84%,
  *       better than no parking (3.67%) on both counts.
  * </ul>
  */
@@ -28,8 +28,17 @@ public final class ParkedEviction {
 
     private ParkedEviction() {}
 
-    /** A parked instance: where its memory is booked, how much, and since when it has been parked. */
-    public record Parked(String id, String gpuUuid, long memoryMib, Instant parkedAt) {}
+    /**
+     * A parked instance: where its memory is booked, how much, since when it has been parked, and whether it is its
+     * revision's last instance, left in the request path.
+     */
+    public record Parked(String id, String gpuUuid, long memoryMib, Instant parkedAt, boolean inPath) {
+
+        /** Out of the request path. */
+        public Parked(String id, String gpuUuid, long memoryMib, Instant parkedAt) {
+            this(id, gpuUuid, memoryMib, parkedAt, false);
+        }
+    }
 
     /**
      * The fewest parked instances of one GPU, least recently parked first, whose memory makes {@code memoryMib} free
@@ -67,10 +76,10 @@ public final class ParkedEviction {
     }
 
     /**
-     * The parked instances on GPUs where nothing but parked instances is booked. {@code parked} leaves out a revision's
-     * last instance parked in the request path: it answers the revision's next request, and where the revision may not
-     * reach zero its ReplicaSet would start it again at once, a cold start to hold the same GPU. Left out, it keeps its
-     * GPU, and the instances parked beside it too.
+     * The parked instances on GPUs where nothing but parked instances is booked and none of them is in the request
+     * path. A revision's last instance, parked in the path, keeps its GPU (and the instances parked beside it): it
+     * answers the revision's next request, and where the revision may not reach zero its ReplicaSet would start it
+     * again at once, a cold start to hold the same GPU.
      */
     public static List<Parked> alone(ClusterState state, List<Parked> parked) {
         Map<String, List<Parked>> byGpu = parked.stream().collect(Collectors.groupingBy(Parked::gpuUuid));
@@ -78,7 +87,7 @@ public final class ParkedEviction {
         for (Map.Entry<String, List<Parked>> gpu : byGpu.entrySet()) {
             ClusterState.GpuUsage usage = state.usage(gpu.getKey());
             long parkedThere = gpu.getValue().stream().map(Parked::id).distinct().count();
-            if (usage.instances() == parkedThere) {
+            if (usage.instances() == parkedThere && gpu.getValue().stream().noneMatch(Parked::inPath)) {
                 out.addAll(gpu.getValue());
             }
         }

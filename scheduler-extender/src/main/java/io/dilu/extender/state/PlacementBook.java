@@ -489,8 +489,9 @@ public final class PlacementBook {
     public synchronized List<Evicted> handBack() {
         List<ParkedEviction.Parked> parked = new ArrayList<>();
         entries.forEach((uid, e) -> {
-            if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid) && !inPath.contains(uid)) {
-                e.placed().slots().forEach(s -> parked.add(new ParkedEviction.Parked(uid, s.gpuUuid(), s.memoryMib(), e.parkedAt())));
+            if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid)) {
+                e.placed().slots().forEach(s -> parked.add(new ParkedEviction.Parked(uid, s.gpuUuid(), s.memoryMib(), e.parkedAt(),
+                        inPath.contains(uid))));
             }
         });
         if (parked.isEmpty()) {

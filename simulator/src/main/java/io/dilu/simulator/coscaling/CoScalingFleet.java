@@ -226,12 +226,10 @@ public final class CoScalingFleet {
             }
             List<ParkedEviction.Parked> all = new ArrayList<>();
             for (FunctionRun.Instance instance : parked.values()) {
-                if (instance.function.inPath(instance)) {
-                    continue; // its function's last instance, in the request path (ParkedEviction#alone)
-                }
+                boolean inPath = instance.function.inPath(instance);
                 for (Slot s : placed.get(instance).slots()) {
                     all.add(new ParkedEviction.Parked(instance.id, s.gpuUuid(), s.memoryMib(),
-                            Instant.ofEpochSecond(instance.parkedAt)));
+                            Instant.ofEpochSecond(instance.parkedAt), inPath));
                 }
             }
             ParkedEviction.alone(state, all).stream().map(ParkedEviction.Parked::id).distinct().forEach(this::evict);
