@@ -49,6 +49,10 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
      */
     static final LoadSettings SETTINGS = new LoadSettings(Duration.ofSeconds(30), 64, 100_000);
 
+    /** The training job's SM request (percent of a GPU, its limit the default) and GPU memory, deployed first. */
+    static final int TRAINING_SM = 40;
+    static final int TRAINING_MEMORY_MIB = 8192;
+
     private final KubernetesClient client;
     private final String policy;
     private final String ns;
@@ -100,7 +104,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         client.pods().inNamespace(ns).resource(new PodBuilder().withNewMetadata().withName("train")
                 .addToLabels("app", "train").endMetadata()
                 .withNewSpec().withTerminationGracePeriodSeconds(1L)
-                .withContainers(gpu("worker", 40, 8192, train)).endSpec().build()).serverSideApply();
+                .withContainers(gpu("worker", TRAINING_SM, TRAINING_MEMORY_MIB, train)).endSpec().build()).serverSideApply();
         client.pods().inNamespace(ns).withName("train")
                 .waitUntilCondition(p -> p != null && p.getSpec().getNodeName() != null, 2, TimeUnit.MINUTES);
         for (Function f : functions) {

@@ -1,10 +1,15 @@
 package io.dilu.e2e.bench;
 
+import io.dilu.core.contract.PodQuotaAnnotations;
+import io.dilu.core.placement.InstanceRequest;
 import io.dilu.loadgen.RateTrace;
 import io.dilu.simulator.ClusterShape;
+import io.dilu.simulator.coscaling.CoScalingFleet;
+import io.dilu.simulator.coscaling.CoScalingPolicy;
 import io.dilu.simulator.coscaling.CoScalingReport;
 import io.dilu.simulator.coscaling.CoScalingSimulation;
 import io.dilu.simulator.coscaling.DiluPolicy;
+import io.dilu.simulator.coscaling.FleetFunctions;
 import io.dilu.simulator.coscaling.FunctionProfile;
 import io.dilu.simulator.coscaling.KpaPolicy;
 import io.dilu.simulator.coscaling.RatePatterns;
@@ -37,7 +42,8 @@ import java.util.Map;
  * Reported per run: cold starts (pods started during the run; each measured from creation to Ready), the SLO
  * violation rate of the measured latencies, GPU-seconds booked (Σ over seconds of the SM requests of the pods
  * that exist); beside them, the simulator's prediction for Dilu on the same traces, profiles and measured cold
- * start. Emulated GPUs: every figure is labelled so. Beside them, how late this machine woke a thread every 5 ms
+ * start and wake, on a pool of the cluster's shape ({@link #model}). Per function (pattern) too, in the BENCH line
+ * as {@code <policy>_<key>_<function>}. Emulated GPUs: every figure is labelled so. Beside them, how late this machine woke a thread every 5 ms
  * while the traffic ran ({@link HostLateness}): past a token period at p99, the figures are the host's pace.
  *
  * <p>Usage: {@code CoScalingClusterBench REPO_ROOT [--seconds N] [--seed S] [--policies dilu,kpa] [--smoke]};
@@ -76,6 +82,9 @@ public final class CoScalingClusterBench {
 
     private CoScalingClusterBench() {}
 
+    /** The cluster's nodes, each with the chart's emulated GPUs (4 A100-40GB, {@link ClusterShape#PAPER}). */
+    static final int NODES = 2;
+
     /** The smoke run's traffic per policy: the whole machinery, deploy to report, in a few minutes with cluster up. */
     static final int SMOKE_SECONDS = 30;
 
@@ -106,7 +115,7 @@ public final class CoScalingClusterBench {
         run(cluster.toString(), "down");
         long origin = System.nanoTime();
         try (HostLateness host = HostLateness.start(origin)) {
-            run(cluster.toString(), "up", "--nodes", "2");
+            run(cluster.toString(), "up", "--nodes", Integer.toString(NODES));
             try (KubernetesClient client = new KubernetesClientBuilder()
                     .withConfig(Config.fromKubeconfig(Files.readString(dir.resolve("admin.kubeconfig")))).build()) {
                 Map<String, Map<String, Measured>> runs = new LinkedHashMap<>();
@@ -163,6 +172,28 @@ public final class CoScalingClusterBench {
     }
 
     /**
+     * The model of a run on this cluster: the functions on one pool of its shape (2 nodes × 4 A100-40GB, as emulated)
+     * with the training job placed first, each function's first instance ready when its traffic begins, every
+     * instance placed by Algorithm 1 ({@link CoScalingFleet}), so that a parked instance's GPU can fill while it is
+     * parked as on the cluster; the cold start and wake as measured. The autoscaler runs as the local cluster installs
+     * it, in the chart's default mode (alongside Knative's: never below one).
+     */
+    static Map<String, CoScalingSimulation.Result> model(List<Function> functions, String policy,
+            java.util.function.Function<FunctionProfile, CoScalingPolicy> factory, double coldStart, double wake) {
+        List<FleetFunctions.Function> fleet = new ArrayList<>();
+        for (Function f : functions) {
+            FunctionProfile p = f.profile();
+            FunctionProfile measured = new FunctionProfile(p.name(), p.sloSeconds(), p.serviceSeconds(), p.rpsAtRequest(),
+                    p.rpsAtLimit(), p.requestShare(), p.limitShare(), p.rpsAtWholeGpu(), (int) Math.round(coldStart), p.memoryMiB());
+            fleet.add(new FleetFunctions.Function(f.name(), FleetFunctions.Kind.INFERENCE, measured, false, f.trace()));
+        }
+        InstanceRequest training = new InstanceRequest("train", "train", 1, ClusterRun.TRAINING_SM * 10,
+                PodQuotaAnnotations.smLimit(Map.of(), ClusterRun.TRAINING_SM) * 10, ClusterRun.TRAINING_MEMORY_MIB, false);
+        return CoScalingFleet.run(fleet, policy, factory, ClusterShape.PAPER.nodes(NODES),
+                new CoScalingFleet.Start(List.of(training), 1, wake)).functions();
+    }
+
+    /**
      * Prints each run's figures per function and in all, the simulator's prediction for the same traces and
      * profiles (with the cold start measured in the Dilu run), the BENCH line, and writes the series as CSV.
      */
@@ -176,17 +207,8 @@ public final class CoScalingClusterBench {
         int wakes = runs.values().stream().flatMap(r -> r.values().stream()).mapToInt(Measured::wakes).sum();
         double wake = wakes == 0 ? CoScalingSimulation.WAKE_SECONDS
                 : runs.values().stream().flatMap(r -> r.values().stream()).mapToDouble(Measured::wakeSeconds).sum() / wakes;
-        Map<String, CoScalingSimulation.Result> sim = new LinkedHashMap<>();
-        Map<String, CoScalingSimulation.Result> simKpa = new LinkedHashMap<>();
-        for (Function f : functions) {
-            FunctionProfile p = f.profile();
-            FunctionProfile measured = new FunctionProfile(p.name(), p.sloSeconds(), p.serviceSeconds(), p.rpsAtRequest(),
-                    p.rpsAtLimit(), p.requestShare(), p.limitShare(), p.rpsAtWholeGpu(), (int) Math.round(coldStart), p.memoryMiB());
-            // As measured: the traffic starts once each function has its first instance ready, and the autoscaler runs
-            // as the local cluster installs it, in the chart's default mode (alongside Knative's: never below one).
-            sim.put(f.name(), CoScalingSimulation.run(f.trace(), measured, DiluPolicy.alongside(measured), 1, wake));
-            simKpa.put(f.name(), CoScalingSimulation.run(f.trace(), measured, KpaPolicy.kpa(measured), 1, wake));
-        }
+        Map<String, CoScalingSimulation.Result> sim = model(functions, "dilu", DiluPolicy::alongside, coldStart, wake);
+        Map<String, CoScalingSimulation.Result> simKpa = model(functions, "kpa", KpaPolicy::kpa, coldStart, wake);
         System.out.printf(Locale.ROOT, "%nco-scaling on the local cluster (emulated GPUs), %d s per run; SLO %.0f ms%n",
                 functions.getFirst().trace().seconds(), functions.getFirst().profile().sloSeconds() * 1000);
         Map<String, double[]> totals = new LinkedHashMap<>();
@@ -281,6 +303,14 @@ public final class CoScalingClusterBench {
         }
         bench.append(String.format(Locale.ROOT, " sim_dilu_svr=%.2f sim_kpa_svr=%.2f cold_start_s=%.1f wake_s=%.2f"
                 + " host_late_p99_ms=%.2f", 100 * simSvr, 100 * simKpaSvr, coldStart, wake, host.p99Ms()));
+        for (Function f : functions) {
+            for (String policy : List.of("dilu", "kpa")) {
+                Measured m = runs.get(policy).get(f.name());
+                bench.append(String.format(Locale.ROOT, " %1$s_cold_starts_%2$s=%3$d %1$s_svr_%2$s=%4$.2f %1$s_gpu_s_%2$s=%5$.1f",
+                        policy, f.name(), m.coldStarts(), 100 * m.svr(), m.gpuSeconds()));
+            }
+            bench.append(String.format(Locale.ROOT, " sim_dilu_svr_%s=%.2f", f.name(), 100 * sim.get(f.name()).violationRate()));
+        }
         System.out.println(bench);
     }
 }

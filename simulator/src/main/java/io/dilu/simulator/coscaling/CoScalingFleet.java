@@ -69,6 +69,25 @@ public final class CoScalingFleet {
     }
 
     /**
+     * How a run begins.
+     *
+     * @param residents placed before any function, in this order, by Algorithm 1, and booked throughout (a training job
+     *     that already runs when the functions arrive)
+     * @param warm instances of each function ready when the traffic begins, placed after the residents in the fleet's
+     *     order (not cold starts); the pool must have room for them
+     * @param wakeSeconds from the decision to wake a parked instance to its serving
+     */
+    public record Start(List<InstanceRequest> residents, int warm, double wakeSeconds) {
+
+        /** The fleet bench's: an empty pool, and each function with no instance until its first requests. */
+        public static final Start COLD = new Start(List.of(), 0, CoScalingSimulation.WAKE_SECONDS);
+
+        public Start {
+            residents = List.copyOf(residents);
+        }
+    }
+
+    /**
      * A policy's run of the fleet.
      *
      * @param gpusPeak the most GPUs with anything booked in a second
@@ -79,9 +98,11 @@ public final class CoScalingFleet {
      * @param evictions parked instances let go so that a placement could use their memory
      * @param parkedGibSeconds Σ over seconds of the memory parked instances held
      * @param waitingSeconds Σ over seconds of the instances waiting for room (0 in a pool that holds every policy)
+     * @param functions each function's run, by name, in the fleet's order
      */
     public record Outcome(String policy, int gpusPeak, double gpuSeconds, double parkedOnlyGpuSeconds, double smGpuSeconds,
-            Map<FleetFunctions.Kind, KindBooks> kinds, int evictions, double parkedGibSeconds, double waitingSeconds) {
+            Map<FleetFunctions.Kind, KindBooks> kinds, int evictions, double parkedGibSeconds, double waitingSeconds,
+            Map<String, CoScalingSimulation.Result> functions) {
 
         public KindBooks kind(FleetFunctions.Kind kind) {
             return kinds.getOrDefault(kind, KindBooks.NONE);
@@ -107,18 +128,31 @@ public final class CoScalingFleet {
         return ClusterShape.PAPER.nodes((int) Math.ceil((double) gpus / ClusterShape.PAPER.gpusPerNode()));
     }
 
-    /** The fleet under {@code policy}, one made by {@code factory} per function, on {@code nodes}. */
+    /** The fleet under {@code policy}, one made by {@code factory} per function, on {@code nodes}, from {@link Start#COLD}. */
     public static Outcome run(List<FleetFunctions.Function> functions, String policy,
             Function<FunctionProfile, CoScalingPolicy> factory, List<NodeInventory> nodes) {
+        return run(functions, policy, factory, nodes, Start.COLD);
+    }
+
+    /** The fleet under {@code policy}, one made by {@code factory} per function, on {@code nodes}, begun as {@code start}. */
+    public static Outcome run(List<FleetFunctions.Function> functions, String policy,
+            Function<FunctionProfile, CoScalingPolicy> factory, List<NodeInventory> nodes, Start start) {
         SharedPool pool = new SharedPool(new ClusterState(nodes), new ComplementaryPlacement());
+        for (InstanceRequest resident : start.residents()) {
+            if (!(pool.placement.decide(pool.state, resident) instanceof PlacementDecision.Placed p)) {
+                throw new IllegalArgumentException("no room for resident " + resident.id() + " on the pool");
+            }
+            pool.state.apply(resident.id(), resident.function(), p);
+            pool.count(p, false, +1);
+        }
         List<FunctionRun> runs = new ArrayList<>(functions.size());
         for (FleetFunctions.Function f : functions) {
             CoScalingPolicy p = factory.apply(f.profile());
-            FunctionRun run = new FunctionRun(f.name(), f.trace().rps(), f.profile(), p, 0, CoScalingSimulation.WAKE_SECONDS,
-                    pool);
-            pool.shares.put(run, new Shares(milli(p.bookedShare()), milli(p.bookedLimit()), f.profile().memoryMiB(),
-                    f.splittable()));
-            runs.add(run);
+            if (pool.shares.put(f.name(), new Shares(milli(p.bookedShare()), milli(p.bookedLimit()), f.profile().memoryMiB(),
+                    f.splittable())) != null) {
+                throw new IllegalArgumentException("two functions named " + f.name());
+            }
+            runs.add(new FunctionRun(f.name(), f.trace().rps(), f.profile(), p, start.warm(), start.wakeSeconds(), pool));
         }
         int seconds = functions.stream().mapToInt(f -> f.trace().seconds()).max().orElse(0);
         int peak = 0;
@@ -137,12 +171,14 @@ public final class CoScalingFleet {
             sm += pool.bookedSmMilli / 1000.0;
         }
         Map<FleetFunctions.Kind, KindBooks> kinds = new EnumMap<>(FleetFunctions.Kind.class);
+        Map<String, CoScalingSimulation.Result> results = new LinkedHashMap<>();
         int evictions = 0;
         double parkedGib = 0;
         double waiting = 0;
         for (int i = 0; i < runs.size(); i++) {
             FunctionRun run = runs.get(i);
             CoScalingSimulation.Result r = run.result(functions.get(i).trace().total());
+            results.put(run.name(), r);
             CoScalingSimulation.Books b = r.books();
             kinds.merge(functions.get(i).kind(), new KindBooks(r.requests(), r.violations(), b.scaleOutColdStarts(),
                     b.failedWakeColdStarts(), b.wakes()), KindBooks::plus);
@@ -151,7 +187,7 @@ public final class CoScalingFleet {
             waiting += run.waitingSeconds();
         }
         return new Outcome(policy, peak, gpuSeconds, parkedOnly, sm, java.util.Collections.unmodifiableMap(kinds), evictions,
-                parkedGib, waiting);
+                parkedGib, waiting, java.util.Collections.unmodifiableMap(results));
     }
 
     private static int milli(double share) {
@@ -165,7 +201,8 @@ public final class CoScalingFleet {
     private static final class SharedPool implements FunctionRun.Pool {
         final ClusterState state;
         final ComplementaryPlacement placement;
-        final Map<FunctionRun, Shares> shares = new IdentityHashMap<>();
+        /** By function name. */
+        final Map<String, Shares> shares = new HashMap<>();
         /** Each booked instance's placement at its full shares (a parked one's too: it wakes into it). */
         final Map<FunctionRun.Instance, PlacementDecision.Placed> placed = new IdentityHashMap<>();
         /** Parked instances by id, the least recently parked first. */
@@ -181,7 +218,7 @@ public final class CoScalingFleet {
         }
 
         private InstanceRequest request(FunctionRun.Instance instance) {
-            Shares s = shares.get(instance.function);
+            Shares s = shares.get(instance.function.name());
             return new InstanceRequest(instance.id, instance.function.name(), 1, s.requestMilli(), s.limitMilli(), s.memoryMiB(),
                     s.splittable());
         }

@@ -1,7 +1,9 @@
 package io.dilu.simulator.coscaling;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.dilu.core.placement.InstanceRequest;
 import io.dilu.core.placement.NodeInventory;
 import io.dilu.loadgen.RateTrace;
 import io.dilu.simulator.ClusterShape;
@@ -130,5 +132,35 @@ class CoScalingFleetTest {
         assertThat(o.kind(FleetFunctions.Kind.LLM).svr()).isLessThan(0.2);
         assertThat(o.parkedGibSeconds()).as("parked from about 100 s until b's decision at 209 s")
                 .isBetween(30.0 * 90, 30.0 * 130);
+    }
+    @Test
+    void aWarmStartServesFromTheFirstSecondWhereAColdOneWaitsItsColdStart() {
+        CoScalingSimulation.Result cold = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA,
+                ClusterShape.PAPER.nodes(1)).functions().get("a");
+        CoScalingSimulation.Result warm = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA,
+                ClusterShape.PAPER.nodes(1), new CoScalingFleet.Start(List.of(), 1, CoScalingSimulation.WAKE_SECONDS))
+                .functions().get("a");
+        assertThat(cold.coldStarts()).as("the deployment at t=0").isEqualTo(1);
+        assertThat(cold.violations()).as("the first seconds' requests wait for the cold start").isPositive();
+        assertThat(warm.coldStarts()).as("an instance ready when the traffic begins is no cold start").isZero();
+        assertThat(warm.violations()).isZero();
+        assertThat(warm.instances()[0]).isEqualTo(1);
+    }
+
+    /** One GPU, a training job booking 80% of its SM before "a" arrives: a's 30% never fits, and waits as unscheduled. */
+    @Test
+    void aResidentIsBookedBeforeEveryFunctionAndKeepsItsShare() {
+        List<NodeInventory> oneGpu = List.of(NodeInventory.uniform("n", 1, ClusterShape.PAPER.model(),
+                ClusterShape.PAPER.gpuMemoryMib(), 108));
+        InstanceRequest train = new InstanceRequest("train", "train", 1, 800, 800, 8 * GIB, false);
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA, oneGpu,
+                new CoScalingFleet.Start(List.of(train), 0, CoScalingSimulation.WAKE_SECONDS));
+        assertThat(o.functions().get("a").violationRate()).as("never placed, never served").isEqualTo(1.0);
+        assertThat(o.waitingSeconds()).as("while a has traffic or is not yet let go").isPositive();
+        assertThat(o.gpuSeconds()).as("the training job's GPU, every second").isEqualTo(400);
+        InstanceRequest whole = new InstanceRequest("big", "big", 1, 1000, 1000, ClusterShape.PAPER.gpuMemoryMib() + 1, false);
+        assertThatThrownBy(() -> CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA, oneGpu,
+                new CoScalingFleet.Start(List.of(whole), 0, CoScalingSimulation.WAKE_SECONDS)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("resident big");
     }
 }
