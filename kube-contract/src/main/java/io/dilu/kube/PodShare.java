@@ -17,27 +17,27 @@ import java.util.Optional;
  * @param containers its containers that request {@code dilu.io/gpu-sm}, in pod order
  * @param servingGate it declares a readiness gate on {@link DiluNames#SERVING_CONDITION}: it is ready only while that
  *     condition is true, which the scheduler extender sets at bind and at a wake
- * @param servingTrue that condition is True now: the pod serves, or, parked, is its revision's last instance left in
- *     the request path
+ * @param lastKept that condition is True with {@link DiluNames#SERVING_KEPT_REASON}: parked, it is the last instance
+ *     of a revision that may not reach zero, kept in the request path ({@link PodShares#kept})
  */
 public record PodShare(String uid, String namespace, String name, Optional<String> nodeName, boolean terminal,
         String function, Map<String, String> annotations, List<Container> containers, boolean servingGate,
-        boolean servingTrue) {
+        boolean lastKept) {
 
     public PodShare {
         annotations = Map.copyOf(annotations);
         containers = List.copyOf(containers);
     }
 
-    /** A pod whose {@link DiluNames#SERVING_CONDITION} is not True (not yet bound, or out of the request path). */
+    /** A pod not kept in the request path as its revision's last instance. */
     public PodShare(String uid, String namespace, String name, Optional<String> nodeName, boolean terminal,
             String function, Map<String, String> annotations, List<Container> containers, boolean servingGate) {
         this(uid, namespace, name, nodeName, terminal, function, annotations, containers, servingGate, false);
     }
 
-    /** Parked, and left in the request path as its revision's last instance (the autoscaler's {@code RevisionPods}). */
-    public boolean parkedInPath() {
-        return parked() && servingTrue;
+    /** Parked, and kept in the request path as the last instance of a revision that may not reach zero. */
+    public boolean parkedKept() {
+        return parked() && lastKept;
     }
 
     /**

@@ -42,7 +42,7 @@ public final class PodShares {
         Map<String, String> annotations = meta.getAnnotations() == null ? Map.of() : meta.getAnnotations();
         Optional<String> node = Optional.ofNullable(pod.getSpec().getNodeName()).filter(n -> !n.isBlank());
         return Optional.of(new PodShare(meta.getUid(), meta.getNamespace(), meta.getName(), node, terminal(pod),
-                function(pod), annotations, containers, servingGate(pod), serving(pod)));
+                function(pod), annotations, containers, servingGate(pod), kept(pod)));
     }
 
     /** Whether the pod declares a readiness gate on {@link DiluNames#SERVING_CONDITION}. */
@@ -55,6 +55,16 @@ public final class PodShares {
     public static boolean serving(Pod pod) {
         return pod.getStatus() != null && pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
                 .stream().anyMatch(c -> DiluNames.SERVING_CONDITION.equals(c.getType()) && "True".equals(c.getStatus()));
+    }
+
+    /**
+     * Whether the pod's {@link DiluNames#SERVING_CONDITION} condition is True with {@link DiluNames#SERVING_KEPT_REASON}:
+     * the autoscaler keeps it in the request path as the last instance of a revision that may not reach zero.
+     */
+    public static boolean kept(Pod pod) {
+        return pod.getStatus() != null && pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
+                .stream().anyMatch(c -> DiluNames.SERVING_CONDITION.equals(c.getType()) && "True".equals(c.getStatus())
+                        && DiluNames.SERVING_KEPT_REASON.equals(c.getReason()));
     }
 
     /** Finished or being deleted: such a pod holds no GPU share any more. */

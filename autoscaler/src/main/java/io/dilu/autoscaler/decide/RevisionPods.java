@@ -19,12 +19,18 @@ import java.util.Optional;
  * path: its {@code dilu.io/serving} condition, a readiness gate, is False), <em>serving</em> while it is Ready and
  * neither parked nor refused a wake, and otherwise starting or waking. The revision's last instance, parked when the
  * decision wants no serving one, stays in the request path (its condition True): it answers the next request from
- * the GPU's idle SMs while its wake books its share back.
+ * the GPU's idle SMs while its wake books its share back. Where the decision keeps it (the revision may not reach zero)
+ * its condition says so ({@code DiluNames.SERVING_KEPT_REASON}), and the scheduler extender keeps its GPU.
  */
 public record RevisionPods(List<PodState> pods) {
 
     public RevisionPods {
         pods = List.copyOf(pods);
+    }
+
+    /** Where a pod's {@code dilu.io/serving} condition puts it: out of the request path, in it, or kept in it. */
+    public enum Path {
+        OUT, IN, KEPT
     }
 
     /**
@@ -36,12 +42,17 @@ public record RevisionPods(List<PodState> pods) {
      * @param wakeAsked it carries {@code dilu.io/wake}: woken, the scheduler extender's answer not written yet
      * @param wakeFailed it carries {@code dilu.io/wake-failed}: its GPU had no room, it is to be deleted
      * @param gated it declares a readiness gate on {@code dilu.io/serving}, so that parking takes it out of the path
-     * @param servingTrue its {@code dilu.io/serving} condition is True
+     * @param path where its {@code dilu.io/serving} condition puts it: False or absent is {@link Path#OUT}
      * @param deleting it is being deleted
      */
     public record PodState(String name, String uid, Instant created, boolean ready, String address,
-            Optional<Instant> parkedAt, boolean wakeAsked, boolean wakeFailed, boolean gated, boolean servingTrue,
+            Optional<Instant> parkedAt, boolean wakeAsked, boolean wakeFailed, boolean gated, Path path,
             boolean deleting) {
+
+        /** Its {@code dilu.io/serving} condition is True. */
+        boolean servingTrue() {
+            return path != Path.OUT;
+        }
 
         boolean parked() {
             return !deleting && parkedAt.isPresent();
@@ -62,11 +73,11 @@ public record RevisionPods(List<PodState> pods) {
      *
      * @param park serving pods to park (the newest first): {@code dilu.io/parked}
      * @param wake parked pods to wake (the most recently parked first): {@code dilu.io/parked} off, {@code dilu.io/wake}
-     * @param serving parked pods whose {@code dilu.io/serving} condition must change: True for the one left in the
-     *     request path, False for the others
+     * @param serving parked pods whose {@code dilu.io/serving} condition must change, and to what: in the path (kept
+     *     there where the decision keeps the last instance) for the one left in the request path, out for the others
      * @param delete pods whose wake was refused: the ReplicaSet replaces them, placed where there is room
      */
-    public record Plan(List<PodState> park, List<PodState> wake, Map<PodState, Boolean> serving, List<PodState> delete) {
+    public record Plan(List<PodState> park, List<PodState> wake, Map<PodState, Path> serving, List<PodState> delete) {
 
         public boolean any() {
             return !park.isEmpty() || !wake.isEmpty() || !serving.isEmpty() || !delete.isEmpty();
@@ -95,7 +106,7 @@ public record RevisionPods(List<PodState> pods) {
             }
             return new PodState(p.name(), p.uid(), p.created(), p.ready(), p.address(),
                     w.parked() ? Optional.of(w.at()) : Optional.empty(), !w.parked(), p.wakeFailed(), p.gated(),
-                    p.servingTrue(), p.deleting());
+                    p.path(), p.deleting());
         }).toList());
     }
 
@@ -117,12 +128,13 @@ public record RevisionPods(List<PodState> pods) {
     }
 
     /**
-     * The writes for {@code desired} serving and {@code parked} parked instances. A scale-out wakes parked pods before
-     * the Deployment adds any; a scale-in parks serving pods up to {@code parked}; the rest of a change is the
-     * Deployment's scale ({@code desired + parked}), from which the ReplicaSet removes pods that are not ready first,
-     * which are the parked ones (and pods still starting).
+     * The writes for {@code desired} serving and {@code parked} parked instances, the last one kept in the request path
+     * where {@code lastKept} ({@code RevisionScaler.Decision#lastKept}). A scale-out wakes parked pods before the
+     * Deployment adds any; a scale-in parks serving pods up to {@code parked}; the rest of a change is the Deployment's
+     * scale ({@code desired + parked}), from which the ReplicaSet removes pods that are not ready first, which are the
+     * parked ones (and pods still starting).
      */
-    public Plan plan(int desired, int parked) {
+    public Plan plan(int desired, int parked, boolean lastKept) {
         List<PodState> parkedNow = pods.stream().filter(PodState::parked)
                 .sorted(Comparator.comparing((PodState p) -> p.parkedAt().orElseThrow()).reversed()).toList();
         long active = pods.stream().filter(PodState::active).count();
@@ -136,13 +148,14 @@ public record RevisionPods(List<PodState> pods) {
         // Parked after the writes, the most recently parked first: the newly parked, then the ones left.
         List<PodState> after = new ArrayList<>(park);
         after.addAll(parkedNow.subList(wakes, parkedNow.size()));
-        Map<PodState, Boolean> serving = new LinkedHashMap<>();
+        Map<PodState, Path> serving = new LinkedHashMap<>();
         for (int i = 0; i < after.size(); i++) {
             PodState p = after.get(i);
-            boolean inPath = desired == 0 && i == 0;
-            boolean current = p.servingTrue() || park.contains(p); // a pod parked now still has its condition True
-            if (current != inPath) {
-                serving.put(p, inPath);
+            Path wanted = desired == 0 && i == 0 ? (lastKept ? Path.KEPT : Path.IN) : Path.OUT;
+            // A pod parked now still has its condition True, as it served.
+            Path current = park.contains(p) && p.path() == Path.OUT ? Path.IN : p.path();
+            if (current != wanted) {
+                serving.put(p, wanted);
             }
         }
         List<PodState> delete = pods.stream().filter(p -> !p.deleting() && p.wakeFailed()).toList();

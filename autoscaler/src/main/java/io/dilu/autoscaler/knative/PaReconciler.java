@@ -393,7 +393,7 @@ public final class PaReconciler {
             }
             return p == null || p.deleting() || p.wakeFailed();
         });
-        RevisionPods.Plan plan = pods.plan(d.desired(), d.parked());
+        RevisionPods.Plan plan = pods.plan(d.desired(), d.parked(), d.lastKept());
         if (!plan.any()) {
             return;
         }
@@ -409,8 +409,11 @@ public final class PaReconciler {
                 r.written.put(p.uid(), new RevisionPods.Written(true, now));
             }
         }
-        plan.serving().forEach((p, serving) -> write(pa, p, serving ? "leave in the request path" : "take out of the path",
-                () -> writer.serving(ns, p.name(), conditions(ns, p.name()), serving, now)));
+        plan.serving().forEach((p, path) -> write(pa, p, switch (path) {
+            case OUT -> "take out of the path";
+            case IN -> "leave in the request path";
+            case KEPT -> "keep in the request path";
+        }, () -> writer.serving(ns, p.name(), conditions(ns, p.name()), path, now)));
         for (RevisionPods.PodState p : plan.delete()) {
             if (write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()))) {
                 wakeFailed.increment();
@@ -506,7 +509,8 @@ public final class PaReconciler {
         return new RevisionPods.PodState(p.getMetadata().getName(), p.getMetadata().getUid(),
                 time(p.getMetadata().getCreationTimestamp()), ready, p.getStatus() == null ? null : p.getStatus().getPodIP(),
                 Optional.ofNullable(a.get(DiluNames.PARKED)).map(PaReconciler::time), a.get(DiluNames.WAKE) != null,
-                a.get(DiluNames.WAKE_FAILED) != null, PodShares.servingGate(p), PodShares.serving(p),
+                a.get(DiluNames.WAKE_FAILED) != null, PodShares.servingGate(p),
+                PodShares.kept(p) ? RevisionPods.Path.KEPT : PodShares.serving(p) ? RevisionPods.Path.IN : RevisionPods.Path.OUT,
                 p.getMetadata().getDeletionTimestamp() != null);
     }
 

@@ -1,5 +1,7 @@
 package io.dilu.autoscaler.knative;
 
+import io.dilu.autoscaler.decide.RevisionPods;
+import io.dilu.core.contract.DiluNames;
 import io.dilu.kube.ParkingPatch;
 import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.api.model.PodCondition;
@@ -53,14 +55,20 @@ public final class PaWriter {
                 ParkingPatch.wake(uid, now));
     }
 
-    /** A parked pod's {@code dilu.io/serving} condition: True to leave it in the request path, False to take it out. */
-    public void serving(String namespace, String name, List<PodCondition> conditions, boolean serving, Instant now) {
+    /**
+     * A parked pod's {@code dilu.io/serving} condition: True to leave it in the request path (with {@link
+     * DiluNames#SERVING_KEPT_REASON} where it is kept there), False to take it out.
+     */
+    public void serving(String namespace, String name, List<PodCondition> conditions, RevisionPods.Path path, Instant now) {
         client.pods().inNamespace(namespace).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
-                serving
-                        ? ParkingPatch.servingCondition(conditions, true, "LastInstance", "parked, and left in the request "
-                                + "path as the revision's last instance", now)
-                        : ParkingPatch.servingCondition(conditions, false, "Parked", "parked by the Dilu autoscaler: its "
-                                + "model stays in GPU memory, its SM booking is given back", now));
+                switch (path) {
+                    case IN -> ParkingPatch.servingCondition(conditions, true, "LastInstance", "parked, and left in the "
+                            + "request path as the revision's last instance", now);
+                    case KEPT -> ParkingPatch.servingCondition(conditions, true, DiluNames.SERVING_KEPT_REASON, "parked, "
+                            + "and kept in the request path as the last instance of a revision that may not reach zero", now);
+                    case OUT -> ParkingPatch.servingCondition(conditions, false, "Parked", "parked by the Dilu autoscaler: "
+                            + "its model stays in GPU memory, its SM booking is given back", now);
+                });
     }
 
     /** Deletes a pod (its ReplicaSet replaces it). */

@@ -42,6 +42,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The reconciler on informers of a fake API server (fabric8's, in CRUD mode), with queue-proxies on loopback
@@ -331,6 +333,33 @@ class PaReconcilerTest {
         until(() -> pod(parkedName) == null);
         assertThat(wakes(metrics, "failed")).isEqualTo(1);
         assertThat(wakes(metrics, "woken")).isZero();
+    }
+
+    /**
+     * Idle, a revision's one instance is parked and stays in the request path. Alongside Knative's autoscaler (the
+     * default) its revision may not reach zero, so its condition says it is kept, and the scheduler extender keeps its
+     * GPU; in replace mode, with scale to zero on, it may go with its GPU.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"alongside", "replace"})
+    void theLastInstanceParkedInThePathIsMarkedKeptOnlyWhereItsRevisionMayNotReachZero(String mode) throws Exception {
+        start("dilu.autoscaler.mode", mode);
+        revision("k", DILU, Map.of(KnativeNames.INITIAL_SCALE, "1", DiluNames.SERVING_RPS, "10"));
+        AtomicReference<Stat> load = new AtomicReference<>(stat(0, 0));
+        gatedPod("k", 1, load);
+        for (int i = 0; i < 120 && reconciler.pods(NS, "k").parkedCount() == 0; i++) {
+            ticks(1);
+        }
+        assertThat(reconciler.pods(NS, "k").parkedCount()).as("idle past the window: parked").isEqualTo(1);
+        until(() -> PodShares.serving(reconciler.podSeen("k-1")));
+        ticks(1);
+        if (mode.equals("alongside")) {
+            until(() -> PodShares.kept(reconciler.podSeen("k-1")));
+        } else {
+            ticks(2);
+            assertThat(PodShares.kept(pod("k-1"))).as("its revision may reach zero").isFalse();
+            assertThat(PodShares.serving(pod("k-1"))).as("in the path all the same").isTrue();
+        }
     }
 
     @Test

@@ -87,6 +87,14 @@ public final class DiluNames {
      * endpoints, whatever routes to them.
      */
     public static final String SERVING_CONDITION = "dilu.io/serving";
+    /**
+     * The reason of {@link #SERVING_CONDITION} True on a parked pod, written by the autoscaler: its revision's last
+     * instance, left in the request path where the revision may not reach zero (alongside Knative's autoscaler, or scale
+     * to zero off), so that its ReplicaSet would start another were it let go. The scheduler extender keeps its GPU
+     * ({@code ParkedEviction.alone}); a last instance parked where its revision may reach zero has another reason, and
+     * its GPU goes back when nothing else holds it.
+     */
+    public static final String SERVING_KEPT_REASON = "LastInstanceKept";
 
     /** Node annotation: the node's GPUs as JSON, written by the node agent. */
     public static final String GPU_INVENTORY = "dilu.io/gpu-inventory";

@@ -19,9 +19,10 @@ import java.util.stream.Collectors;
  *       recently parked first, on one GPU.
  *   <li>When they alone hold a GPU ({@link #alone}): parking keeps a model warm for the price of its memory only while
  *       the GPU is in use anyway; a GPU that nothing but parked models holds is a whole GPU kept for them, and goes
- *       back — unless one of them is its revision's last instance, left in the request path. In the co-scaling fleet
- *       (docs/coscaling.md, 2026-11-28) keeping such GPUs cost Dilu 276.5 GPU-hours against 158.7 without parking, for 1.4 points of SLO violations; handing them back at once gave 157.6 at 2.84%,
- *       better than no parking (3.67%) on both counts.
+ *       back — unless one of them is its revision's last instance kept in the request path (its revision may not
+ *       reach zero). In the co-scaling fleet (docs/coscaling.md, 2026-11-28) keeping such GPUs cost Dilu 276.5
+ *       GPU-hours against 158.7 without parking, for 1.4 points of SLO violations; handing them back at once gave
+ *       157.6 at 2.84%, better than no parking (3.67%) on both counts.
  * </ul>
  */
 public final class ParkedEviction {
@@ -30,11 +31,12 @@ public final class ParkedEviction {
 
     /**
      * A parked instance: where its memory is booked, how much, since when it has been parked, and whether it is its
-     * revision's last instance, left in the request path.
+     * revision's last instance, kept in the request path because the revision may not reach zero
+     * ({@code RevisionScaler.Decision#lastKept}).
      */
-    public record Parked(String id, String gpuUuid, long memoryMib, Instant parkedAt, boolean inPath) {
+    public record Parked(String id, String gpuUuid, long memoryMib, Instant parkedAt, boolean kept) {
 
-        /** Out of the request path. */
+        /** Not kept. */
         public Parked(String id, String gpuUuid, long memoryMib, Instant parkedAt) {
             this(id, gpuUuid, memoryMib, parkedAt, false);
         }
@@ -76,10 +78,12 @@ public final class ParkedEviction {
     }
 
     /**
-     * The parked instances on GPUs where nothing but parked instances is booked and none of them is in the request
-     * path. A revision's last instance, parked in the path, keeps its GPU (and the instances parked beside it): it
-     * answers the revision's next request, and where the revision may not reach zero its ReplicaSet would start it
-     * again at once, a cold start to hold the same GPU.
+     * The parked instances on GPUs where nothing but parked instances is booked and none of them is kept. A revision's
+     * last instance kept in the request path keeps its GPU (and the instances parked beside it): its revision may not
+     * reach zero, so its ReplicaSet would start it again at once, a cold start to hold a GPU all the same. A last
+     * instance parked in the path of a revision that may reach zero goes with its GPU: the revision's next request
+     * starts one where there is room. In the co-scaling fleet (docs/coscaling.md, 2026-11-28 evening) keeping those
+     * too cost 6–15 GPU-hours on four seeds of the trace for 0.2 points of SLO violations.
      */
     public static List<Parked> alone(ClusterState state, List<Parked> parked) {
         Map<String, List<Parked>> byGpu = parked.stream().collect(Collectors.groupingBy(Parked::gpuUuid));
@@ -87,7 +91,7 @@ public final class ParkedEviction {
         for (Map.Entry<String, List<Parked>> gpu : byGpu.entrySet()) {
             ClusterState.GpuUsage usage = state.usage(gpu.getKey());
             long parkedThere = gpu.getValue().stream().map(Parked::id).distinct().count();
-            if (usage.instances() == parkedThere && gpu.getValue().stream().noneMatch(Parked::inPath)) {
+            if (usage.instances() == parkedThere && gpu.getValue().stream().noneMatch(Parked::kept)) {
                 out.addAll(gpu.getValue());
             }
         }

@@ -25,14 +25,25 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
 
     /**
      * The instances to ask for: {@code desired} serving ones, each booked at its SM request, and beside them
-     * {@code parked} ones, booked at their memory alone; and why, in words for logs.
+     * {@code parked} ones, booked at their memory alone; and why, in words for logs. {@code lastKept}: no serving
+     * instance, and the revision may not reach zero, so its last instance, parked in the request path, is kept
+     * whatever the history says — were it let go, the revision's ReplicaSet would start another.
      */
-    record Decision(int desired, int parked, String reason) {
+    record Decision(int desired, int parked, String reason, boolean lastKept) {
 
         public Decision {
             if (desired < 0 || parked < 0) {
                 throw new IllegalArgumentException("desired and parked must be >= 0, got " + desired + ", " + parked);
             }
+            if (lastKept && (desired != 0 || parked == 0)) {
+                throw new IllegalArgumentException("a kept last instance is a parked one with none serving, got desired "
+                        + desired + ", parked " + parked);
+            }
+        }
+
+        /** A decision that keeps no last instance. */
+        public Decision(int desired, int parked, String reason) {
+            this(desired, parked, reason, false);
         }
 
         /** Every instance asked for: the pods the revision's Deployment runs. */
@@ -122,12 +133,13 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
             }
             parked = lazy.parking() && now.isBefore(parkedUntil)
                     ? Math.min(park(before, serving, parkedNow), knobs.bounds().max() - serving) : 0;
-            if (lastParks && serving == 0) {
+            boolean lastKept = lastParks && serving == 0;
+            if (lastKept) {
                 parked = Math.max(parked, 1); // evicted, it comes back: the revision's one instance
             }
             desired = serving;
             String reason = out.reason().label();
-            return new Decision(desired, parked, parked == 0 ? reason : reason + ", " + parked + " parked");
+            return new Decision(desired, parked, parked == 0 ? reason : reason + ", " + parked + " parked", lastKept);
         }
 
         /**

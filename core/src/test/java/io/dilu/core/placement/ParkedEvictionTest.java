@@ -62,9 +62,9 @@ class ParkedEvictionTest {
         assertThat(ParkedEviction.alone(state, parked)).extracting(ParkedEviction.Parked::id)
                 .as("GPU 0 holds parked models alone; GPU 1 serves anyway").containsExactlyInAnyOrder("parked-a", "parked-b");
 
-        List<ParkedEviction.Parked> lastInPath = List.of(new ParkedEviction.Parked("parked-a", gpu(0), 5_000, T0, true),
+        List<ParkedEviction.Parked> lastKept = List.of(new ParkedEviction.Parked("parked-a", gpu(0), 5_000, T0, true),
                 parked.get(1), parked.get(2));
-        assertThat(ParkedEviction.alone(state, lastInPath)).as("a revision's last instance in the request path keeps GPU 0")
+        assertThat(ParkedEviction.alone(state, lastKept)).as("a revision's last instance kept in the request path keeps GPU 0")
                 .isEmpty();
     }
 }

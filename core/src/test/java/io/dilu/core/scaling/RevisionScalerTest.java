@@ -99,6 +99,7 @@ class RevisionScalerTest {
         RevisionScaler.Decision idle = d.get(200);
         assertThat(idle.desired()).as("past the window and the grace").isZero();
         assertThat(idle.parked()).as("kept parked, at its memory").isEqualTo(1);
+        assertThat(idle.lastKept()).as("the revision may reach zero: placement may let it go with its GPU").isFalse();
         RevisionScaler.Decision woken = d.getLast();
         assertThat(woken.desired()).isEqualTo(1);
         assertThat(woken.parked()).isZero();
@@ -114,10 +115,12 @@ class RevisionScalerTest {
         RevisionScaler.Decision idle = d.get(200);
         assertThat(idle.desired()).as("past the window: nothing serves at its SM request").isZero();
         assertThat(idle.parked()).as("the last instance kept at its memory").isEqualTo(1);
+        assertThat(idle.lastKept()).as("its ReplicaSet would start another: placement keeps its GPU").isTrue();
         assertThat(d.get(rps.length - 2).instances()).as("past the keep-alive it stays: nothing could wake it").isEqualTo(1);
         RevisionScaler.Decision woken = d.getLast();
         assertThat(woken.desired()).isEqualTo(1);
         assertThat(woken.instances()).as("the parked pod serves: no new one").isEqualTo(1);
+        assertThat(woken.lastKept()).isFalse();
     }
 
     @Test

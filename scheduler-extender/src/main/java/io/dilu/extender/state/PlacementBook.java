@@ -161,8 +161,11 @@ public final class PlacementBook {
     private final Set<String> inState = new HashSet<>();
     /** Parked pods evicted for a placement, until the watch shows them gone: they are not booked again. */
     private final Set<String> evicted = new HashSet<>();
-    /** Parked pods left in the request path as their revision's last instance: never handed back with their GPU. */
-    private final Set<String> inPath = new HashSet<>();
+    /**
+     * Parked pods kept in the request path as the last instance of a revision that may not reach zero: never handed back
+     * with their GPU.
+     */
+    private final Set<String> kept = new HashSet<>();
     private ClusterState state = new ClusterState(List.of());
     private boolean dirty;
 
@@ -247,13 +250,13 @@ public final class PlacementBook {
         if (pod.terminal()) {
             drop(pod.uid());
             evicted.remove(pod.uid());
-            inPath.remove(pod.uid());
+            kept.remove(pod.uid());
             return Standing.NONE;
         }
-        if (pod.parkedInPath()) {
-            inPath.add(pod.uid());
+        if (pod.parkedKept()) {
+            kept.add(pod.uid());
         } else {
-            inPath.remove(pod.uid());
+            kept.remove(pod.uid());
         }
         if (evicted.contains(pod.uid()) || pod.nodeName().isEmpty() || pod.assigned().isEmpty()) {
             // evicted (its memory is another pod's), not bound yet, or bound without Dilu (the node agent will annotate it)
@@ -331,7 +334,7 @@ public final class PlacementBook {
     public synchronized void forget(String uid) {
         drop(uid);
         evicted.remove(uid);
-        inPath.remove(uid);
+        kept.remove(uid);
     }
 
     /**
@@ -482,16 +485,17 @@ public final class PlacementBook {
     }
 
     /**
-     * Parked pods on GPUs that nothing but parked pods holds ({@link ParkedEviction#alone}; a revision's last one in the
-     * request path holds its GPU), taken out of the book for good: the caller deletes them, and their GPUs go back. Asked after every change the watch shows, so
-     * that a GPU is handed back as soon as its last serving or reserved pod leaves it.
+     * Parked pods on GPUs that nothing but parked pods holds ({@link ParkedEviction#alone}; a revision's last one kept in
+     * the request path holds its GPU), taken out of the book for good: the caller deletes them, and their GPUs go back.
+     * Asked after every change the watch shows, so that a GPU is handed back as soon as its last serving or reserved pod
+     * leaves it.
      */
     public synchronized List<Evicted> handBack() {
         List<ParkedEviction.Parked> parked = new ArrayList<>();
         entries.forEach((uid, e) -> {
             if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid)) {
                 e.placed().slots().forEach(s -> parked.add(new ParkedEviction.Parked(uid, s.gpuUuid(), s.memoryMib(), e.parkedAt(),
-                        inPath.contains(uid))));
+                        kept.contains(uid))));
             }
         });
         if (parked.isEmpty()) {
@@ -507,7 +511,7 @@ public final class PlacementBook {
 
     /** Takes a parked pod out of the book for good: it is to be deleted, and is not booked again while it goes. */
     private Evicted evict(String uid) {
-        inPath.remove(uid);
+        kept.remove(uid);
         Entry e = entries.remove(uid);
         evicted.add(uid);
         Slot first = e.placed().slots().getFirst();

@@ -191,15 +191,16 @@ class ExtenderEventsIT {
         patch("park-b", ParkingPatch.park(b.getMetadata().getUid(), clock.instant()));
         await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 200);
         assertThat(pod("park-b").getMetadata().getDeletionTimestamp()).as("c and the keeper serve beside it").isNull();
+        // Kept in the request path, as the autoscaler keeps the last instance of a revision that may not reach zero.
+        servingCondition("park-b", DiluNames.SERVING_KEPT_REASON, clock.instant());
         client.pods().inNamespace(NS).withName("park-c").delete();
         client.pods().inNamespace(NS).withName("keeper").delete();
-        // Its condition still True, it is its revision's last instance, left in the request path: it keeps the GPU.
         await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 0);
-        assertThat(pod("park-b").getMetadata().getDeletionTimestamp()).as("in the request path").isNull();
+        assertThat(pod("park-b").getMetadata().getDeletionTimestamp()).as("kept: let go, its ReplicaSet would start another")
+                .isNull();
         assertThat(evictions("gpu-handed-back")).isZero();
-        client.pods().inNamespace(NS).withName("park-b").subresource("status").patch(PatchContext.of(PatchType.JSON),
-                ParkingPatch.servingCondition(pod("park-b").getStatus().getConditions(), false, "Parked", "parked",
-                        clock.instant()));
+        // Still in the path, but of a revision that may reach zero: its next request starts one where there is room.
+        servingCondition("park-b", "LastInstance", clock.instant());
         await().atMost(Duration.ofSeconds(10)).until(() -> pod("park-b") == null
                 || pod("park-b").getMetadata().getDeletionTimestamp() != null);
         assertThat(events("park-b", ExtenderEvents.PARKED_EVICTED)).singleElement().satisfies(e -> assertThat(e.getMessage())
@@ -208,6 +209,12 @@ class ExtenderEventsIT {
         assertThat(evictions("gpu-handed-back")).isEqualTo(1);
         assertThat(book.activeUsage().stream().filter(u -> u.uuid().equals("GPU-n1-0")).mapToLong(u -> u.memoryMib()).sum())
                 .as("the GPU free").isZero();
+    }
+
+    /** Sets a pod's {@code dilu.io/serving} condition True with {@code reason} at {@code at}, as the autoscaler writes it. */
+    private static void servingCondition(String name, String reason, Instant at) {
+        client.pods().inNamespace(NS).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
+                ParkingPatch.servingCondition(pod(name).getStatus().getConditions(), true, reason, "parked, in the path", at));
     }
 
     private static double evictions(String reason) {

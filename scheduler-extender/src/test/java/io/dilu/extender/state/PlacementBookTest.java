@@ -358,16 +358,16 @@ class PlacementBookTest {
     }
 
     @Test
-    void aRevisionsLastInstanceParkedInTheRequestPathKeepsItsGpuAndTheParkedBesideIt() {
+    void aRevisionsLastInstanceKeptInTheRequestPathKeepsItsGpuAndTheParkedBesideIt() {
         PlacementBook b = solo();
         PodShare last = onSolo("last", 10, 10_000, parkedAt(T0));
         b.observe(new PodShare(last.uid(), last.namespace(), last.name(), last.nodeName(), false, last.function(),
                 last.annotations(), last.containers(), true, true));
         b.observe(onSolo("p2", 10, 12_000, parkedAt(T0.plusSeconds(5))));
-        assertThat(b.handBack()).as("the last instance answers its revision's next request").isEmpty();
+        assertThat(b.handBack()).as("its revision may not reach zero: let go, another would start").isEmpty();
         assertThat(usage(b).memoryMib()).isEqualTo(22_000);
 
-        b.observe(last); // taken out of the path: its revision serves elsewhere again
+        b.observe(last); // no longer kept: out of the path, or in it where its revision may reach zero
         assertThat(b.handBack()).extracting(PlacementBook.Evicted::uid).containsExactlyInAnyOrder("last", "p2");
     }
 

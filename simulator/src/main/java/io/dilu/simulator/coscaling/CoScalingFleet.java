@@ -263,10 +263,10 @@ public final class CoScalingFleet {
             }
             List<ParkedEviction.Parked> all = new ArrayList<>();
             for (FunctionRun.Instance instance : parked.values()) {
-                boolean inPath = instance.function.inPath(instance);
+                boolean kept = instance.function.kept(instance);
                 for (Slot s : placed.get(instance).slots()) {
                     all.add(new ParkedEviction.Parked(instance.id, s.gpuUuid(), s.memoryMib(),
-                            Instant.ofEpochSecond(instance.parkedAt), inPath));
+                            Instant.ofEpochSecond(instance.parkedAt), kept));
                 }
             }
             ParkedEviction.alone(state, all).stream().map(ParkedEviction.Parked::id).distinct().forEach(this::evict);

@@ -88,6 +88,7 @@ final class FunctionRun {
     /** The least recently parked first. */
     private final Deque<Instance> parked = new ArrayDeque<>();
     private int started;
+    private boolean lastKept;
 
     private int coldStarts;
     private int scaleOuts;
@@ -157,11 +158,11 @@ final class FunctionRun {
     }
 
     /**
-     * Whether {@code instance} is the function's last one, parked with nothing serving: it stays in the request path
-     * (the autoscaler's {@code RevisionPods}) and answers the next request.
+     * Whether {@code instance} is the function's last one, parked in the request path with nothing serving, and kept
+     * there because the function may not reach zero ({@code RevisionScaler.Decision#lastKept}, the last decision's).
      */
-    boolean inPath(Instance instance) {
-        return serving() == 0 && parked.peekLast() == instance;
+    boolean kept(Instance instance) {
+        return lastKept && serving() == 0 && parked.peekLast() == instance;
     }
 
     /** Parked instances the pool evicted to use their memory. */
@@ -197,6 +198,7 @@ final class FunctionRun {
         promote(t);
         RevisionScaler.Decision d = policy.decide(rates, t, ready.size(), starting.size() + waking.size() + waiting.size(),
                 parked.size());
+        lastKept = d.lastKept();
         int serving = serving();
         for (int i = serving; i < d.desired(); i++) {
             if (!parked.isEmpty()) {

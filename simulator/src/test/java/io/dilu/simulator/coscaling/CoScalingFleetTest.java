@@ -43,6 +43,11 @@ class CoScalingFleetTest {
         return p.name().equals("a") ? new DiluPolicy(p) : KpaPolicy.kpa(p);
     }
 
+    /** Dilu beside Knative's autoscaler (its revisions never reach zero) for "a", KPA for every other function. */
+    static CoScalingPolicy diluAlongsideForA(FunctionProfile p) {
+        return p.name().equals("a") ? DiluPolicy.alongside(p) : KpaPolicy.kpa(p);
+    }
+
     /** "c" (10% static, 5 GiB): serving throughout, so that the GPU it shares with "a" stays in use. */
     static FleetFunctions.Function c() {
         return new FleetFunctions.Function("c", FleetFunctions.Kind.INFERENCE, profile("c", 0.10, 0.10, 5), false,
@@ -50,14 +55,26 @@ class CoScalingFleetTest {
     }
 
     @Test
-    void aFunctionsLastInstanceParkedAloneOnItsGpuKeepsItAndAnswersTheNextSpellAtOnce() {
-        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA,
+    void whereItMayNotReachZeroAFunctionsLastInstanceParkedAloneOnItsGpuKeepsItAndAnswersTheNextSpellAtOnce() {
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a()), "dilu-alongside", CoScalingFleetTest::diluAlongsideForA,
                 ClusterShape.PAPER.nodes(1));
         CoScalingFleet.KindBooks books = o.kind(FleetFunctions.Kind.INFERENCE);
-        assertThat(o.evictions()).as("in the request path, it is what answers the function's next request").isZero();
+        assertThat(o.evictions()).as("kept: let go, its ReplicaSet would start another").isZero();
         assertThat(o.parkedOnlyGpuSeconds()).as("parked from about 100 s to 300 s, its GPU held").isBetween(150.0, 220.0);
         assertThat(books.wakes()).isEqualTo(1);
         assertThat(books.coldStarts()).isZero();
+    }
+
+    @Test
+    void whereItMayReachZeroAFunctionsLastInstanceParkedAloneOnItsGpuGoesWithTheGpu() {
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA,
+                ClusterShape.PAPER.nodes(1));
+        CoScalingFleet.KindBooks books = o.kind(FleetFunctions.Kind.INFERENCE);
+        assertThat(o.evictions()).as("nothing else holds its GPU").isEqualTo(1);
+        assertThat(o.parkedOnlyGpuSeconds()).as("handed back the second it parks").isZero();
+        assertThat(o.gpuSeconds()).as("no GPU while a is idle").isLessThan(400 - 150);
+        assertThat(books.wakes()).isZero();
+        assertThat(books.scaleOutColdStarts()).as("the next spell starts one").isEqualTo(1);
     }
 
     /**
@@ -135,9 +152,9 @@ class CoScalingFleetTest {
     }
     @Test
     void aWarmStartServesFromTheFirstSecondWhereAColdOneWaitsItsColdStart() {
-        CoScalingSimulation.Result cold = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA,
+        CoScalingSimulation.Result cold = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluAlongsideForA,
                 ClusterShape.PAPER.nodes(1)).functions().get("a");
-        CoScalingSimulation.Result warm = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluForA,
+        CoScalingSimulation.Result warm = CoScalingFleet.run(List.of(a()), "dilu", CoScalingFleetTest::diluAlongsideForA,
                 ClusterShape.PAPER.nodes(1), new CoScalingFleet.Start(List.of(), 1, CoScalingSimulation.WAKE_SECONDS))
                 .functions().get("a");
         assertThat(cold.coldStarts()).as("the deployment at t=0").isEqualTo(1);
