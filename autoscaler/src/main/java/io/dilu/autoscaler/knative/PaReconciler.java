@@ -404,16 +404,23 @@ public final class PaReconciler {
                 r.written.put(p.uid(), new RevisionPods.Written(false, now));
             }
         }
+        // A last instance to keep is marked so before it is parked: parked and not yet marked, it is one the scheduler
+        // extender may hand back with a GPU that nothing else holds.
+        plan.serving().forEach((p, path) -> {
+            if (path == RevisionPods.Path.KEPT) {
+                serving(pa, ns, p, path, now);
+            }
+        });
         for (RevisionPods.PodState p : plan.park()) {
             if (write(pa, p, "park", () -> writer.park(ns, p.name(), p.uid(), now))) {
                 r.written.put(p.uid(), new RevisionPods.Written(true, now));
             }
         }
-        plan.serving().forEach((p, path) -> write(pa, p, switch (path) {
-            case OUT -> "take out of the path";
-            case IN -> "leave in the request path";
-            case KEPT -> "keep in the request path";
-        }, () -> writer.serving(ns, p.name(), conditions(ns, p.name()), path, now)));
+        plan.serving().forEach((p, path) -> {
+            if (path != RevisionPods.Path.KEPT) {
+                serving(pa, ns, p, path, now);
+            }
+        });
         for (RevisionPods.PodState p : plan.delete()) {
             if (write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()))) {
                 wakeFailed.increment();
@@ -421,6 +428,15 @@ public final class PaReconciler {
         }
         LOG.infof("%s: woke %s, parked %s, deleted %s after a failed wake (%d serving and %d parked asked)", pa.key(),
                 names(plan.wake()), names(plan.park()), names(plan.delete()), d.desired(), d.parked());
+    }
+
+    /** Writes a parked pod's {@code dilu.io/serving} condition as {@code path} says. */
+    private void serving(PodAutoscaler pa, String ns, RevisionPods.PodState p, RevisionPods.Path path, Instant now) {
+        write(pa, p, switch (path) {
+            case OUT -> "take out of the path";
+            case IN -> "leave in the request path";
+            case KEPT -> "keep in the request path";
+        }, () -> writer.serving(ns, p.name(), conditions(ns, p.name()), path, now));
     }
 
     /** A pod's conditions as the watch has them, for a JSON Patch that replaces one of them where it is. */
