@@ -4,12 +4,14 @@ import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.KnativeNames;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.Quantity;
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Stream;
 
 /** Reads a Kubernetes Pod's GPU shares into a {@link PodShare}. */
 public final class PodShares {
@@ -53,8 +55,7 @@ public final class PodShares {
 
     /** Whether the pod's {@link DiluNames#SERVING_CONDITION} condition is True. */
     public static boolean serving(Pod pod) {
-        return pod.getStatus() != null && pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
-                .stream().anyMatch(c -> DiluNames.SERVING_CONDITION.equals(c.getType()) && "True".equals(c.getStatus()));
+        return servingConditions(pod).anyMatch(c -> "True".equals(c.getStatus()));
     }
 
     /**
@@ -62,9 +63,13 @@ public final class PodShares {
      * the autoscaler keeps it in the request path as the last instance of a revision that may not reach zero.
      */
     public static boolean kept(Pod pod) {
-        return pod.getStatus() != null && pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
-                .stream().anyMatch(c -> DiluNames.SERVING_CONDITION.equals(c.getType()) && "True".equals(c.getStatus())
-                        && DiluNames.SERVING_KEPT_REASON.equals(c.getReason()));
+        return servingConditions(pod).anyMatch(c -> "True".equals(c.getStatus())
+                && DiluNames.SERVING_KEPT_REASON.equals(c.getReason()));
+    }
+
+    private static Stream<PodCondition> servingConditions(Pod pod) {
+        return pod.getStatus() == null || pod.getStatus().getConditions() == null ? Stream.empty()
+                : pod.getStatus().getConditions().stream().filter(c -> DiluNames.SERVING_CONDITION.equals(c.getType()));
     }
 
     /** Finished or being deleted: such a pod holds no GPU share any more. */

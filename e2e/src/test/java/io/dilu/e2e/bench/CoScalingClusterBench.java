@@ -182,10 +182,8 @@ public final class CoScalingClusterBench {
             java.util.function.Function<FunctionProfile, CoScalingPolicy> factory, double coldStart, double wake) {
         List<FleetFunctions.Function> fleet = new ArrayList<>();
         for (Function f : functions) {
-            FunctionProfile p = f.profile();
-            FunctionProfile measured = new FunctionProfile(p.name(), p.sloSeconds(), p.serviceSeconds(), p.rpsAtRequest(),
-                    p.rpsAtLimit(), p.requestShare(), p.limitShare(), p.rpsAtWholeGpu(), (int) Math.round(coldStart), p.memoryMiB());
-            fleet.add(new FleetFunctions.Function(f.name(), FleetFunctions.Kind.INFERENCE, measured, false, f.trace()));
+            fleet.add(new FleetFunctions.Function(f.name(), FleetFunctions.Kind.INFERENCE,
+                    f.profile().withColdStart((int) Math.round(coldStart)), false, f.trace()));
         }
         InstanceRequest training = new InstanceRequest("train", "train", 1, ClusterRun.TRAINING_SM * 10,
                 PodQuotaAnnotations.smLimit(Map.of(), ClusterRun.TRAINING_SM) * 10, ClusterRun.TRAINING_MEMORY_MIB, false);

@@ -138,13 +138,7 @@ public final class CoScalingFleet {
     public static Outcome run(List<FleetFunctions.Function> functions, String policy,
             Function<FunctionProfile, CoScalingPolicy> factory, List<NodeInventory> nodes, Start start) {
         SharedPool pool = new SharedPool(new ClusterState(nodes), new ComplementaryPlacement());
-        for (InstanceRequest resident : start.residents()) {
-            if (!(pool.placement.decide(pool.state, resident) instanceof PlacementDecision.Placed p)) {
-                throw new IllegalArgumentException("no room for resident " + resident.id() + " on the pool");
-            }
-            pool.state.apply(resident.id(), resident.function(), p);
-            pool.count(p, false, +1);
-        }
+        start.residents().forEach(pool::reside);
         List<FunctionRun> runs = new ArrayList<>(functions.size());
         for (FleetFunctions.Function f : functions) {
             CoScalingPolicy p = factory.apply(f.profile());
@@ -242,6 +236,14 @@ public final class CoScalingFleet {
             return false;
         }
 
+        /** Places and books {@code resident} for the whole run. */
+        void reside(InstanceRequest resident) {
+            if (!(placement.decide(state, resident) instanceof PlacementDecision.Placed p)) {
+                throw new IllegalArgumentException("no room for resident " + resident.id() + " on the pool");
+            }
+            book(resident.id(), resident.function(), p, false);
+        }
+
         /** Parked instances' memory on GPUs where {@code req}'s shares fit: memory there is all it lacks. */
         private List<ParkedEviction.Parked> parkedWhereSharesFit(InstanceRequest req) {
             List<ParkedEviction.Parked> out = new ArrayList<>();
@@ -311,7 +313,11 @@ public final class CoScalingFleet {
         }
 
         private void book(FunctionRun.Instance instance, PlacementDecision.Placed p, boolean parking) {
-            state.apply(instance.id, instance.function.name(), p);
+            book(instance.id, instance.function.name(), p, parking);
+        }
+
+        private void book(String id, String function, PlacementDecision.Placed p, boolean parking) {
+            state.apply(id, function, p);
             count(p, parking, +1);
         }
 
