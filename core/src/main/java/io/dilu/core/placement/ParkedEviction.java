@@ -83,7 +83,7 @@ public final class ParkedEviction {
      * reach zero, so its ReplicaSet would start it again at once, a cold start to hold a GPU all the same. A last
      * instance parked in the path of a revision that may reach zero goes with its GPU: the revision's next request
      * starts one where there is room. In the co-scaling fleet (docs/coscaling.md, 2026-11-28 evening) keeping those
-     * too cost 6–15 GPU-hours on four seeds of the trace for 0.2 points of SLO violations.
+     * too cost 5.6–15.0 GPU-hours on seven seeds of the trace for 0.1–0.4 points of SLO violations.
      */
     public static List<Parked> alone(ClusterState state, List<Parked> parked) {
         Map<String, List<Parked>> byGpu = parked.stream().collect(Collectors.groupingBy(Parked::gpuUuid));
