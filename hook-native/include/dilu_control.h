@@ -26,6 +26,7 @@
 
 #define DILU_KIND_GRANT 1u
 #define DILU_KIND_REPORT 2u
+#define DILU_KIND_CYCLE 3u
 
 /* Where a container sees its control block: the device plugin mounts the two pages there. */
 #ifndef DILU_CONTROL_PATH
@@ -33,6 +34,10 @@
 #endif
 #define DILU_GRANT_FILE "grant"
 #define DILU_REPORT_FILE "report"
+/* An SLO container's cycle page (read-write, beside its grant and report), and the directory of its SLO neighbours'
+ * cycle pages on the same GPU (read-only): see dilu_cycle_page. */
+#define DILU_CYCLE_FILE "cycle"
+#define DILU_NEIGHBOURS_DIR "neighbours"
 
 typedef struct dilu_header {
     uint32_t magic;
@@ -52,7 +57,11 @@ typedef struct dilu_grant_device {
      * pace_steps equal parts from the heartbeat on, up to paced_until (so the agent wakes once a period). */
     uint64_t paced_until; /* the cumulative grant at the period's end; ≤ tokens_granted: not paced */
     uint32_t pace_steps;  /* parts of the period; ≤ 1: not paced */
-    uint32_t reserved;
+    /* Yielding (best-effort containers beside an SLO one): before a kernel goes to the GPU, the hook waits while a
+     * launch cycle of an SLO neighbour is in flight (their cycle pages) and while this container's earlier work on
+     * the kernel's stream still runs, at most yield_us in all; 0: no waiting. Was reserved and always 0: older hooks
+     * do not yield, the layout is the same. */
+    uint32_t yield_us;
 } dilu_grant_device;
 
 typedef struct dilu_grant_page {
@@ -86,5 +95,19 @@ typedef struct dilu_report_page {
     dilu_report_device device[DILU_MAX_DEVICES];
     dilu_report_process process[DILU_MAX_PROCESSES];
 } dilu_report_page;
+
+/*
+ * One SLO container's launch cycle in flight, for its best-effort neighbours on the same GPU: written by the
+ * container's hook (DILU_CONTROL_PATH/DILU_CYCLE_FILE, read-write, only in SLO containers), read by theirs
+ * (DILU_CONTROL_PATH/DILU_NEIGHBOURS_DIR/<any name>, read-only). The agent alone decides which pages are in a
+ * container's neighbours directory. A GPU dispatches thread blocks in launch order, so a neighbour's kernel that
+ * reaches it while an SLO cycle is in flight delays the SLO's next kernels by a whole kernel: best-effort
+ * launches wait for the cycle to end (dilu_grant_device.yield_us bounds the wait, and a cycle older than that
+ * bound is not waited for, so a page that is never cleared holds nobody).
+ */
+typedef struct dilu_cycle_page {
+    dilu_header header;
+    uint64_t cycle_started_ns; /* CLOCK_MONOTONIC of the first launch of the cycle in flight; 0: none in flight */
+} dilu_cycle_page;
 
 #endif

@@ -477,6 +477,8 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int flags);
 CUresult cuStreamDestroy_v2(CUstream hStream);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
+CUresult cuStreamQuery(CUstream hStream);
+CUresult cuStreamQuery_ptsz(CUstream hStream);
 /* Stream capture: cuStreamBeginCapture and its _ptsz form are the CUDA 10.0 flavour, without a mode. */
 CUresult cuStreamBeginCapture(CUstream hStream);
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream);

@@ -27,6 +27,9 @@ int main(void) {
     expect("grant tokens per period offset", offsetof(dilu_grant_device, tokens_per_period), 24);
     expect("grant paced until offset", offsetof(dilu_grant_device, paced_until), 32);
     expect("grant pace steps offset", offsetof(dilu_grant_device, pace_steps), 40);
+    expect("grant yield offset", offsetof(dilu_grant_device, yield_us), 44);
+    expect("cycle page started offset", offsetof(dilu_cycle_page, cycle_started_ns), 16);
+    expect("cycle page size", sizeof(dilu_cycle_page), 24);
     expect("sizeof(dilu_grant_page)", sizeof(dilu_grant_page), 32 + 48 * DILU_MAX_DEVICES);
     expect("report device[0] offset", offsetof(dilu_report_page, device), 24);
     expect("sizeof(dilu_report_device)", sizeof(dilu_report_device), 32 + 8 * DILU_KLC_RING);

@@ -443,6 +443,85 @@ static void test_agent_silence(void) {
  * first granted, the rest released by the hook itself at 250, 500 and 750 ms. Launches never get ahead of the
  * parts due (a loaded machine only makes them later), and all 400 come through without the agent.
  */
+/* A cycle page in `d`, as the agent makes one; the caller holds its mapping. */
+static dilu_cycle_page *cycle_page(const char *d, const char *name) {
+    char path[640];
+    snprintf(path, sizeof(path), "%s/%s", d, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ftruncate(fd, (off_t)sizeof(dilu_cycle_page)) != 0) {
+        die(path);
+    }
+    dilu_cycle_page *m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED || close(fd) != 0) {
+        die("mmap");
+    }
+    m->header = (dilu_header){DILU_CONTROL_MAGIC, DILU_CONTROL_VERSION, sizeof(*m), DILU_KIND_CYCLE};
+    return m;
+}
+
+static int exited(run *r) {
+    return waitpid(r->pid, &r->status, WNOHANG) == r->pid;
+}
+
+/*
+ * Yielding (yield.c): a best-effort container asked to yield does not launch while an SLO neighbour's cycle is in
+ * flight, and launches once it ends; a cycle older than the bound (a page never cleared) holds nobody. An SLO
+ * container publishes its cycle in its own page while one is in flight (here: waiting for tokens) and clears it.
+ */
+static void test_yield(void) {
+    control_block(1ull << 40, 1ull << 40, 1);
+    grant->device[0].yield_us = 30000000; /* 30 s: the test, not the bound, ends the wait */
+    char neighbours[600];
+    snprintf(neighbours, sizeof(neighbours), "%s/neighbours", dir);
+    if (mkdir(neighbours, 0755) != 0) {
+        die(neighbours);
+    }
+    dilu_cycle_page *slo = cycle_page(neighbours, "slo");
+    __atomic_store_n(&slo->cycle_started_ns, now_ns(), __ATOMIC_RELEASE);
+    const char *const options[] = {"--neighbours", neighbours, NULL};
+    contain_options = options;
+    char *argv[] = {PROBE, "launch", "10", NULL};
+    run r;
+    start(&r, MOUNTED, argv);
+    usleep(300000);
+    int early = exited(&r);
+    __atomic_store_n(&slo->cycle_started_ns, 0, __ATOMIC_RELEASE);
+    int code = early ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
+    EXPECT(!early, "the best-effort launch went ahead while the SLO neighbour's cycle was in flight");
+    EXPECT(code == 0, "yielding probe exit %d", code);
+    unlink(r.out);
+    unlink(r.err);
+
+    /* A page that was never cleared: its cycle is older than the bound, and nobody waits for it. */
+    grant->device[0].yield_us = 50000;
+    __atomic_store_n(&slo->cycle_started_ns, now_ns() - 10000000000ull, __ATOMIC_RELEASE);
+    start(&r, MOUNTED, argv);
+    code = finish(&r);
+    EXPECT(code == 0, "probe beside a stale cycle exit %d", code);
+    unlink(r.out);
+    unlink(r.err);
+    contain_options = NULL;
+
+    /* The SLO side: its own page (in its control block) shows its cycle while one is in flight. */
+    control_block(0, 1ull << 40, 1);
+    dilu_cycle_page *own = cycle_page(dir, DILU_CYCLE_FILE);
+    start(&r, MOUNTED, argv);
+    int seen = 0;
+    for (int i = 0; i < 200 && !seen; i++) {
+        seen = __atomic_load_n(&own->cycle_started_ns, __ATOMIC_ACQUIRE) != 0;
+        usleep(5000);
+    }
+    grant->device[0].tokens_granted = 1ull << 40;
+    code = finish(&r);
+    EXPECT(seen, "the SLO container's cycle page never showed the cycle waiting for tokens");
+    EXPECT(code == 0, "publishing probe exit %d", code);
+    EXPECT(__atomic_load_n(&own->cycle_started_ns, __ATOMIC_ACQUIRE) == 0,
+           "the cycle page still shows a cycle after the program synchronised");
+    printf("yield: held while the neighbour's cycle was in flight, not by a stale one; own cycle published\n");
+    unlink(r.out);
+    unlink(r.err);
+}
+
 static void test_paced_refill(void) {
     const uint64_t rate = 400, kernel = 108;
     control_block(rate / 4, 1ull << 40, 1);
@@ -1086,6 +1165,7 @@ int main(int argc, char **argv) {
                  {"held_to_grant", test_held_to_grant}, {"klc", test_klc},
                  {"graph", test_graph},             {"fails_closed", test_fails_closed},
                  {"tenant_block", test_tenant_block_ignored}, {"agent_silence", test_agent_silence}, {"paced_refill", test_paced_refill},
+                 {"yield", test_yield},
                  {"non_cuda", test_non_cuda_program},   {"graph_paths", test_graph_paths},
                  {"graph_update", test_graph_update},   {"graph_capture", test_graph_capture},
                  {"graph_race", test_graph_race},     {"graph_memory", test_graph_memory},

@@ -6,9 +6,11 @@
  * Test and benchmark tool: it is not shipped in images.
  *
  *   dilu-contain [--control DIR | --control-copy DIR | --control-writable DIR] [--preload LIB]
- *                [--seccomp runtime-default] [--tenant-userns grant|preload] -- COMMAND ...
+ *                [--neighbours DIR] [--seccomp runtime-default] [--tenant-userns grant|preload] -- COMMAND ...
  *
- * --control mounts DIR/grant read-only and DIR/report read-write, as Allocate does; --control-copy puts copies
+ * --control mounts DIR/grant read-only and DIR/report read-write (and DIR/cycle read-write, where an SLO
+ * container's block has one), as Allocate does; --neighbours mounts DIR read-only where the hook looks for its SLO
+ * neighbours' cycle pages; --control-copy puts copies
  * of the pages there without mounting them (a tenant's image shipping its own block); --control-writable
  * mounts the grant page read-write (a block that is not protected). --seccomp runtime-default gives the command
  * the namespace rules of the runtime's default seccomp profile, as the webhook gives GPU pods (seccomp.c).
@@ -112,6 +114,26 @@ static void place_control(const char *mode, const char *dir) {
     }
     bind_file(grant, to_grant, strcmp(mode, "--control") == 0);
     bind_file(report, to_report, 0);
+    /* An SLO container's cycle page, read-write as the device plugin mounts it, where the block has one. */
+    char cycle[1024], to_cycle[600];
+    snprintf(cycle, sizeof(cycle), "%s/%s", dir, DILU_CYCLE_FILE);
+    snprintf(to_cycle, sizeof(to_cycle), "%s/%s", DILU_CONTROL_PATH, DILU_CYCLE_FILE);
+    if (access(cycle, F_OK) == 0) {
+        bind_file(cycle, to_cycle, 0);
+    }
+}
+
+/* The SLO neighbours' cycle pages on the GPU: a directory, read-only, as the device plugin mounts it. */
+static void place_neighbours(const char *dir) {
+    char to[600];
+    snprintf(to, sizeof(to), "%s/%s", DILU_CONTROL_PATH, DILU_NEIGHBOURS_DIR);
+    contain_mkdirs(to);
+    if (mount(dir, to, NULL, MS_BIND, NULL) != 0) {
+        contain_die(dir);
+    }
+    if (mount(NULL, to, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) != 0) {
+        contain_die("remounting the neighbours directory read-only");
+    }
 }
 
 /* /etc/ld.so.preload naming the hook, in an overlay over /etc that only this namespace sees. */
@@ -132,12 +154,12 @@ static void preload(const char *lib) {
 
 static void usage(void) {
     fprintf(stderr, "usage: dilu-contain [--control DIR | --control-copy DIR | --control-writable DIR] [--preload LIB] "
-                    "[--seccomp runtime-default] [--tenant-userns grant|preload] -- COMMAND [ARGS...]\n");
+                    "[--neighbours DIR] [--seccomp runtime-default] [--tenant-userns grant|preload] -- COMMAND [ARGS...]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
-    const char *control_mode = NULL, *control_dir = NULL, *lib = NULL, *tenant = NULL;
+    const char *control_mode = NULL, *control_dir = NULL, *lib = NULL, *tenant = NULL, *neighbours = NULL;
     int seccomp = 0;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
@@ -147,6 +169,8 @@ int main(int argc, char **argv) {
             control_dir = argv[++i];
         } else if (i + 1 < argc && strcmp(argv[i], "--preload") == 0) {
             lib = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--neighbours") == 0) {
+            neighbours = argv[++i];
         } else if (i + 1 < argc && strcmp(argv[i], "--seccomp") == 0 && strcmp(argv[i + 1], "runtime-default") == 0) {
             seccomp = 1;
             i++;
@@ -164,6 +188,9 @@ int main(int argc, char **argv) {
     make_control_dir();
     if (control_dir != NULL) {
         place_control(control_mode, control_dir);
+    }
+    if (neighbours != NULL) {
+        place_neighbours(neighbours);
     }
     if (lib != NULL) {
         preload(lib);

@@ -256,6 +256,15 @@ EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
     return cuStreamSynchronize(s);
 }
 
+EXPORT CUresult cuStreamQuery(CUstream s) {
+    CUresult rc = ready();
+    return rc != CUDA_SUCCESS ? rc : emu_stream_query(s);
+}
+
+EXPORT CUresult cuStreamQuery_ptsz(CUstream s) {
+    return cuStreamQuery(s);
+}
+
 /* ---- events ---- */
 
 EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {

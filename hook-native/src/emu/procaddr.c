@@ -33,6 +33,7 @@ static const entry table[] = {
     E("cuCtxDestroy", cuCtxDestroy_v2), E("cuCtxSetCurrent", cuCtxSetCurrent), E("cuCtxGetCurrent", cuCtxGetCurrent),
     E("cuCtxSynchronize", cuCtxSynchronize), E("cuStreamCreate", cuStreamCreate),
     E("cuStreamDestroy", cuStreamDestroy_v2), P("cuStreamSynchronize", cuStreamSynchronize, cuStreamSynchronize_ptsz),
+    P("cuStreamQuery", cuStreamQuery, cuStreamQuery_ptsz),
     E("cuEventCreate", cuEventCreate), P("cuEventRecord", cuEventRecord, cuEventRecord_ptsz),
     E("cuEventSynchronize", cuEventSynchronize), E("cuEventElapsedTime", cuEventElapsedTime_v2),
     E("cuEventDestroy", cuEventDestroy_v2), E("cuModuleLoadData", cuModuleLoadData),

@@ -219,6 +219,17 @@ CUresult emu_stream_sync(CUstream stream) {
     return CUDA_SUCCESS;
 }
 
+CUresult emu_stream_query(CUstream stream) {
+    struct CUstream_st *s = emu_resolve_stream(stream);
+    if (s == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    pthread_mutex_lock(&s->lock);
+    int idle = s->head == NULL && !s->busy;
+    pthread_mutex_unlock(&s->lock);
+    return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
 CUresult emu_sync_all(void) {
     if (pthread_once(&defaults_once, init_defaults) != 0) {
         return CUDA_ERROR_UNKNOWN;

@@ -51,6 +51,8 @@ CUstream emu_resolve_stream(CUstream s);
 CUresult emu_enqueue_kernel(CUstream s, uint64_t blocks, uint64_t block_ns);
 CUresult emu_enqueue_event(CUstream s, struct CUevent_st *e);
 CUresult emu_stream_sync(CUstream s);
+/* CUDA_SUCCESS when everything queued on s has completed, else CUDA_ERROR_NOT_READY (as cuStreamQuery answers). */
+CUresult emu_stream_query(CUstream s);
 CUresult emu_sync_all(void);
 void emu_stream_destroy(CUstream s);
 

@@ -148,7 +148,11 @@ CUresult hook_admit(uint64_t blocks); /* spends tokens, waits for them if none a
             return captured_;                                                                            \
         }                                                                                                \
         CUresult admitted_ = hook_admit(blocks);                                                         \
-        return admitted_ == CUDA_SUCCESS ? (real)(__VA_ARGS__) : admitted_;                              \
+        if (admitted_ != CUDA_SUCCESS) {                                                                 \
+            return admitted_;                                                                            \
+        }                                                                                                \
+        hook_yield((stream), (per_thread));                                                              \
+        return (real)(__VA_ARGS__);                                                                      \
     } while (0)
 
 /* Thread blocks of a grid, in 64 bits: x < 2^31 and y, z < 2^16 in CUDA, but nothing stops a caller passing
@@ -176,6 +180,14 @@ int hook_stream_capturing(CUstream s, int per_thread);
 /* klc.c */
 void hook_klc_launch(int device);
 void hook_klc_sync(void);
+
+/* yield.c: the order of kernels between containers (dilu_cycle_page) */
+/* Where the grant asks for it, waits before a launch onto `stream` while an SLO neighbour's cycle is in flight or the
+ * stream's earlier work still runs, at most the grant's yield_us. One load when it does not. */
+void hook_yield(CUstream stream, int per_thread);
+/* An SLO container's cycle began (at `now`) or ended, for its neighbours; nothing where it has no cycle page. */
+void hook_cycle_started(uint64_t now);
+void hook_cycle_ended(void);
 
 /* memory.c: the container's memory share, booked in the report page */
 typedef enum { HOOK_HELD_POINTER, HOOK_HELD_ARRAY, HOOK_HELD_MIPMAP } hook_held_kind;

@@ -14,7 +14,9 @@ void hook_klc_launch(int device) {
     if (atomic_load_explicit(first, memory_order_relaxed) == 0) {
         uint64_t expected = 0;
         uint64_t now = hook_now_ns(); /* vDSO clock: no system call */
-        atomic_compare_exchange_strong(first, &expected, now == 0 ? 1 : now);
+        if (atomic_compare_exchange_strong(first, &expected, now == 0 ? 1 : now)) {
+            hook_cycle_started(now);
+        }
     }
 }
 
@@ -28,6 +30,13 @@ void hook_klc_sync(void) {
     uint64_t start = atomic_exchange(&first_launch_ns[device], 0);
     if (start == 0) {
         return;
+    }
+    int in_flight = 0;
+    for (int d = 0; d < DILU_MAX_DEVICES && !in_flight; d++) {
+        in_flight = atomic_load_explicit(&first_launch_ns[d], memory_order_relaxed) != 0;
+    }
+    if (!in_flight) {
+        hook_cycle_ended();
     }
     dilu_report_device *d = &c->report->device[device];
     uint64_t n = __atomic_load_n(&d->klc_count, __ATOMIC_RELAXED);

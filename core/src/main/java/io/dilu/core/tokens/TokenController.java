@@ -66,6 +66,13 @@ public final class TokenController {
      * lie, or a profile too small for its load, which horizontal scaling should fix) cannot starve it.
      */
     static final int GUARANTEE_PERIODS = 400;
+
+    /**
+     * The cycles whose median is an SLO instance's current KLC, T in T/Tmin. The paper judges the latest cycle; with
+     * yielding (dilu_cycle_page) a cycle is stretched at most by the one best-effort kernel already on the GPU when
+     * it began, which arrives at random and which no shrinking of the neighbour's rate takes back.
+     */
+    static final int CURRENT_CYCLES = 5;
     public static final double GUARANTEE_SHARE = 0.5;
 
     private final TokenParameters params;
@@ -82,6 +89,9 @@ public final class TokenController {
         int cursor;
         long windowSum;
         double lastKlc = Double.NaN;
+        final double[] recentKlc = new double[CURRENT_CYCLES];
+        int recentKlcCursor;
+        int recentKlcCount;
         boolean newCycle;
         /** Two-bucket running minimum: the minimum of the current and the previous klcMemory interval. */
         double minCurrent = Double.POSITIVE_INFINITY;
@@ -121,13 +131,27 @@ public final class TokenController {
                 bucketStart = now;
             }
             lastKlc = klc;
+            recentKlc[recentKlcCursor] = klc;
+            recentKlcCursor = (recentKlcCursor + 1) % recentKlc.length;
+            recentKlcCount = Math.min(recentKlcCount + 1, recentKlc.length);
             minCurrent = Math.min(minCurrent, klc);
         }
 
-        /** T/Tmin of the latest cycle, or 0 while there is none. */
+        /**
+         * T/Tmin, T the median of the latest {@value #CURRENT_CYCLES} cycles (fewer at the start), or 0 while no cycle
+         * is running: one cycle stretched by a neighbour's kernel that was already on the GPU when it began is not
+         * contention that shrinking the neighbour relieves; a stretch that most recent cycles show is.
+         */
         double ratio() {
             double min = Math.min(minCurrent, minPrevious);
-            return Double.isNaN(lastKlc) || Double.isInfinite(min) ? 0 : lastKlc / min;
+            if (Double.isNaN(lastKlc) || Double.isInfinite(min)) {
+                return 0;
+            }
+            double[] sorted = java.util.Arrays.copyOf(recentKlc, recentKlcCount);
+            java.util.Arrays.sort(sorted);
+            int n = sorted.length;
+            double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+            return median / min;
         }
     }
 
@@ -290,7 +314,9 @@ public final class TokenController {
             if (!s.sloSensitive() && !s.parked()) {
                 memory[i].granted(granted);
             }
-            grants.add(new TokenGrant(s.id(), granted));
+            // Best-effort and parked work yields to the busy SLO instances' cycles: a kernel that reaches the GPU while
+            // one is in flight would be dispatched ahead of the SLO's next kernels, at any token rate.
+            grants.add(new TokenGrant(s.id(), granted, busySloLimits > 0 && (!s.sloSensitive() || s.parked())));
         }
         return new TokenPlan(state, grants);
     }

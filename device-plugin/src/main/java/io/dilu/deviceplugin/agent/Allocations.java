@@ -79,6 +79,9 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     /**
      * @param pods the pods on this node, to guess which container an Allocate is for
      */
+    /** Under the control root: one directory per GPU of its SLO containers' cycle pages (hard links). */
+    static final String NEIGHBOURS = "neighbours";
+
     public Allocations(Paths config, List<GpuDevice> gpus, TokenManager tokens, InstantSource clock, NodePods pods) {
         this(config, GpuSmDevicePlugin.DeviceListStrategy.VOLUME_MOUNTS, gpus, tokens, clock, pods);
     }
@@ -108,7 +111,8 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         writePreload();
         int recovered = 0;
         try (Stream<Path> list = Files.list(config.controlRoot())) {
-            for (Path dir : list.filter(Files::isDirectory).sorted().toList()) {
+            for (Path dir : list.filter(Files::isDirectory).filter(d -> !d.getFileName().toString().equals(NEIGHBOURS))
+                    .sorted().toList()) {
                 Optional<AllocationFile.Named> named = AllocationFile.named(dir.getFileName().toString())
                         .filter(n -> layout.indexOf(n.gpu()) >= 0);
                 if (named.isEmpty()) {
@@ -146,6 +150,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         byId.put(a.id(), a);
         tenants.put(a.id(), perDevice);
         dirs.put(a.id(), dir);
+        publishCycles(a, dir, perDevice);
         List<ShareLayout.Device> devices = layout.devices(a);
         for (int d = 0; d < devices.size(); d++) {
             block.setMemoryLimit(d, devices.get(d).memoryMib() << 20);
@@ -179,6 +184,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
             if (a.owner().map(ContainerRef::podKey).filter(pod::equals).isPresent()) {
                 List<Tenant> perDevice = tenantsOf(a, tenants.get(a.id()).getFirst().block());
                 tenants.put(a.id(), perDevice);
+                publishCycles(a, dirs.get(a.id()), perDevice);
                 List<ShareLayout.Device> devices = layout.devices(a);
                 for (int d = 0; d < devices.size(); d++) {
                     tokens.gpu(devices.get(d).gpu()).update(perDevice.get(d));
@@ -246,6 +252,8 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         }
         try {
             ControlBlock block = ControlBlock.create(dir, gpus.size());
+            block.createCyclePage();
+            Files.createDirectories(neighbours(gpu.uuid()));
             block.heartbeat(System.nanoTime());
             AllocationFile.write(dir, a);
             track(a, dir, block);
@@ -261,7 +269,9 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 .putEnvs("DILU_SM_LIMIT", Integer.toString(a.smLimit()))
                 .putEnvs("DILU_ALLOCATION", id)
                 .addAllMounts(GpuSmDevicePlugin.controlMounts(dir.toString(), config.containerControlDir(),
-                        config.hookHostPath(), config.hookContainerPath(), config.preloadHostPath().toString()));
+                        config.hookHostPath(), config.hookContainerPath(), config.preloadHostPath().toString()))
+                .addAllMounts(GpuSmDevicePlugin.cycleMounts(dir.toString(), neighbours(gpu.uuid()).toString(),
+                        config.containerControlDir()));
         deviceList.apply(response, gpus.stream().map(GpuDevice::uuid).toList());
         // An emulated GPU's state holds one device: a split container sees the first of its GPUs there (its
         // control block still grants and accounts each of them).
@@ -337,6 +347,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         List<Tenant> perDevice = tenantsOf(after, block);
         List<ShareLayout.Device> devices = layout.devices(after);
         tenants.put(id, perDevice);
+        publishCycles(after, dirs.get(id), perDevice);
         for (int d = 0; d < devices.size(); d++) {
             block.setMemoryLimit(d, devices.get(d).memoryMib() << 20);
             tokens.gpu(devices.get(d).gpu()).update(perDevice.get(d));
@@ -356,9 +367,47 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         layout.devices(a).forEach(d -> tokens.gpu(d.gpu()).remove(id));
         tenants.remove(id);
         Path dir = dirs.remove(id);
+        unpublishCycles(a);
         deleteQuietly(dir);
         LOG.infof("released allocation %s (%d%% of %s, last held by %s)", id, a.smRequest(), a.gpu(),
                 a.owner().map(ContainerRef::toString).orElse("no known container"));
+    }
+
+    /** The directory of the cycle pages of a GPU's SLO containers, mounted read-only into every container on it. */
+    private Path neighbours(String gpuUuid) {
+        return config.controlRoot().resolve(NEIGHBOURS).resolve(gpuUuid);
+    }
+
+    /**
+     * An SLO container that is not parked has its cycle page linked into its GPU's neighbours directory, where the
+     * hooks of the best-effort containers beside it find it; any other has it unlinked. The agent alone decides what
+     * is there: a tenant writes only its own page, and a best-effort tenant's page is never honoured.
+     */
+    private void publishCycles(Allocation a, Path dir, List<Tenant> perDevice) {
+        Tenant first = perDevice.getFirst();
+        Path link = neighbours(a.gpu()).resolve(a.id());
+        Path page = dir.resolve(ControlBlock.CYCLE_FILE);
+        try {
+            if (first.sloSensitive() && !first.parked() && Files.exists(page)) {
+                if (!Files.exists(link)) {
+                    Files.createDirectories(link.getParent());
+                    Files.createLink(link, page);
+                }
+            } else {
+                Files.deleteIfExists(link);
+            }
+        } catch (IOException e) {
+            // Its neighbours then do not yield to it: tokens alone protect its cycles, as before yielding.
+            LOG.warnf("allocation %s: cannot publish its launch cycles in %s: %s", a.id(), link, e.getMessage());
+        }
+    }
+
+    private void unpublishCycles(Allocation a) {
+        try {
+            Files.deleteIfExists(neighbours(a.gpu()).resolve(a.id()));
+        } catch (IOException e) {
+            LOG.warnf("allocation %s: cannot unlink its cycle page: %s", a.id(), e.getMessage());
+        }
     }
 
     private static void deleteQuietly(Path dir) {

@@ -30,6 +30,10 @@ public final class ControlBlock implements AutoCloseable {
     public static final int MAX_PROCESSES = 32;
     public static final String GRANT_FILE = "grant";
     public static final String REPORT_FILE = "report";
+    /** An SLO container's cycle page ({@code dilu_cycle_page}), beside its grant and report pages. */
+    public static final String CYCLE_FILE = "cycle";
+    public static final int CYCLE_SIZE = 24;
+    static final int CYCLE_STARTED = 16;
 
     static final int HEADER = 16;
     static final int GRANT_HEARTBEAT = 16;
@@ -126,6 +130,18 @@ public final class ControlBlock implements AutoCloseable {
         return dir;
     }
 
+    /**
+     * Gives the container a cycle page, where its hook publishes its launch cycles for best-effort neighbours
+     * (an SLO container); returns the file, for the neighbours' directories. Idempotent: an existing page is reset.
+     */
+    public Path createCyclePage() throws IOException {
+        Path file = dir.resolve(CYCLE_FILE);
+        MappedByteBuffer page = map(file, CYCLE_SIZE, true);
+        header(page, CYCLE_SIZE, 3);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-rw-rw-"));
+        return file;
+    }
+
     // ---- grant page: written by the agent ----
 
     private static int grantDevice(int device) {
@@ -182,6 +198,18 @@ public final class ControlBlock implements AutoCloseable {
 
     public long pacedUntil(int device) {
         return (long) LONGS.getAcquire(grant, grantDevice(device) + 32);
+    }
+
+    /**
+     * How long, at most, a launch of the container waits for its SLO neighbours' launch cycles in flight and for its
+     * own earlier work on the kernel's stream ({@code dilu_grant_device.yield_us}); 0: it does not wait.
+     */
+    public void setYieldMicros(int device, int micros) {
+        INTS.setRelease(grant, grantDevice(device) + 44, micros);
+    }
+
+    public int yieldMicros(int device) {
+        return (int) INTS.getAcquire(grant, grantDevice(device) + 44);
     }
 
     /** The agent's token period, for the hook's own refills while the agent is late. */

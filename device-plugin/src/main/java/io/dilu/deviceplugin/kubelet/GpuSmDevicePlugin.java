@@ -276,6 +276,16 @@ public final class GpuSmDevicePlugin extends DevicePluginGrpc.DevicePluginImplBa
      * must not raise its own share), the hook, and an /etc/ld.so.preload naming the hook, so that every
      * dynamically linked process of the container loads it whatever its environment says.
      */
+    /**
+     * The container's cycle page (read-write: its hook publishes its launch cycles there) and its GPU's neighbours
+     * directory (read-only: the SLO neighbours' cycle pages, which its hook waits for where the agent asks it to).
+     */
+    public static List<Mount> cycleMounts(String hostDir, String hostNeighbours, String containerDir) {
+        return List.of(
+                Mount.newBuilder().setHostPath(hostDir + "/cycle").setContainerPath(containerDir + "/cycle").setReadOnly(false).build(),
+                Mount.newBuilder().setHostPath(hostNeighbours).setContainerPath(containerDir + "/neighbours").setReadOnly(true).build());
+    }
+
     public static List<Mount> controlMounts(String hostDir, String containerDir, String hostHook, String containerHook,
             String hostPreload) {
         return List.of(

@@ -42,6 +42,7 @@ public final class GpuTokenLoop {
 
     private final TokenController controller;
     private final int steps;
+    private final int yieldMicros;
     private final Map<String, Tracked> tenants = new ConcurrentHashMap<>();
     private volatile long blocksLaunched; // written by the GPU's own thread only
     private volatile TokenPlan lastPlan;
@@ -73,6 +74,8 @@ public final class GpuTokenLoop {
         }
         this.controller = new TokenController(params);
         this.steps = steps;
+        // A yielding launch waits at most one period: the grant it waits beside is renewed by then.
+        this.yieldMicros = (int) Math.min(Integer.MAX_VALUE, params.period().toNanos() / 1000);
     }
 
     /** What this GPU's controller runs with. */
@@ -199,6 +202,7 @@ public final class GpuTokenLoop {
             tenant.block().setTokensPerPeriod(tenant.device(), tokens);
             tenant.block().setPacedRefill(tenant.device(), base + tokens, paced ? steps : 1);
             tenant.block().grantTokens(tenant.device(), base + (paced ? tokens / steps : tokens));
+            tenant.block().setYieldMicros(tenant.device(), grants.get(i).yields() ? yieldMicros : 0);
             tenant.block().setState(tenant.device(), plan.state().ordinal());
             tenant.block().heartbeat(monotonicNanos);
         }

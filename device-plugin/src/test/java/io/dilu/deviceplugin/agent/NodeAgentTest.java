@@ -135,6 +135,27 @@ class NodeAgentTest {
                                 metrics, "dilu_")).isEmpty();
                     });
 
+            // Every container gets its cycle page and its GPU's neighbours directory; only an SLO container's page is
+            // linked there, for the best-effort containers beside it to wait for.
+            Path neighbours = config.controlRoot().resolve("neighbours/GPU-emu-local-1");
+            assertThat(c.getMountsList()).anySatisfy(m -> {
+                assertThat(m.getContainerPath()).isEqualTo("/var/run/dilu/control/cycle");
+                assertThat(m.getHostPath()).isEqualTo(dir.resolve("cycle").toString());
+                assertThat(m.getReadOnly()).isFalse();
+            }).anySatisfy(m -> {
+                assertThat(m.getContainerPath()).isEqualTo("/var/run/dilu/control/neighbours");
+                assertThat(m.getHostPath()).isEqualTo(neighbours.toString());
+                assertThat(m.getReadOnly()).isTrue();
+            });
+            assertThat(neighbours.resolve(id)).doesNotExist();
+            agent.allocations().apply(List.of(new Reconciler.Bind(id, new ContainerRef("fns", "infer-0", "server"),
+                    new Allocation.ShareQuota(60, Priority.SLO, Double.NaN, 1024), false)));
+            assertThat(neighbours.resolve(id)).exists();
+            assertThat(Files.isSameFile(neighbours.resolve(id), dir.resolve("cycle"))).isTrue();
+            agent.allocations().apply(List.of(new Reconciler.Bind(id, new ContainerRef("fns", "infer-0", "server"),
+                    new Allocation.ShareQuota(60, Priority.BEST_EFFORT, Double.NaN, 1024), false)));
+            assertThat(neighbours.resolve(id)).doesNotExist();
+
             // A restarted agent finds the allocation again from the control root alone.
             try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, 1, InstantSource.system(), 16)) {
                 Allocations recovered = new Allocations(Allocations.Paths.of(config), agent.gpus(), fresh, InstantSource.system(), List::of);

@@ -144,7 +144,8 @@ public final class GpuCheck {
     Running start(Gpu gpu, Optional<ControlBlock> block, Map<String, String> env, List<String> args) throws IOException {
         List<String> command = new ArrayList<>(List.of(program().toString()));
         command.addAll(args);
-        List<String> full = block.map(b -> TestingContainers.contained(nativeDir, b, command)).orElse(command);
+        Path neighbours = neighbours();
+        List<String> full = block.map(b -> TestingContainers.contained(nativeDir, b, neighbours, command)).orElse(command);
         Path out = Files.createTempFile(work, "out-", ".txt");
         Path err = Files.createTempFile(work, "err-", ".txt");
         ProcessBuilder pb = new ProcessBuilder(full).redirectOutput(out.toFile()).redirectError(err.toFile());
@@ -205,6 +206,16 @@ public final class GpuCheck {
         }
         return new Gpu(new GpuDevice("GPU-emu-check-0", 0, "emulated", (long) info.number("memory_mib"),
                 (int) info.number("sms")), true, "emulator");
+    }
+
+    /** The GPU's directory of SLO containers' cycle pages, mounted into every container as Allocate mounts it. */
+    Path neighbours() throws IOException {
+        return Files.createDirectories(work.resolve("neighbours"));
+    }
+
+    /** An SLO container's cycle page, in the GPU's neighbours directory as the agent links it. */
+    void publishCycles(String name, ControlBlock b) throws IOException {
+        Files.createLink(neighbours().resolve(name), b.createCyclePage());
     }
 
     /** A control block as Allocate makes one: one device, the memory share, and a heartbeat. */
@@ -425,6 +436,7 @@ public final class GpuCheck {
         hosts.add(inferAloneRun.host());
         hosts.add(trainAloneRun.host());
         ControlBlock inferBlock = block("infer");
+        publishCycles("infer", inferBlock);
         ControlBlock trainBlock = block("train");
         Line inferShared;
         Line trainShared;

@@ -117,6 +117,35 @@ class ControlBlockIT {
     }
 
     @Test
+    void aBestEffortLaunchYieldsToAnSloCyclePageJavaMade() throws Exception {
+        // The SLO neighbour's page as the agent makes and links it; its cycle written as its hook would.
+        ControlBlock slo = ControlBlock.create(tmp.resolve("slo"), 1);
+        Path neighbours = Files.createDirectories(tmp.resolve("neighbours"));
+        Files.createLink(neighbours.resolve("slo"), slo.createCyclePage());
+        ControlBlock block = ControlBlock.create(tmp.resolve("best-effort"), 1);
+        block.grantTokens(0, Long.MAX_VALUE / 2);
+        block.setMemoryLimit(0, 1024L << 20);
+        block.setThrottled(0, true);
+        block.setYieldMicros(0, 30_000_000);
+        block.heartbeat(System.nanoTime());
+        try (var ch = java.nio.channels.FileChannel.open(tmp.resolve("slo/cycle"), java.nio.file.StandardOpenOption.READ,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            var page = ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, ControlBlock.CYCLE_SIZE)
+                    .order(java.nio.ByteOrder.nativeOrder());
+            page.putLong(16, System.nanoTime()); // CLOCK_MONOTONIC, the hook's clock
+            ProcessBuilder pb = new ProcessBuilder(TestingContainers.contained(NATIVE, block, neighbours,
+                    List.of(NATIVE.resolve("tests/hook_probe").toString(), "launch", "10")));
+            pb.environment().put("DILU_EMU_DIR", emuState.toString());
+            Process p = pb.redirectErrorStream(true).redirectOutput(tmp.resolve("yield.txt").toFile()).start();
+            // While the neighbour's cycle is in flight the launch waits (the bound Java wrote is 30 s).
+            assertThat(p.waitFor(300, TimeUnit.MILLISECONDS)).as("the launch waited for the SLO cycle").isFalse();
+            page.putLong(16, 0);
+            assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("the launch went once the cycle ended").isTrue();
+            assertThat(p.exitValue()).as(Files.readString(tmp.resolve("yield.txt"))).isZero();
+        }
+    }
+
+    @Test
     void aLayoutOfAnotherVersionIsRefused() throws Exception {
         ControlBlock.create(tmp.resolve("c2"), 1);
         try (var ch = java.nio.channels.FileChannel.open(tmp.resolve("c2/grant"), java.nio.file.StandardOpenOption.WRITE)) {

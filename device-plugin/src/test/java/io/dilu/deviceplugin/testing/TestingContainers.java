@@ -38,6 +38,17 @@ public final class TestingContainers {
         return contained(nativeDir, block.directory(), command);
     }
 
+    /**
+     * {@code command} in a container whose control block is {@code block}, with {@code neighbours} mounted read-only
+     * where the hook finds its SLO neighbours' cycle pages, as Allocate mounts the GPU's.
+     */
+    public static List<String> contained(Path nativeDir, ControlBlock block, Path neighbours, List<String> command) {
+        List<String> all = new ArrayList<>(contained(nativeDir, block.directory(), List.of()));
+        all.addAll(all.indexOf("--"), List.of("--neighbours", neighbours.toString()));
+        all.addAll(command);
+        return all;
+    }
+
     /** {@code command} in a container whose control block's pages are the files in {@code controlDir}. */
     public static List<String> contained(Path nativeDir, Path controlDir, List<String> command) {
         List<String> all = new ArrayList<>(List.of(nativeDir.resolve("bin/dilu-contain").toString(), "--control",

@@ -1,0 +1,165 @@
+/*
+ * Yielding: the order of kernels between containers, which tokens cannot give. A GPU dispatches the thread blocks
+ * of its kernels in launch order, and a kernel once queued is not taken back, so a best-effort kernel that reaches
+ * the GPU just before an SLO neighbour's cycle delays that whole cycle by the kernel's remaining waves, whatever
+ * the token rates (docs/architecture.md, "Token issuing"). Where the agent asks for it (the grant's yield_us), a
+ * best-effort launch waits, before it goes to the driver,
+ *   - while a launch cycle of an SLO neighbour on the GPU is in flight (their cycle pages, read-only, in the
+ *     neighbours directory the agent mounts), so that the neighbour's next kernels are not queued behind it; and
+ *   - while this container's own earlier work on the kernel's stream still runs, so that at most one of its
+ *     kernels is queued ahead of whatever comes next;
+ * at most yield_us in all, and never for a cycle older than that (a page that is never cleared holds nobody).
+ * An SLO container publishes its own cycles (its cycle page, read-write) for its neighbours.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hook.h"
+
+#define YIELD_STEP_NS 20000L
+/* The neighbours directory is read again at most this often: SLO neighbours come and go in seconds, not ms. */
+#define RESCAN_NS 100000000ull
+#define MAX_NEIGHBOURS 16
+
+static pthread_once_t own_once = PTHREAD_ONCE_INIT;
+static dilu_cycle_page *own; /* this container's cycle page, where it has one (an SLO container) */
+
+static pthread_mutex_t neighbours_lock = PTHREAD_MUTEX_INITIALIZER;
+static const dilu_cycle_page *neighbours[MAX_NEIGHBOURS];
+static int neighbour_count;
+static uint64_t scanned_ns;
+static int scanned;
+
+/* A cycle page of the layout this hook knows, mapped; NULL otherwise (nothing is logged: absent is normal). */
+static void *map_cycle_page(int dir_fd, const char *name, int writable) {
+    int fd = openat(dir_fd, name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return NULL;
+    }
+    off_t end = lseek(fd, 0, SEEK_END);
+    void *m = end >= (off_t)sizeof(dilu_cycle_page)
+                  ? mmap(NULL, sizeof(dilu_cycle_page), writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    if (close(fd) != 0) {
+        hook_log(LOG_WARN, "closing the cycle page %s: %s", name, strerror(errno));
+    }
+    if (m == MAP_FAILED) {
+        return NULL;
+    }
+    const dilu_header *h = m;
+    if (h->magic != DILU_CONTROL_MAGIC || h->version != DILU_CONTROL_VERSION || h->size != sizeof(dilu_cycle_page) ||
+        h->kind != DILU_KIND_CYCLE) {
+        if (munmap(m, sizeof(dilu_cycle_page)) != 0) {
+            hook_log(LOG_WARN, "unmapping the cycle page %s: %s", name, strerror(errno));
+        }
+        return NULL;
+    }
+    return m;
+}
+
+static void map_own(void) {
+    int dir = open(DILU_CONTROL_PATH, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+        return;
+    }
+    own = map_cycle_page(dir, DILU_CYCLE_FILE, 1);
+    if (close(dir) != 0) {
+        hook_log(LOG_WARN, "closing %s: %s", DILU_CONTROL_PATH, strerror(errno));
+    }
+}
+
+void hook_cycle_started(uint64_t now) {
+    if (pthread_once(&own_once, map_own) != 0 || own == NULL) {
+        return;
+    }
+    uint64_t expected = 0;
+    __atomic_compare_exchange_n(&own->cycle_started_ns, &expected, now == 0 ? 1 : now, 0, __ATOMIC_RELEASE,
+                                __ATOMIC_RELAXED);
+}
+
+void hook_cycle_ended(void) {
+    if (pthread_once(&own_once, map_own) != 0 || own == NULL) {
+        return;
+    }
+    __atomic_store_n(&own->cycle_started_ns, 0, __ATOMIC_RELEASE);
+}
+
+/* Maps the neighbours' pages again, under neighbours_lock; the old mappings are dropped first. */
+static void rescan(uint64_t now) {
+    for (int i = 0; i < neighbour_count; i++) {
+        if (munmap((void *)neighbours[i], sizeof(dilu_cycle_page)) != 0) {
+            hook_log(LOG_WARN, "unmapping a neighbour's cycle page: %s", strerror(errno));
+        }
+    }
+    neighbour_count = 0;
+    scanned_ns = now;
+    scanned = 1;
+    int fd = open(DILU_CONTROL_PATH "/" DILU_NEIGHBOURS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return;
+    }
+    DIR *dir = fdopendir(fd);
+    if (dir == NULL) {
+        if (close(fd) != 0) {
+            hook_log(LOG_WARN, "closing the neighbours directory: %s", strerror(errno));
+        }
+        return;
+    }
+    struct dirent *e;
+    while (neighbour_count < MAX_NEIGHBOURS && (e = readdir(dir)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        const dilu_cycle_page *p = map_cycle_page(dirfd(dir), e->d_name, 0);
+        if (p != NULL) {
+            neighbours[neighbour_count++] = p;
+        }
+    }
+    if (closedir(dir) != 0) {
+        hook_log(LOG_WARN, "closing the neighbours directory: %s", strerror(errno));
+    }
+}
+
+/* Whether a neighbour's cycle that started less than `bound` ago is in flight now; reads the directory again when due. */
+static int neighbour_in_flight(uint64_t now, uint64_t bound) {
+    pthread_mutex_lock(&neighbours_lock);
+    if (!scanned || now - scanned_ns > RESCAN_NS) {
+        rescan(now);
+    }
+    int busy = 0;
+    for (int i = 0; i < neighbour_count && !busy; i++) {
+        uint64_t started = __atomic_load_n(&neighbours[i]->cycle_started_ns, __ATOMIC_ACQUIRE);
+        busy = started != 0 && started <= now && now - started < bound;
+    }
+    pthread_mutex_unlock(&neighbours_lock);
+    return busy;
+}
+
+typedef CUresult (*stream_query_fn)(CUstream);
+
+void hook_yield(CUstream stream, int per_thread) {
+    hook_control *c = hook_control_get();
+    int device;
+    if (c->refuse || hook_device(c, &device) != CUDA_SUCCESS) {
+        return;
+    }
+    uint32_t yield_us = __atomic_load_n(&c->grant->device[device].yield_us, __ATOMIC_RELAXED);
+    if (yield_us == 0) {
+        return; /* the fast path: one load */
+    }
+    stream_query_fn query = per_thread ? REAL(stream_query_fn, cuStreamQuery_ptsz) : REAL(stream_query_fn, cuStreamQuery);
+    uint64_t bound = (uint64_t)yield_us * 1000, start = hook_now_ns(), now = start;
+    struct timespec step = {.tv_sec = 0, .tv_nsec = YIELD_STEP_NS};
+    while (now - start < bound &&
+           (neighbour_in_flight(now, bound) || (query != NULL && query(stream) == CUDA_ERROR_NOT_READY))) {
+        nanosleep(&step, NULL);
+        now = hook_now_ns();
+    }
+}
