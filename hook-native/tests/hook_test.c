@@ -517,7 +517,30 @@ static void test_yield(void) {
     EXPECT(code == 0, "publishing probe exit %d", code);
     EXPECT(__atomic_load_n(&own->cycle_started_ns, __ATOMIC_ACQUIRE) == 0,
            "the cycle page still shows a cycle after the program synchronised");
-    printf("yield: held while the neighbour's cycle was in flight, not by a stale one; own cycle published\n");
+
+    /* An SLO container borrowing beyond its request yields too: its own page is among its neighbours' (the agent
+     * links every SLO page there), and it never waits for itself (a bound past the test's timeout: a wait would fail). */
+    char mine[600];
+    snprintf(mine, sizeof(mine), "%s/neighbours", dir);
+    if (mkdir(mine, 0755) != 0) {
+        die(mine);
+    }
+    char own_path[700], link_path[700];
+    snprintf(own_path, sizeof(own_path), "%s/%s", dir, DILU_CYCLE_FILE);
+    snprintf(link_path, sizeof(link_path), "%s/self", mine);
+    if (link(own_path, link_path) != 0) {
+        die(link_path);
+    }
+    grant->device[0].yield_us = 200000000;
+    const char *const own_options[] = {"--neighbours", mine, NULL};
+    contain_options = own_options;
+    start(&r, MOUNTED, argv);
+    code = finish(&r);
+    contain_options = NULL;
+    EXPECT(code == 0, "an SLO container yielding beside its own page: exit %d", code);
+    unlink(r.out);
+    unlink(r.err);
+    printf("yield: held while the neighbour's cycle was in flight, not by a stale one nor by its own; own cycle published\n");
     unlink(r.out);
     unlink(r.err);
 }

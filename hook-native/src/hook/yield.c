@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,8 +30,6 @@
 #define RESCAN_NS 100000000ull
 #define MAX_NEIGHBOURS 16
 
-static pthread_once_t own_once = PTHREAD_ONCE_INIT;
-static dilu_cycle_page *own; /* this container's cycle page, where it has one (an SLO container) */
 
 static pthread_mutex_t neighbours_lock = PTHREAD_MUTEX_INITIALIZER;
 static const dilu_cycle_page *neighbours[MAX_NEIGHBOURS];
@@ -37,11 +37,43 @@ static int neighbour_count;
 static uint64_t scanned_ns;
 static int scanned;
 
-/* A cycle page of the layout this hook knows, mapped; NULL otherwise (nothing is logged: absent is normal). */
-static void *map_cycle_page(int dir_fd, const char *name, int writable) {
+static pthread_once_t own_once = PTHREAD_ONCE_INIT;
+static dilu_cycle_page *own; /* this container's cycle page, where it has one (an SLO container) */
+
+/* The file behind the container's own cycle page, so that it never waits for itself (an SLO container's own page is
+ * among its neighbours'). By system call: fstat is a glibc 2.33 symbol (glibc_floor.h). */
+static dev_t own_dev;
+static ino_t own_ino;
+
+static int identify(int fd, dev_t *dev, ino_t *ino) {
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0) {
+        return 0;
+    }
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    return 1;
+}
+
+/* A cycle page of the layout this hook knows, mapped; NULL otherwise (nothing is logged: absent is normal). Own: the
+ * container's own page, whose file is remembered; otherwise that file is refused. */
+static void *map_cycle_page(int dir_fd, const char *name, int own_page) {
+    int writable = own_page;
     int fd = openat(dir_fd, name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         return NULL;
+    }
+    dev_t dev;
+    ino_t ino;
+    if (!identify(fd, &dev, &ino) || (!own_page && own != NULL && dev == own_dev && ino == own_ino)) {
+        if (close(fd) != 0) {
+            hook_log(LOG_WARN, "closing the cycle page %s: %s", name, strerror(errno));
+        }
+        return NULL;
+    }
+    if (own_page) {
+        own_dev = dev;
+        own_ino = ino;
     }
     off_t end = lseek(fd, 0, SEEK_END);
     void *m = end >= (off_t)sizeof(dilu_cycle_page)
@@ -129,6 +161,9 @@ static void rescan(uint64_t now) {
 
 /* Whether a neighbour's cycle that started less than `bound` ago is in flight now; reads the directory again when due. */
 static int neighbour_in_flight(uint64_t now, uint64_t bound) {
+    if (pthread_once(&own_once, map_own) != 0) {
+        return 0;
+    }
     pthread_mutex_lock(&neighbours_lock);
     if (!scanned || now - scanned_ns > RESCAN_NS) {
         rescan(now);

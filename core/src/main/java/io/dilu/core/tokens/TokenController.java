@@ -230,6 +230,7 @@ public final class TokenController {
         double busySloLimits = 0;
         double bestEffortRequests = 0;
         double parkedLimits = 0;
+        int busySlo = 0;
         for (int i = 0; i < samples.size(); i++) {
             InstanceSample s = samples.get(i);
             if (s.parked()) {
@@ -244,6 +245,7 @@ public final class TokenController {
             Instance inst = memory[i];
             if (inst.windowSum > 0) {
                 busySloLimits += max(s.limit());
+                busySlo++;
             }
             double ratio = inst.ratio();
             double threshold = Double.isNaN(s.klcThreshold()) ? params.etaViolation() : s.klcThreshold();
@@ -314,11 +316,23 @@ public final class TokenController {
             if (!s.sloSensitive() && !s.parked()) {
                 memory[i].granted(granted);
             }
-            // Best-effort and parked work yields to the busy SLO instances' cycles: a kernel that reaches the GPU while
-            // one is in flight would be dispatched ahead of the SLO's next kernels, at any token rate.
-            grants.add(new TokenGrant(s.id(), granted, busySloLimits > 0 && (!s.sloSensitive() || s.parked())));
+            grants.add(new TokenGrant(s.id(), granted, yields(s, memory[i], busySlo)));
         }
         return new TokenPlan(state, grants);
+    }
+
+    /**
+     * Whether an instance's launches wait for the busy SLO instances' cycles (and for its own earlier kernels): a kernel
+     * that reaches the GPU while one is in flight is dispatched ahead of that SLO instance's next kernels, at any token
+     * rate. Best-effort and parked work yields to any busy SLO instance; an SLO instance yields to the others while it
+     * launches beyond its request over the rate window (a burst that borrows, not the share it was promised).
+     */
+    private boolean yields(InstanceSample s, Instance inst, int busySlo) {
+        if (!s.sloSensitive() || s.parked()) {
+            return busySlo > 0;
+        }
+        boolean busy = inst.windowSum > 0;
+        return busySlo > (busy ? 1 : 0) && inst.windowSum > max(s.request()) * params.rateWindow();
     }
 
     private Instance newInstance(InstanceSample s) {

@@ -70,6 +70,24 @@ class TokenControllerTest {
     }
 
     @Test
+    void anSloInstanceYieldsToAnotherOnlyWhileItBorrowsBeyondItsRequest() {
+        // Two SLO instances of 30% each (limits 100%): 300 tokens a period of 10,000 is 3%, 5,000 is 50%.
+        InstanceSample steady = new InstanceSample("steady", true, 0.3, 1.0, 300, 10);
+        InstanceSample within = new InstanceSample("bursty", true, 0.3, 1.0, 300, 10);
+        InstanceSample borrowing = new InstanceSample("bursty", true, 0.3, 1.0, 5_000, 10);
+        TokenPlan calm = periods(P.rateWindow(), steady, within);
+        assertThat(calm.grants()).extracting(TokenGrant::yields).containsOnly(false);
+        TokenPlan burst = periods(P.rateWindow(), steady, borrowing);
+        assertThat(burst.grants()).filteredOn(g -> g.id().equals("bursty")).singleElement()
+                .extracting(TokenGrant::yields).as("beyond its request, beside a busy SLO neighbour").isEqualTo(true);
+        assertThat(burst.grants()).filteredOn(g -> g.id().equals("steady")).singleElement()
+                .extracting(TokenGrant::yields).as("within its request").isEqualTo(false);
+        TokenPlan alone = periods(P.rateWindow(), new InstanceSample("steady", true, 0.3, 1.0, 0, Double.NaN), borrowing);
+        assertThat(alone.grants()).filteredOn(g -> g.id().equals("bursty")).singleElement()
+                .extracting(TokenGrant::yields).as("beside an idle neighbour").isEqualTo(false);
+    }
+
+    @Test
     void withoutAnSloNeighbourBestEffortRunsAtItsLimit() {
         TokenPlan plan = period(train(500));
         assertThat(plan.state()).isEqualTo(ControllerState.NONE);

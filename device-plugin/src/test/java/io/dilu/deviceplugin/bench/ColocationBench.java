@@ -171,9 +171,17 @@ public final class ColocationBench {
             block.heartbeat(System.nanoTime());
             blocks.put(w.name(), block);
         }
+        // The GPU's neighbours directory, as Allocate mounts it: the SLO workloads' cycle pages, linked as the agent
+        // links them.
+        Path neighbours = Files.createDirectories(dir.resolve("neighbours"));
         TokenManager manager = null;
         PeriodicWakeups probe = null;
         if (mode == Mode.DILU) {
+            for (Workload w : workloads) {
+                if (w.slo()) {
+                    Files.createLink(neighbours.resolve(w.name()), blocks.get(w.name()).createCyclePage());
+                }
+            }
             manager = new TokenManager(1, shippedParameters(), shippedRefillSteps(), InstantSource.system(),
                     Lateness.samplesFor(seconds));
             for (Workload w : workloads) {
@@ -192,7 +200,7 @@ public final class ColocationBench {
                 Path gpu = Files.createDirectories(dir.resolve(mode == Mode.EXCLUSIVE ? "gpu-" + i : "gpu"));
                 List<String> command = command(w, dir, i);
                 ProcessBuilder pb = new ProcessBuilder(mode == Mode.DILU
-                        ? TestingContainers.contained(nativeDir, blocks.get(w.name()), command) : command)
+                        ? TestingContainers.contained(nativeDir, blocks.get(w.name()), neighbours, command) : command)
                         .redirectOutput(dir.resolve(w.name() + ".out").toFile())
                         .redirectError(ProcessBuilder.Redirect.appendTo(dir.resolve("stderr.log").toFile()));
                 Map<String, String> env = pb.environment();

@@ -213,9 +213,9 @@ public final class GpuCheck {
         return Files.createDirectories(work.resolve("neighbours"));
     }
 
-    /** An SLO container's cycle page, in the GPU's neighbours directory as the agent links it. */
-    void publishCycles(String name, ControlBlock b) throws IOException {
-        Files.createLink(neighbours().resolve(name), b.createCyclePage());
+    /** An SLO container's cycle page, in the GPU's neighbours directory as the agent links it; returns the link. */
+    Path publishCycles(String name, ControlBlock b) throws IOException {
+        return Files.createLink(neighbours().resolve(name), b.createCyclePage());
     }
 
     /** A control block as Allocate makes one: one device, the memory share, and a heartbeat. */
@@ -436,7 +436,7 @@ public final class GpuCheck {
         hosts.add(inferAloneRun.host());
         hosts.add(trainAloneRun.host());
         ControlBlock inferBlock = block("infer");
-        publishCycles("infer", inferBlock);
+        Path inferCycles = publishCycles("infer", inferBlock);
         ControlBlock trainBlock = block("train");
         Line inferShared;
         Line trainShared;
@@ -472,6 +472,7 @@ public final class GpuCheck {
         bench.put("infer_p95_vs_alone", fmt3(p95Ratio));
         bench.put("train_vs_alone", fmt3(trainRatio));
         bench.put("emergency_periods", Long.toString(emergencies));
+        Files.delete(inferCycles);
         inferBlock.close();
         trainBlock.close();
 

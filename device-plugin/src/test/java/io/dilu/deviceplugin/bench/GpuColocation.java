@@ -187,6 +187,7 @@ final class GpuColocation {
         Map<String, Double> references = new LinkedHashMap<>();
         if (mode == Mode.DILU) {
             List<ControlBlock> blocks = new ArrayList<>();
+            List<Path> cycles = new ArrayList<>();
             GpuTokenLoop loop;
             try (TokenManager manager = new TokenManager(1, params, ColocationBench.shippedRefillSteps(),
                     InstantSource.system(), Lateness.samplesFor(seconds))) {
@@ -194,6 +195,9 @@ final class GpuColocation {
                 for (Workload w : workloads) {
                     ControlBlock b = check.block("colocation-" + s.name() + "-" + w.name());
                     blocks.add(b);
+                    if (w.slo()) {
+                        cycles.add(check.publishCycles("colocation-" + s.name() + "-" + w.name(), b));
+                    }
                     loop.add(new Tenant(w.name(), b, 0, w.request(), w.limit(), w.slo()));
                 }
                 manager.start();
@@ -209,6 +213,9 @@ final class GpuColocation {
                 if (w.slo()) {
                     references.put(w.name(), loop.klcReferenceMillis(w.name()));
                 }
+            }
+            for (Path c : cycles) {
+                Files.delete(c);
             }
             blocks.forEach(ControlBlock::close);
         } else {
