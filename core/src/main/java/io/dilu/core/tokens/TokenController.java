@@ -39,6 +39,14 @@ import java.util.Map;
  * {@code klcMemory}, so a lasting change of workload is not judged against a stale best case. Every grant is
  * capped at {@code maxTokens × limit}.
  *
+ * <p><b>Order, not only rate.</b> A GPU runs kernels in launch order, so a best-effort kernel queued when an SLO
+ * instance's launch cycle begins delays all of it, at any token rate. Each grant therefore also says whether the
+ * instance {@linkplain TokenGrant#yields yields}: best-effort and parked instances beside a busy SLO instance, and an
+ * SLO instance borrowing beyond its request beside another busy one, wait at launch for those cycles and for their
+ * own previous kernel (the hook does it; docs/architecture.md has the measurements). An SLO instance's current KLC,
+ * T in T/Tmin, is the median of its latest {@value #CURRENT_CYCLES} cycles: one cycle stretched by the one kernel
+ * already queued when it began is not contention that shrinking the neighbours relieves.
+ *
  * <p><b>Parked instances</b> ({@link InstanceSample#parked}: kept warm with their model in GPU memory, their SM
  * request given back to the placement) are promised nothing: no request, no floor, no guarantee on average, and an
  * SLO one is never judged for EMERGENCY. Each period they share, by their limits and each up to its own, what the
@@ -113,13 +121,23 @@ public final class TokenController {
         void granted(long tokens) {
             recentSum += tokens - recentGrants[recentCursor];
             recentGrants[recentCursor] = tokens;
-            recentCursor = (recentCursor + 1) % GUARANTEE_PERIODS;
         }
+
+        /** Its latest blocks launched, over the guarantee window: whether yielding may still hold it. */
+        final long[] recentLaunched = new long[GUARANTEE_PERIODS];
+        long recentLaunchedSum;
 
         void record(long blocks) {
             windowSum += blocks - window[cursor];
             window[cursor] = blocks;
             cursor = (cursor + 1) % window.length;
+            recentLaunchedSum += blocks - recentLaunched[recentCursor];
+            recentLaunched[recentCursor] = blocks; // recentCursor moves on once a period, after the grant
+        }
+
+        /** Whether it launched less than {@code GUARANTEE_SHARE} of its request over the guarantee window. */
+        boolean launchedBelowGuarantee(double requestTokens) {
+            return recentLaunchedSum < GUARANTEE_SHARE * requestTokens * GUARANTEE_PERIODS;
         }
 
         void observeKlc(double klc, Instant now) {
@@ -316,6 +334,7 @@ public final class TokenController {
             if (!s.sloSensitive() && !s.parked()) {
                 memory[i].granted(granted);
             }
+            memory[i].recentCursor = (memory[i].recentCursor + 1) % GUARANTEE_PERIODS;
             grants.add(new TokenGrant(s.id(), granted, yields(s, memory[i], busySlo)));
         }
         return new TokenPlan(state, grants);
@@ -329,7 +348,10 @@ public final class TokenController {
      */
     private boolean yields(InstanceSample s, Instance inst, int busySlo) {
         if (!s.sloSensitive() || s.parked()) {
-            return busySlo > 0;
+            // Its neighbours' cycle pages are theirs to write: one that shows a cycle without end would hold it at every
+            // launch. So it yields only while it launched at least half its request over the guarantee window, the same
+            // guarantee on average its tokens have; a booked instance below that runs at its token rate alone.
+            return busySlo > 0 && (s.parked() || !inst.launchedBelowGuarantee(max(s.request())));
         }
         boolean busy = inst.windowSum > 0;
         return busySlo > (busy ? 1 : 0) && inst.windowSum > max(s.request()) * params.rateWindow();
@@ -342,6 +364,9 @@ public final class TokenController {
         // A newcomer has a history of getting its request, not of starving.
         java.util.Arrays.fill(inst.recentGrants, (long) max(s.request()));
         inst.recentSum = (long) max(s.request()) * GUARANTEE_PERIODS;
+        // And of launching it, so that it yields from the start.
+        java.util.Arrays.fill(inst.recentLaunched, (long) max(s.request()));
+        inst.recentLaunchedSum = (long) max(s.request()) * GUARANTEE_PERIODS;
         return inst;
     }
 

@@ -70,6 +70,18 @@ class TokenControllerTest {
     }
 
     @Test
+    void aNeighbourWhoseCyclesNeverEndCannotHoldBestEffortBelowHalfItsRequest() {
+        // Best-effort's request is 4,000 tokens a period; held at every launch, it launches 500.
+        TokenPlan plan = periods(TokenController.GUARANTEE_PERIODS, slo(100, 10), train(500));
+        assertThat(plan.grants()).filteredOn(g -> g.id().equals("train")).singleElement()
+                .extracting(TokenGrant::yields).as("below half its request over the window: it runs on tokens alone")
+                .isEqualTo(false);
+        plan = periods(TokenController.GUARANTEE_PERIODS, slo(100, 10), train(3_000));
+        assertThat(plan.grants()).filteredOn(g -> g.id().equals("train")).singleElement()
+                .extracting(TokenGrant::yields).as("launching three quarters of it again").isEqualTo(true);
+    }
+
+    @Test
     void anSloInstanceYieldsToAnotherOnlyWhileItBorrowsBeyondItsRequest() {
         // Two SLO instances of 30% each (limits 100%): 300 tokens a period of 10,000 is 3%, 5,000 is 50%.
         InstanceSample steady = new InstanceSample("steady", true, 0.3, 1.0, 300, 10);
