@@ -25,7 +25,11 @@
 
 #include "hook.h"
 
-#define YIELD_STEP_NS 20000L
+/* The wait backs off from 20 µs to 100 µs a step: a kernel of a millisecond costs ten wake-ups, not fifty (on a small
+ * host those wake-ups are CPU its neighbours' processes wait for), and what the launch loses after the wait could
+ * have ended is under 100 µs. */
+#define YIELD_FIRST_STEP_NS 20000L
+#define YIELD_MAX_STEP_NS 100000L
 /* The neighbours directory is read again at most this often: SLO neighbours come and go in seconds, not ms. */
 #define RESCAN_NS 100000000ull
 #define MAX_NEIGHBOURS 16
@@ -191,10 +195,11 @@ void hook_yield(CUstream stream, int per_thread) {
     }
     stream_query_fn query = per_thread ? REAL(stream_query_fn, cuStreamQuery_ptsz) : REAL(stream_query_fn, cuStreamQuery);
     uint64_t bound = (uint64_t)yield_us * 1000, start = hook_now_ns(), now = start;
-    struct timespec step = {.tv_sec = 0, .tv_nsec = YIELD_STEP_NS};
+    struct timespec step = {.tv_sec = 0, .tv_nsec = YIELD_FIRST_STEP_NS};
     while (now - start < bound &&
            (neighbour_in_flight(now, bound) || (query != NULL && query(stream) == CUDA_ERROR_NOT_READY))) {
         nanosleep(&step, NULL);
+        step.tv_nsec = step.tv_nsec * 2 < YIELD_MAX_STEP_NS ? step.tv_nsec * 2 : YIELD_MAX_STEP_NS;
         now = hook_now_ns();
     }
 }
