@@ -58,7 +58,7 @@ static CUresult wait_for_tokens(hook_control *c, int device, uint64_t launched) 
     return CUDA_SUCCESS;
 }
 
-CUresult hook_admit(uint64_t blocks) {
+CUresult hook_admit(uint64_t blocks, int *device) {
     hook_control *c = hook_control_get();
     if (c->refuse) {
         return CUDA_ERROR_NOT_PERMITTED;
@@ -71,6 +71,7 @@ CUresult hook_admit(uint64_t blocks) {
     if (rc != CUDA_SUCCESS) {
         return rc;
     }
+    *device = d;
     hook_klc_launch(d);
     uint64_t launched = __atomic_add_fetch(&c->report->device[d].blocks_launched, blocks, __ATOMIC_RELAXED);
     if (launched <= __atomic_load_n(&c->grant->device[d].tokens_granted, __ATOMIC_ACQUIRE)) {

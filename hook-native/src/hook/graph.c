@@ -673,11 +673,12 @@ static CUresult graph_launch(graph_launch_fn real, int per_thread, CUgraphExec e
     exec_books *b = books_find(exec);
     uint64_t blocks = b != NULL ? clamp(b->total) : 0;
     CUresult rc;
+    int device;
     if (b == NULL) {
         rc = CUDA_ERROR_NOT_PERMITTED;
     } else if (atomic_load_explicit(&hook_capturing_streams, memory_order_relaxed) != 0 && capturing(s, per_thread)) {
         rc = real(exec, s); /* recorded as a child graph of the capture: charged when that graph runs */
-    } else if ((rc = hook_admit(blocks)) == CUDA_SUCCESS) {
+    } else if ((rc = hook_admit(blocks, &device)) == CUDA_SUCCESS) {
         rc = real(exec, s);
     }
     unlock();

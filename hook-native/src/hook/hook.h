@@ -128,7 +128,8 @@ void hook_process_keeps(const hook_books *books);
 CUresult hook_device(const hook_control *c, int *device);
 
 /* admit.c */
-CUresult hook_admit(uint64_t blocks); /* spends tokens, waits for them if none are left */
+/* Spends tokens, waits for them if none are left; on CUDA_SUCCESS, *device is the device charged. */
+CUresult hook_admit(uint64_t blocks, int *device);
 
 /*
  * Charges a launch and runs it, returning from the caller (launch.c, legacy.c). While any stream of the process
@@ -147,11 +148,12 @@ CUresult hook_admit(uint64_t blocks); /* spends tokens, waits for them if none a
             hook_capture_leave();                                                                        \
             return captured_;                                                                            \
         }                                                                                                \
-        CUresult admitted_ = hook_admit(blocks);                                                         \
+        int device_;                                                                                     \
+        CUresult admitted_ = hook_admit((blocks), &device_);                                             \
         if (admitted_ != CUDA_SUCCESS) {                                                                 \
             return admitted_;                                                                            \
         }                                                                                                \
-        hook_yield((stream), (per_thread));                                                              \
+        hook_yield(device_, (stream), (per_thread));                                                     \
         return (real)(__VA_ARGS__);                                                                      \
     } while (0)
 
@@ -182,9 +184,9 @@ void hook_klc_launch(int device);
 void hook_klc_sync(void);
 
 /* yield.c: the order of kernels between containers (dilu_cycle_page) */
-/* Where the grant asks for it, waits before a launch onto `stream` while an SLO neighbour's cycle is in flight or the
+/* Where the grant asks for it, waits before a launch onto `stream` (on `device`, as hook_admit charged it) while an SLO neighbour's cycle is in flight or the
  * stream's earlier work still runs, at most the grant's yield_us. One load when it does not. */
-void hook_yield(CUstream stream, int per_thread);
+void hook_yield(int device, CUstream stream, int per_thread);
 /* An SLO container's cycle began (at `now`) or ended, for its neighbours; nothing where it has no cycle page. */
 void hook_cycle_started(uint64_t now);
 void hook_cycle_ended(void);

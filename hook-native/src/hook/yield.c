@@ -34,7 +34,6 @@
 #define RESCAN_NS 100000000ull
 #define MAX_NEIGHBOURS 16
 
-
 static pthread_mutex_t neighbours_lock = PTHREAD_MUTEX_INITIALIZER;
 static const dilu_cycle_page *neighbours[MAX_NEIGHBOURS];
 static int neighbour_count;
@@ -183,12 +182,8 @@ static int neighbour_in_flight(uint64_t now, uint64_t bound) {
 
 typedef CUresult (*stream_query_fn)(CUstream);
 
-void hook_yield(CUstream stream, int per_thread) {
-    hook_control *c = hook_control_get();
-    int device;
-    if (c->refuse || hook_device(c, &device) != CUDA_SUCCESS) {
-        return;
-    }
+void hook_yield(int device, CUstream stream, int per_thread) {
+    const hook_control *c = hook_control_get(); /* usable: hook_admit admitted the launch */
     uint32_t yield_us = __atomic_load_n(&c->grant->device[device].yield_us, __ATOMIC_RELAXED);
     if (yield_us == 0) {
         return; /* the fast path: one load */
