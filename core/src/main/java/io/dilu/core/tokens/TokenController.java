@@ -100,6 +100,9 @@ public final class TokenController {
         final double[] recentKlc = new double[CURRENT_CYCLES];
         int recentKlcCursor;
         int recentKlcCount;
+        /** The median of recentKlc, T in T/Tmin: computed when a cycle is observed, read every period. */
+        double currentKlc = Double.NaN;
+        private final double[] sorted = new double[CURRENT_CYCLES];
         boolean newCycle;
         /** Two-bucket running minimum: the minimum of the current and the previous klcMemory interval. */
         double minCurrent = Double.POSITIVE_INFINITY;
@@ -152,6 +155,10 @@ public final class TokenController {
             recentKlc[recentKlcCursor] = klc;
             recentKlcCursor = (recentKlcCursor + 1) % recentKlc.length;
             recentKlcCount = Math.min(recentKlcCount + 1, recentKlc.length);
+            int n = recentKlcCount;
+            System.arraycopy(recentKlc, 0, sorted, 0, n);
+            java.util.Arrays.sort(sorted, 0, n);
+            currentKlc = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
             minCurrent = Math.min(minCurrent, klc);
         }
 
@@ -162,14 +169,7 @@ public final class TokenController {
          */
         double ratio() {
             double min = Math.min(minCurrent, minPrevious);
-            if (Double.isNaN(lastKlc) || Double.isInfinite(min)) {
-                return 0;
-            }
-            double[] sorted = java.util.Arrays.copyOf(recentKlc, recentKlcCount);
-            java.util.Arrays.sort(sorted);
-            int n = sorted.length;
-            double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-            return median / min;
+            return Double.isNaN(lastKlc) || Double.isInfinite(min) ? 0 : currentKlc / min;
         }
     }
 
