@@ -38,6 +38,10 @@
  * cycle pages on the same GPU (read-only): see dilu_cycle_page. */
 #define DILU_CYCLE_FILE "cycle"
 #define DILU_NEIGHBOURS_DIR "neighbours"
+/* A page in the neighbours directory is named by its class, then anything (the agent uses the allocation's id):
+ * an SLO container's cycles go before a best-effort one's; among one class, the one that began first goes first. */
+#define DILU_NEIGHBOUR_SLO "slo-"
+#define DILU_NEIGHBOUR_BE "be-"
 
 typedef struct dilu_header {
     uint32_t magic;
@@ -57,10 +61,10 @@ typedef struct dilu_grant_device {
      * pace_steps equal parts from the heartbeat on, up to paced_until (so the agent wakes once a period). */
     uint64_t paced_until; /* the cumulative grant at the period's end; ≤ tokens_granted: not paced */
     uint32_t pace_steps;  /* parts of the period; ≤ 1: not paced */
-    /* Yielding (best-effort containers beside an SLO one): before a kernel goes to the GPU, the hook waits while a
-     * launch cycle of an SLO neighbour is in flight (their cycle pages) and while this container's earlier work on
-     * the kernel's stream still runs, at most yield_us in all; 0: no waiting. Was reserved and always 0: older hooks
-     * do not yield, the layout is the same. */
+    /* Yielding: before a kernel goes to the GPU, the hook waits while a neighbour's launch cycle that goes first is
+     * in flight (their cycle pages: a higher class's, or an earlier one of its own class) and, beside a higher
+     * class, while this container's earlier work on the kernel's stream still runs, at most yield_us in all; 0: no
+     * waiting. Was reserved and always 0: older hooks do not yield, the layout is the same. */
     uint32_t yield_us;
 } dilu_grant_device;
 
@@ -97,13 +101,13 @@ typedef struct dilu_report_page {
 } dilu_report_page;
 
 /*
- * One SLO container's launch cycle in flight, for its best-effort neighbours on the same GPU: written by the
- * container's hook (DILU_CONTROL_PATH/DILU_CYCLE_FILE, read-write, only in SLO containers), read by theirs
- * (DILU_CONTROL_PATH/DILU_NEIGHBOURS_DIR/<any name>, read-only). The agent alone decides which pages are in a
- * container's neighbours directory. A GPU dispatches thread blocks in launch order, so a neighbour's kernel that
- * reaches it while an SLO cycle is in flight delays the SLO's next kernels by a whole kernel: best-effort
- * launches wait for the cycle to end (dilu_grant_device.yield_us bounds the wait, and a cycle older than that
- * bound is not waited for, so a page that is never cleared holds nobody).
+ * One container's launch cycle in flight, for its neighbours on the same GPU: written by the container's hook
+ * (DILU_CONTROL_PATH/DILU_CYCLE_FILE, read-write), read by theirs (DILU_CONTROL_PATH/DILU_NEIGHBOURS_DIR/<class><any
+ * name>, read-only). The agent alone decides which pages are in a container's neighbours directory, and under which
+ * class. A GPU dispatches thread blocks in launch order, so a neighbour's kernel that reaches it while a cycle is in
+ * flight delays that cycle's next kernels by a whole kernel: launches wait for the cycles that go first to end
+ * (dilu_grant_device.yield_us bounds the wait, and a cycle older than that bound is not waited for, so a page that is
+ * never cleared holds nobody).
  */
 typedef struct dilu_cycle_page {
     dilu_header header;

@@ -476,7 +476,7 @@ static void test_yield(void) {
     if (mkdir(neighbours, 0755) != 0) {
         die(neighbours);
     }
-    dilu_cycle_page *slo = cycle_page(neighbours, "slo");
+    dilu_cycle_page *slo = cycle_page(neighbours, DILU_NEIGHBOUR_SLO "other");
     __atomic_store_n(&slo->cycle_started_ns, now_ns(), __ATOMIC_RELEASE);
     const char *const options[] = {"--neighbours", neighbours, NULL};
     contain_options = options;
@@ -527,7 +527,7 @@ static void test_yield(void) {
     }
     char own_path[700], link_path[700];
     snprintf(own_path, sizeof(own_path), "%s/%s", dir, DILU_CYCLE_FILE);
-    snprintf(link_path, sizeof(link_path), "%s/self", mine);
+    snprintf(link_path, sizeof(link_path), "%s/%sself", mine, DILU_NEIGHBOUR_SLO);
     if (link(own_path, link_path) != 0) {
         die(link_path);
     }
@@ -540,7 +540,60 @@ static void test_yield(void) {
     EXPECT(code == 0, "an SLO container yielding beside its own page: exit %d", code);
     unlink(r.out);
     unlink(r.err);
-    printf("yield: held while the neighbour's cycle was in flight, not by a stale one nor by its own; own cycle published\n");
+
+    /* Among one class, the cycle that began first goes first: listed as best-effort, the container waits for a
+     * best-effort neighbour's cycle begun before its own; listed as SLO, it never waits for a best-effort one. */
+    dilu_cycle_page *peer = cycle_page(mine, DILU_NEIGHBOUR_BE "peer");
+    char as_be[700];
+    snprintf(as_be, sizeof(as_be), "%s/%sself", mine, DILU_NEIGHBOUR_BE);
+    if (rename(link_path, as_be) != 0) {
+        die(as_be);
+    }
+    grant->device[0].yield_us = 30000000;
+    contain_options = own_options;
+    __atomic_store_n(&peer->cycle_started_ns, now_ns(), __ATOMIC_RELEASE);
+    start(&r, MOUNTED, argv);
+    usleep(300000);
+    early = exited(&r);
+    __atomic_store_n(&peer->cycle_started_ns, 0, __ATOMIC_RELEASE);
+    code = early ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
+    EXPECT(!early, "a best-effort launch went ahead of a best-effort neighbour's earlier cycle");
+    EXPECT(code == 0, "probe after its peer's cycle: exit %d", code);
+    unlink(r.out);
+    unlink(r.err);
+    /* Its own cycle began first (the page shows it: the hook keeps a start already there): the peer's waits, not it. */
+    uint64_t now = now_ns();
+    __atomic_store_n(&own->cycle_started_ns, now - 1000000, __ATOMIC_RELEASE);
+    __atomic_store_n(&peer->cycle_started_ns, now, __ATOMIC_RELEASE);
+    start(&r, MOUNTED, argv);
+    int done = 0;
+    for (int i = 0; i < 2000 && !(done = exited(&r)); i++) {
+        usleep(5000);
+    }
+    __atomic_store_n(&peer->cycle_started_ns, 0, __ATOMIC_RELEASE);
+    code = done ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
+    EXPECT(done, "a best-effort launch waited for a peer's cycle begun after its own");
+    EXPECT(code == 0, "probe ahead of its peer: exit %d", code);
+    unlink(r.out);
+    unlink(r.err);
+    if (rename(as_be, link_path) != 0) {
+        die(link_path);
+    }
+    __atomic_store_n(&peer->cycle_started_ns, now_ns(), __ATOMIC_RELEASE);
+    start(&r, MOUNTED, argv);
+    done = 0;
+    for (int i = 0; i < 2000 && !(done = exited(&r)); i++) {
+        usleep(5000);
+    }
+    __atomic_store_n(&peer->cycle_started_ns, 0, __ATOMIC_RELEASE);
+    code = done ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
+    EXPECT(done, "an SLO launch waited for a best-effort neighbour's cycle");
+    EXPECT(code == 0, "SLO probe beside a best-effort cycle: exit %d", code);
+    contain_options = NULL;
+    unlink(r.out);
+    unlink(r.err);
+    printf("yield: held while the neighbour's cycle was in flight, not by a stale one nor by its own; own cycle "
+           "published; an earlier peer's cycle first, a lower class's never\n");
     unlink(r.out);
     unlink(r.err);
 }

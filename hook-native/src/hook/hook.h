@@ -184,10 +184,11 @@ void hook_klc_launch(int device);
 void hook_klc_sync(void);
 
 /* yield.c: the order of kernels between containers (dilu_cycle_page) */
-/* Where the grant asks for it, waits before a launch onto `stream` (on `device`, as hook_admit charged it) while an SLO neighbour's cycle is in flight or the
- * stream's earlier work still runs, at most the grant's yield_us. One load when it does not. */
+/* Where the grant asks for it, waits before a launch onto `stream` (on `device`, as hook_admit charged it) while a
+ * neighbour's cycle that goes first is in flight (or, beside a higher class, while the stream's earlier work still
+ * runs), at most the grant's yield_us. One load when it does not. */
 void hook_yield(int device, CUstream stream, int per_thread);
-/* An SLO container's cycle began (at `now`) or ended, for its neighbours; nothing where it has no cycle page. */
+/* The container's cycle began (at `now`) or ended, for its neighbours; nothing where it has no cycle page. */
 void hook_cycle_started(uint64_t now);
 void hook_cycle_ended(void);
 

@@ -1,15 +1,19 @@
 /*
  * Yielding: the order of kernels between containers, which tokens cannot give. A GPU dispatches the thread blocks
- * of its kernels in launch order, and a kernel once queued is not taken back, so a best-effort kernel that reaches
- * the GPU just before an SLO neighbour's cycle delays that whole cycle by the kernel's remaining waves, whatever
- * the token rates (docs/architecture.md, "Token issuing"). Where the agent asks for it (the grant's yield_us), a
- * best-effort launch waits, before it goes to the driver,
- *   - while a launch cycle of an SLO neighbour on the GPU is in flight (their cycle pages, read-only, in the
- *     neighbours directory the agent mounts), so that the neighbour's next kernels are not queued behind it; and
- *   - while this container's own earlier work on the kernel's stream still runs, so that at most one of its
- *     kernels is queued ahead of whatever comes next;
+ * of its kernels in launch order, and a kernel once queued is not taken back, so a kernel that reaches the GPU just
+ * after a neighbour's launch cycle began delays the rest of that cycle by the kernel's remaining waves, whatever
+ * the token rates (docs/architecture.md, "Token issuing"). Every booked container on a GPU publishes its launch
+ * cycle in flight (its cycle page, read-write); the agent links each page into the GPU's neighbours directory under
+ * a name that says its class, SLO or best-effort (dilu_control.h). Where the agent asks for it (the grant's
+ * yield_us), a launch waits, before it goes to the driver,
+ *   - while a neighbour of a higher class (an SLO one, for a best-effort or an unlisted container) has a cycle in
+ *     flight, so that the neighbour's next kernels are not queued behind it; and, beside such a neighbour, while
+ *     this container's own earlier work on the kernel's stream still runs, so that at most one of its kernels is
+ *     queued ahead of whatever comes next;
+ *   - while a neighbour of its own class has a cycle in flight that began before its own: among equals, cycles run
+ *     in the order they began (first come, first served), not interleaved kernel by kernel, so the first ends as
+ *     if alone and the second no later than interleaved; and two training loops stop meeting in the same phase;
  * at most yield_us in all, and never for a cycle older than that (a page that is never cleared holds nobody).
- * An SLO container publishes its own cycles (its cycle page, read-write) for its neighbours.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -34,14 +38,26 @@
 #define RESCAN_NS 100000000ull
 #define MAX_NEIGHBOURS 16
 
+/* A page's class, from the name the agent linked it under: a lower one goes first. A container whose page is not
+ * listed (parked, or of an agent that links none) is below both. */
+enum { CLASS_SLO, CLASS_BEST_EFFORT, CLASS_UNLISTED };
+
+typedef struct neighbour {
+    const dilu_cycle_page *page;
+    int class;
+    ino_t ino; /* orders two cycles that began in the same nanosecond */
+} neighbour;
+
 static pthread_mutex_t neighbours_lock = PTHREAD_MUTEX_INITIALIZER;
-static const dilu_cycle_page *neighbours[MAX_NEIGHBOURS];
+static neighbour neighbours[MAX_NEIGHBOURS];
 static int neighbour_count;
+static int own_class = CLASS_UNLISTED;
+static int higher_listed; /* whether a neighbour of a higher class than this container's is listed */
 static uint64_t scanned_ns;
 static int scanned;
 
 static pthread_once_t own_once = PTHREAD_ONCE_INIT;
-static dilu_cycle_page *own; /* this container's cycle page, where it has one (an SLO container) */
+static dilu_cycle_page *own; /* this container's cycle page, where it has one */
 
 /* The file behind the container's own cycle page, so that it never waits for itself (an SLO container's own page is
  * among its neighbours'). By system call: fstat is a glibc 2.33 symbol (glibc_floor.h). */
@@ -59,8 +75,8 @@ static int identify(int fd, dev_t *dev, ino_t *ino) {
 }
 
 /* A cycle page of the layout this hook knows, mapped; NULL otherwise (nothing is logged: absent is normal). Own: the
- * container's own page, whose file is remembered; otherwise that file is refused. */
-static void *map_cycle_page(int dir_fd, const char *name, int own_page) {
+ * container's own page, whose file is remembered; otherwise that file is refused, and *is_own says so. */
+static void *map_cycle_page(int dir_fd, const char *name, int own_page, int *is_own, ino_t *ino_out) {
     int writable = own_page;
     int fd = openat(dir_fd, name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
@@ -68,7 +84,12 @@ static void *map_cycle_page(int dir_fd, const char *name, int own_page) {
     }
     dev_t dev;
     ino_t ino;
-    if (!identify(fd, &dev, &ino) || (!own_page && own != NULL && dev == own_dev && ino == own_ino)) {
+    int known = identify(fd, &dev, &ino);
+    int mine = known && !own_page && own != NULL && dev == own_dev && ino == own_ino;
+    if (is_own != NULL) {
+        *is_own = mine;
+    }
+    if (!known || mine) {
         if (close(fd) != 0) {
             hook_log(LOG_WARN, "closing the cycle page %s: %s", name, strerror(errno));
         }
@@ -77,6 +98,9 @@ static void *map_cycle_page(int dir_fd, const char *name, int own_page) {
     if (own_page) {
         own_dev = dev;
         own_ino = ino;
+    }
+    if (ino_out != NULL) {
+        *ino_out = ino;
     }
     off_t end = lseek(fd, 0, SEEK_END);
     void *m = end >= (off_t)sizeof(dilu_cycle_page)
@@ -104,7 +128,7 @@ static void map_own(void) {
     if (dir < 0) {
         return;
     }
-    own = map_cycle_page(dir, DILU_CYCLE_FILE, 1);
+    own = map_cycle_page(dir, DILU_CYCLE_FILE, 1, NULL, NULL);
     if (close(dir) != 0) {
         hook_log(LOG_WARN, "closing %s: %s", DILU_CONTROL_PATH, strerror(errno));
     }
@@ -127,13 +151,21 @@ void hook_cycle_ended(void) {
 }
 
 /* Maps the neighbours' pages again, under neighbours_lock; the old mappings are dropped first. */
+static int class_of(const char *name) {
+    if (strncmp(name, DILU_NEIGHBOUR_SLO, sizeof(DILU_NEIGHBOUR_SLO) - 1) == 0) {
+        return CLASS_SLO;
+    }
+    return strncmp(name, DILU_NEIGHBOUR_BE, sizeof(DILU_NEIGHBOUR_BE) - 1) == 0 ? CLASS_BEST_EFFORT : -1;
+}
+
 static void rescan(uint64_t now) {
     for (int i = 0; i < neighbour_count; i++) {
-        if (munmap((void *)neighbours[i], sizeof(dilu_cycle_page)) != 0) {
+        if (munmap((void *)neighbours[i].page, sizeof(dilu_cycle_page)) != 0) {
             hook_log(LOG_WARN, "unmapping a neighbour's cycle page: %s", strerror(errno));
         }
     }
     neighbour_count = 0;
+    own_class = CLASS_UNLISTED;
     scanned_ns = now;
     scanned = 1;
     int fd = open(DILU_CONTROL_PATH "/" DILU_NEIGHBOURS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -149,21 +181,42 @@ static void rescan(uint64_t now) {
     }
     struct dirent *e;
     while (neighbour_count < MAX_NEIGHBOURS && (e = readdir(dir)) != NULL) {
-        if (e->d_name[0] == '.') {
-            continue;
+        int class = class_of(e->d_name);
+        if (class < 0) {
+            continue; /* ".", "..", or a name no agent gives */
         }
-        const dilu_cycle_page *p = map_cycle_page(dirfd(dir), e->d_name, 0);
-        if (p != NULL) {
-            neighbours[neighbour_count++] = p;
+        int mine = 0;
+        ino_t ino = 0;
+        const dilu_cycle_page *p = map_cycle_page(dirfd(dir), e->d_name, 0, &mine, &ino);
+        if (mine) {
+            own_class = class;
+        } else if (p != NULL) {
+            neighbours[neighbour_count++] = (neighbour){p, class, ino};
         }
+    }
+    higher_listed = 0;
+    for (int i = 0; i < neighbour_count; i++) {
+        higher_listed |= neighbours[i].class < own_class;
     }
     if (closedir(dir) != 0) {
         hook_log(LOG_WARN, "closing the neighbours directory: %s", strerror(errno));
     }
 }
 
-/* Whether a neighbour's cycle that started less than `bound` ago is in flight now; reads the directory again when due. */
-static int neighbour_in_flight(uint64_t now, uint64_t bound) {
+/* Whether neighbour n's cycle goes before this container's, which began at `mine`. */
+static int goes_first(const neighbour *n, uint64_t started, uint64_t mine) {
+    if (n->class != own_class) {
+        return n->class < own_class;
+    }
+    return started < mine || (started == mine && n->ino < own_ino);
+}
+
+/*
+ * Whether a neighbour's cycle that goes first and started less than `bound` ago is in flight now (this container's
+ * own cycle began at `mine`), and whether a neighbour of a higher class is listed; reads the directory again when due.
+ */
+static int neighbour_in_flight(uint64_t now, uint64_t bound, uint64_t mine, int *higher) {
+    *higher = 0;
     if (pthread_once(&own_once, map_own) != 0) {
         return 0;
     }
@@ -173,9 +226,10 @@ static int neighbour_in_flight(uint64_t now, uint64_t bound) {
     }
     int busy = 0;
     for (int i = 0; i < neighbour_count && !busy; i++) {
-        uint64_t started = __atomic_load_n(&neighbours[i]->cycle_started_ns, __ATOMIC_ACQUIRE);
-        busy = started != 0 && started <= now && now - started < bound;
+        uint64_t started = __atomic_load_n(&neighbours[i].page->cycle_started_ns, __ATOMIC_ACQUIRE);
+        busy = started != 0 && started <= now && now - started < bound && goes_first(&neighbours[i], started, mine);
     }
+    *higher = higher_listed;
     pthread_mutex_unlock(&neighbours_lock);
     return busy;
 }
@@ -190,9 +244,16 @@ void hook_yield(int device, CUstream stream, int per_thread) {
     }
     stream_query_fn query = per_thread ? REAL(stream_query_fn, cuStreamQuery_ptsz) : REAL(stream_query_fn, cuStreamQuery);
     uint64_t bound = (uint64_t)yield_us * 1000, start = hook_now_ns(), now = start;
+    /* hook_admit began this container's cycle, if this launch is its first; only a listed container, which has its
+     * page, has neighbours of its own class to order against. */
+    uint64_t mine = pthread_once(&own_once, map_own) == 0 && own != NULL ? __atomic_load_n(&own->cycle_started_ns, __ATOMIC_RELAXED) : 0;
+    if (mine == 0) {
+        mine = start;
+    }
     struct timespec step = {.tv_sec = 0, .tv_nsec = YIELD_FIRST_STEP_NS};
-    while (now - start < bound &&
-           (neighbour_in_flight(now, bound) || (query != NULL && query(stream) == CUDA_ERROR_NOT_READY))) {
+    int higher = 0;
+    while (now - start < bound && (neighbour_in_flight(now, bound, mine, &higher) ||
+                                   (higher && query != NULL && query(stream) == CUDA_ERROR_NOT_READY))) {
         nanosleep(&step, NULL);
         step.tv_nsec = step.tv_nsec * 2 < YIELD_MAX_STEP_NS ? step.tv_nsec * 2 : YIELD_MAX_STEP_NS;
         now = hook_now_ns();

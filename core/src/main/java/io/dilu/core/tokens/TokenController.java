@@ -41,9 +41,9 @@ import java.util.Map;
  *
  * <p><b>Order, not only rate.</b> A GPU runs kernels in launch order, so a best-effort kernel queued when an SLO
  * instance's launch cycle begins delays all of it, at any token rate. Each grant therefore also says whether the
- * instance {@linkplain TokenGrant#yields yields}: best-effort and parked instances beside a busy SLO instance, and an
- * SLO instance borrowing beyond its request beside another busy one, wait at launch for those cycles and for their
- * own previous kernel (the hook does it; docs/architecture.md has the measurements). An SLO instance's current KLC,
+ * instance {@linkplain TokenGrant#yields yields}: waits at launch for the neighbours' cycles that go first, an SLO
+ * instance's before a best-effort one's and, among one class, the one that began first (the hook does it;
+ * docs/architecture.md has the measurements). An SLO instance's current KLC,
  * T in T/Tmin, is the median of its latest {@value #CURRENT_CYCLES} cycles: one cycle stretched by the one kernel
  * already queued when it began is not contention that shrinking the neighbours relieves.
  *
@@ -104,6 +104,8 @@ public final class TokenController {
         double currentKlc = Double.NaN;
         private final double[] sorted = new double[CURRENT_CYCLES];
         boolean newCycle;
+        /** SLO only: whether its current T/Tmin is above its threshold, as this period judged it. */
+        boolean violating;
         /** Two-bucket running minimum: the minimum of the current and the previous klcMemory interval. */
         double minCurrent = Double.POSITIVE_INFINITY;
         double minPrevious = Double.POSITIVE_INFINITY;
@@ -249,11 +251,15 @@ public final class TokenController {
         double bestEffortRequests = 0;
         double parkedLimits = 0;
         int busySlo = 0;
+        int busyBooked = 0;
         for (int i = 0; i < samples.size(); i++) {
             InstanceSample s = samples.get(i);
             if (s.parked()) {
                 parkedLimits += s.limit();
                 continue;
+            }
+            if (memory[i].windowSum > 0) {
+                busyBooked++;
             }
             if (!s.sloSensitive()) {
                 bestEffortRequests += s.request();
@@ -270,7 +276,8 @@ public final class TokenController {
             healthyCycle |= inst.newCycle && ratio < HEALTHY_RATIO;
             allHealthy &= ratio < HEALTHY_RATIO;
             issued[i] = max(s.limit());
-            if (ratio > threshold) {
+            inst.violating = ratio > threshold;
+            if (inst.violating) {
                 emergencyRatio = Math.max(emergencyRatio, ratio);
                 shrink |= inst.newCycle;
             } else if (inst.windowSum > 0 && totalWindow > inst.windowSum) {
@@ -335,26 +342,34 @@ public final class TokenController {
                 memory[i].granted(granted);
             }
             memory[i].recentCursor = (memory[i].recentCursor + 1) % GUARANTEE_PERIODS;
-            grants.add(new TokenGrant(s.id(), granted, yields(s, memory[i], busySlo)));
+            grants.add(new TokenGrant(s.id(), granted, yields(s, memory[i], busySlo, busyBooked)));
         }
         return new TokenPlan(state, grants);
     }
 
     /**
-     * Whether an instance's launches wait for the busy SLO instances' cycles (and for its own earlier kernels): a kernel
-     * that reaches the GPU while one is in flight is dispatched ahead of that SLO instance's next kernels, at any token
-     * rate. Best-effort and parked work yields to any busy SLO instance; an SLO instance yields to the others while it
-     * launches beyond its request over the rate window (a burst that borrows, not the share it was promised).
+     * Whether an instance's launches wait for its neighbours' launch cycles that go first (and, beside an SLO one, for
+     * its own earlier kernels): a kernel that reaches the GPU while a cycle is in flight is dispatched ahead of that
+     * cycle's next kernels, at any token rate. The hook decides which go first: an SLO instance's before a best-effort
+     * one's, and among one class the cycle that began first (docs/architecture.md, "Order, not only rate"). So
+     * best-effort and parked work yields beside any other busy instance, and an SLO instance beside another busy SLO
+     * one while it launches beyond its request over the rate window (a burst that borrows, not the share it was
+     * promised) and its own cycles are within its threshold: one stretched past it (a neighbour that holds its page
+     * in flight, say) launches at once until they recover.
      */
-    private boolean yields(InstanceSample s, Instance inst, int busySlo) {
-        if (!s.sloSensitive() || s.parked()) {
+    private boolean yields(InstanceSample s, Instance inst, int busySlo, int busyBooked) {
+        int busyOthers = busyBooked - (!s.parked() && inst.windowSum > 0 ? 1 : 0);
+        if (s.parked()) {
+            return busyBooked > 0;
+        }
+        if (!s.sloSensitive()) {
             // Its neighbours' cycle pages are theirs to write: one that shows a cycle without end would hold it at every
             // launch. So it yields only while it launched at least half its request over the guarantee window, the same
             // guarantee on average its tokens have; a booked instance below that runs at its token rate alone.
-            return busySlo > 0 && (s.parked() || !inst.launchedBelowGuarantee(max(s.request())));
+            return busyOthers > 0 && !inst.launchedBelowGuarantee(max(s.request()));
         }
-        boolean busy = inst.windowSum > 0;
-        return busySlo > (busy ? 1 : 0) && inst.windowSum > max(s.request()) * params.rateWindow();
+        return busySlo > (inst.windowSum > 0 ? 1 : 0) && inst.windowSum > max(s.request()) * params.rateWindow()
+                && !inst.violating;
     }
 
     private Instance newInstance(InstanceSample s) {

@@ -82,18 +82,34 @@ class TokenControllerTest {
     }
 
     @Test
-    void anSloInstanceYieldsToAnotherOnlyWhileItBorrowsBeyondItsRequest() {
-        // Two SLO instances of 30% each (limits 100%): 300 tokens a period of 10,000 is 3%, 5,000 is 50%.
+    void twoBusyBestEffortInstancesBothYieldSoTheirCyclesRunInTheOrderTheyBegan() {
+        InstanceSample a = new InstanceSample("a", false, 0.4, 0.7, 2_000, Double.NaN);
+        InstanceSample b = new InstanceSample("b", false, 0.4, 0.7, 2_000, Double.NaN);
+        assertThat(periods(P.rateWindow(), a, b).grants()).extracting(TokenGrant::yields).containsOnly(true);
+        TokenPlan oneIdle = periods(P.rateWindow(), a, new InstanceSample("b", false, 0.4, 0.7, 0, Double.NaN));
+        assertThat(oneIdle.grants()).filteredOn(g -> g.id().equals("a")).singleElement()
+                .extracting(TokenGrant::yields).as("beside an idle neighbour").isEqualTo(false);
+        assertThat(oneIdle.grants()).filteredOn(g -> g.id().equals("b")).singleElement()
+                .extracting(TokenGrant::yields).as("idle beside a busy one: its first launch waits its turn").isEqualTo(true);
+    }
+
+    @Test
+    void anSloInstanceYieldsToAnotherWhileItBorrowsBeyondItsRequestUnlessItsCyclesAreStretched() {
+        // Two SLO instances of 30% each (limits 100%): 300 tokens a period of 10,000 is 3%, 5,000 is 50%. Cycles of
+        // 10 ms; then the borrower's stretch to 40 ms (4× > 1.6).
         InstanceSample steady = new InstanceSample("steady", true, 0.3, 1.0, 300, 10);
         InstanceSample within = new InstanceSample("bursty", true, 0.3, 1.0, 300, 10);
         InstanceSample borrowing = new InstanceSample("bursty", true, 0.3, 1.0, 5_000, 10);
-        TokenPlan calm = periods(P.rateWindow(), steady, within);
-        assertThat(calm.grants()).extracting(TokenGrant::yields).containsOnly(false);
+        assertThat(periods(P.rateWindow(), steady, within).grants()).extracting(TokenGrant::yields).containsOnly(false);
         TokenPlan burst = periods(P.rateWindow(), steady, borrowing);
         assertThat(burst.grants()).filteredOn(g -> g.id().equals("bursty")).singleElement()
                 .extracting(TokenGrant::yields).as("beyond its request, beside a busy SLO neighbour").isEqualTo(true);
         assertThat(burst.grants()).filteredOn(g -> g.id().equals("steady")).singleElement()
                 .extracting(TokenGrant::yields).as("within its request").isEqualTo(false);
+        TokenPlan stretched = periods(TokenController.CURRENT_CYCLES, steady,
+                new InstanceSample("bursty", true, 0.3, 1.0, 5_000, 40));
+        assertThat(stretched.grants()).filteredOn(g -> g.id().equals("bursty")).singleElement()
+                .extracting(TokenGrant::yields).as("stretched past its threshold: it launches at once").isEqualTo(false);
         TokenPlan alone = periods(P.rateWindow(), new InstanceSample("steady", true, 0.3, 1.0, 0, Double.NaN), borrowing);
         assertThat(alone.grants()).filteredOn(g -> g.id().equals("bursty")).singleElement()
                 .extracting(TokenGrant::yields).as("beside an idle neighbour").isEqualTo(false);

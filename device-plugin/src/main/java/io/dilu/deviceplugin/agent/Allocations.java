@@ -79,7 +79,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     /**
      * @param pods the pods on this node, to guess which container an Allocate is for
      */
-    /** Under the control root: one directory per GPU of its SLO containers' cycle pages (hard links). */
+    /** Under the control root: one directory per GPU of its booked containers' cycle pages (hard links). */
     static final String NEIGHBOURS = "neighbours";
 
     public Allocations(Paths config, List<GpuDevice> gpus, TokenManager tokens, InstantSource clock, NodePods pods) {
@@ -373,22 +373,24 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
                 a.owner().map(ContainerRef::toString).orElse("no known container"));
     }
 
-    /** The directory of the cycle pages of a GPU's SLO containers, mounted read-only into every container on it. */
+    /** The directory of the cycle pages of a GPU's booked containers, mounted read-only into every container on it. */
     private Path neighbours(String gpuUuid) {
         return config.controlRoot().resolve(NEIGHBOURS).resolve(gpuUuid);
     }
 
     /**
-     * An SLO container that is not parked has its cycle page linked into its GPU's neighbours directory, where the
-     * hooks of the best-effort containers beside it find it; any other has it unlinked. The agent alone decides what
-     * is there: a tenant writes only its own page, and a best-effort tenant's page is never honoured.
+     * A container that is not parked has its cycle page linked into its GPU's neighbours directory under its class
+     * (SLO or best-effort), where its neighbours' hooks find it; a parked one has it unlinked. The agent alone decides
+     * what is there and under which class: a tenant writes only its own page.
      */
     private void publishCycles(Allocation a, Path dir, List<Tenant> perDevice) {
         Tenant first = perDevice.getFirst();
-        Path link = neighbours(a.gpu()).resolve(a.id());
+        Path link = neighbours(a.gpu()).resolve(ControlBlock.neighbourName(first.sloSensitive(), a.id()));
+        Path other = neighbours(a.gpu()).resolve(ControlBlock.neighbourName(!first.sloSensitive(), a.id()));
         Path page = dir.resolve(ControlBlock.CYCLE_FILE);
         try {
-            if (first.sloSensitive() && !first.parked() && Files.exists(page)) {
+            Files.deleteIfExists(other);
+            if (!first.parked() && Files.exists(page)) {
                 if (!Files.exists(link)) {
                     Files.createDirectories(link.getParent());
                     Files.createLink(link, page);
@@ -404,7 +406,9 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
 
     private void unpublishCycles(Allocation a) {
         try {
-            Files.deleteIfExists(neighbours(a.gpu()).resolve(a.id()));
+            for (boolean slo : new boolean[] {true, false}) {
+                Files.deleteIfExists(neighbours(a.gpu()).resolve(ControlBlock.neighbourName(slo, a.id())));
+            }
         } catch (IOException e) {
             LOG.warnf("allocation %s: cannot unlink its cycle page: %s", a.id(), e.getMessage());
         }

@@ -32,6 +32,17 @@ public final class ControlBlock implements AutoCloseable {
     public static final String REPORT_FILE = "report";
     /** An SLO container's cycle page ({@code dilu_cycle_page}), beside its grant and report pages. */
     public static final String CYCLE_FILE = "cycle";
+    /** The class prefixes of a cycle page's name in a neighbours directory (dilu_control.h's DILU_NEIGHBOUR_*). */
+    static final String NEIGHBOUR_SLO = "slo-";
+    static final String NEIGHBOUR_BEST_EFFORT = "be-";
+
+    /**
+     * The name a container's cycle page is linked under in its GPU's neighbours directory: its class, which orders
+     * its cycles against its neighbours' (an SLO container's go first), then {@code id}.
+     */
+    public static String neighbourName(boolean sloSensitive, String id) {
+        return (sloSensitive ? NEIGHBOUR_SLO : NEIGHBOUR_BEST_EFFORT) + id;
+    }
     public static final int CYCLE_SIZE = 24;
     static final int CYCLE_STARTED = 16;
 
@@ -131,8 +142,8 @@ public final class ControlBlock implements AutoCloseable {
     }
 
     /**
-     * Gives the container a cycle page, where its hook publishes its launch cycles for best-effort neighbours
-     * (an SLO container); returns the file, for the neighbours' directories. Idempotent: an existing page is reset.
+     * Gives the container a cycle page, where its hook publishes its launch cycles for its neighbours; returns the
+     * file, for the neighbours' directories. Idempotent: an existing page is reset.
      */
     public Path createCyclePage() throws IOException {
         Path file = dir.resolve(CYCLE_FILE);

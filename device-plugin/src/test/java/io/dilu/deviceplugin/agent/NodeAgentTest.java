@@ -135,8 +135,8 @@ class NodeAgentTest {
                                 metrics, "dilu_")).isEmpty();
                     });
 
-            // Every container gets its cycle page and its GPU's neighbours directory; only an SLO container's page is
-            // linked there, for the best-effort containers beside it to wait for.
+            // Every container gets its cycle page and its GPU's neighbours directory, where a booked container's page
+            // is linked under its class: its neighbours' hooks order cycles by it.
             Path neighbours = config.controlRoot().resolve("neighbours/GPU-emu-local-1");
             assertThat(c.getMountsList()).anySatisfy(m -> {
                 assertThat(m.getContainerPath()).isEqualTo("/var/run/dilu/control/cycle");
@@ -147,14 +147,18 @@ class NodeAgentTest {
                 assertThat(m.getHostPath()).isEqualTo(neighbours.toString());
                 assertThat(m.getReadOnly()).isTrue();
             });
-            assertThat(neighbours.resolve(id)).doesNotExist();
-            agent.allocations().apply(List.of(new Reconciler.Bind(id, new ContainerRef("fns", "infer-0", "server"),
+            Path asSlo = neighbours.resolve("slo-" + id);
+            Path asBestEffort = neighbours.resolve("be-" + id);
+            var server = new ContainerRef("fns", "infer-0", "server");
+            agent.allocations().apply(List.of(new Reconciler.Bind(id, server,
                     new Allocation.ShareQuota(60, Priority.SLO, Double.NaN, 1024), false)));
-            assertThat(neighbours.resolve(id)).exists();
-            assertThat(Files.isSameFile(neighbours.resolve(id), dir.resolve("cycle"))).isTrue();
-            agent.allocations().apply(List.of(new Reconciler.Bind(id, new ContainerRef("fns", "infer-0", "server"),
+            assertThat(asSlo).exists();
+            assertThat(Files.isSameFile(asSlo, dir.resolve("cycle"))).isTrue();
+            assertThat(asBestEffort).doesNotExist();
+            agent.allocations().apply(List.of(new Reconciler.Bind(id, server,
                     new Allocation.ShareQuota(60, Priority.BEST_EFFORT, Double.NaN, 1024), false)));
-            assertThat(neighbours.resolve(id)).doesNotExist();
+            assertThat(asSlo).doesNotExist();
+            assertThat(Files.isSameFile(asBestEffort, dir.resolve("cycle"))).isTrue();
 
             // A restarted agent finds the allocation again from the control root alone.
             try (TokenManager fresh = new TokenManager(2, TokenParameters.DEFAULTS, 1, InstantSource.system(), 16)) {

@@ -171,16 +171,15 @@ public final class ColocationBench {
             block.heartbeat(System.nanoTime());
             blocks.put(w.name(), block);
         }
-        // The GPU's neighbours directory, as Allocate mounts it: the SLO workloads' cycle pages, linked as the agent
-        // links them.
+        // The GPU's neighbours directory, as Allocate mounts it: the workloads' cycle pages, linked as the agent links
+        // them.
         Path neighbours = Files.createDirectories(dir.resolve("neighbours"));
         TokenManager manager = null;
         PeriodicWakeups probe = null;
         if (mode == Mode.DILU) {
             for (Workload w : workloads) {
-                if (w.slo()) {
-                    Files.createLink(neighbours.resolve(w.name()), blocks.get(w.name()).createCyclePage());
-                }
+                Files.createLink(neighbours.resolve(ControlBlock.neighbourName(w.slo(), w.name())),
+                        blocks.get(w.name()).createCyclePage());
             }
             manager = new TokenManager(1, shippedParameters(), shippedRefillSteps(), InstantSource.system(),
                     Lateness.samplesFor(seconds));

@@ -208,14 +208,14 @@ public final class GpuCheck {
                 (int) info.number("sms")), true, "emulator");
     }
 
-    /** The GPU's directory of SLO containers' cycle pages, mounted into every container as Allocate mounts it. */
+    /** The GPU's directory of its containers' cycle pages, mounted into every container as Allocate mounts it. */
     Path neighbours() throws IOException {
         return Files.createDirectories(work.resolve("neighbours"));
     }
 
-    /** An SLO container's cycle page, in the GPU's neighbours directory as the agent links it; returns the link. */
-    Path publishCycles(String name, ControlBlock b) throws IOException {
-        return Files.createLink(neighbours().resolve(name), b.createCyclePage());
+    /** A booked container's cycle page, in the GPU's neighbours directory as the agent links it; returns the link. */
+    Path publishCycles(String name, boolean sloSensitive, ControlBlock b) throws IOException {
+        return Files.createLink(neighbours().resolve(ControlBlock.neighbourName(sloSensitive, name)), b.createCyclePage());
     }
 
     /** A control block as Allocate makes one: one device, the memory share, and a heartbeat. */
@@ -436,8 +436,9 @@ public final class GpuCheck {
         hosts.add(inferAloneRun.host());
         hosts.add(trainAloneRun.host());
         ControlBlock inferBlock = block("infer");
-        Path inferCycles = publishCycles("infer", inferBlock);
+        Path inferCycles = publishCycles("infer", true, inferBlock);
         ControlBlock trainBlock = block("train");
+        Path trainCycles = publishCycles("train", false, trainBlock);
         Line inferShared;
         Line trainShared;
         long emergencies;
@@ -473,6 +474,7 @@ public final class GpuCheck {
         bench.put("train_vs_alone", fmt3(trainRatio));
         bench.put("emergency_periods", Long.toString(emergencies));
         Files.delete(inferCycles);
+        Files.delete(trainCycles);
         inferBlock.close();
         trainBlock.close();
 

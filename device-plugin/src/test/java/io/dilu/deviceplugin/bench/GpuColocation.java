@@ -195,9 +195,7 @@ final class GpuColocation {
                 for (Workload w : workloads) {
                     ControlBlock b = check.block("colocation-" + s.name() + "-" + w.name());
                     blocks.add(b);
-                    if (w.slo()) {
-                        cycles.add(check.publishCycles("colocation-" + s.name() + "-" + w.name(), b));
-                    }
+                    cycles.add(check.publishCycles("colocation-" + s.name() + "-" + w.name(), w.slo(), b));
                     loop.add(new Tenant(w.name(), b, 0, w.request(), w.limit(), w.slo()));
                 }
                 manager.start();

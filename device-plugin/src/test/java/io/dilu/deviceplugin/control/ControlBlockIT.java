@@ -121,7 +121,7 @@ class ControlBlockIT {
         // The SLO neighbour's page as the agent makes and links it; its cycle written as its hook would.
         ControlBlock slo = ControlBlock.create(tmp.resolve("slo"), 1);
         Path neighbours = Files.createDirectories(tmp.resolve("neighbours"));
-        Files.createLink(neighbours.resolve("slo"), slo.createCyclePage());
+        Files.createLink(neighbours.resolve(ControlBlock.neighbourName(true, "slo")), slo.createCyclePage());
         ControlBlock block = ControlBlock.create(tmp.resolve("best-effort"), 1);
         block.grantTokens(0, Long.MAX_VALUE / 2);
         block.setMemoryLimit(0, 1024L << 20);
