@@ -589,11 +589,25 @@ static void test_yield(void) {
     code = done ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
     EXPECT(done, "an SLO launch waited for a best-effort neighbour's cycle");
     EXPECT(code == 0, "SLO probe beside a best-effort cycle: exit %d", code);
+    unlink(r.out);
+    unlink(r.err);
+    /* Asked to yield, an SLO container borrows: another SLO container's cycle goes first even if it began later. */
+    dilu_cycle_page *other = cycle_page(mine, DILU_NEIGHBOUR_SLO "other");
+    now = now_ns();
+    __atomic_store_n(&own->cycle_started_ns, now - 1000000, __ATOMIC_RELEASE);
+    __atomic_store_n(&other->cycle_started_ns, now, __ATOMIC_RELEASE);
+    start(&r, MOUNTED, argv);
+    usleep(300000);
+    early = exited(&r);
+    __atomic_store_n(&other->cycle_started_ns, 0, __ATOMIC_RELEASE);
+    code = early ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
+    EXPECT(!early, "a borrowing SLO launch went ahead of another SLO container's later cycle");
+    EXPECT(code == 0, "borrowing SLO probe: exit %d", code);
     contain_options = NULL;
     unlink(r.out);
     unlink(r.err);
     printf("yield: held while the neighbour's cycle was in flight, not by a stale one nor by its own; own cycle "
-           "published; an earlier peer's cycle first, a lower class's never\n");
+           "published; an earlier best-effort peer's cycle first, any other SLO's for a borrower, a lower class's never\n");
     unlink(r.out);
     unlink(r.err);
 }

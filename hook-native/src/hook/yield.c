@@ -5,14 +5,15 @@
  * the token rates (docs/architecture.md, "Token issuing"). Every booked container on a GPU publishes its launch
  * cycle in flight (its cycle page, read-write); the agent links each page into the GPU's neighbours directory under
  * a name that says its class, SLO or best-effort (dilu_control.h). Where the agent asks for it (the grant's
- * yield_us), a launch waits, before it goes to the driver,
- *   - while a neighbour of a higher class (an SLO one, for a best-effort or an unlisted container) has a cycle in
- *     flight, so that the neighbour's next kernels are not queued behind it; and, beside such a neighbour, while
- *     this container's own earlier work on the kernel's stream still runs, so that at most one of its kernels is
- *     queued ahead of whatever comes next;
- *   - while a neighbour of its own class has a cycle in flight that began before its own: among equals, cycles run
- *     in the order they began (first come, first served), not interleaved kernel by kernel, so the first ends as
- *     if alone and the second no later than interleaved; and two training loops stop meeting in the same phase;
+ * yield_us), a launch waits, before it goes to the driver, while a neighbour's cycle that goes first is in flight:
+ *   - a best-effort container lets every SLO cycle go first (an unlisted, parked one every listed cycle), and,
+ *     beside such a neighbour, also waits while its own earlier work on the kernel's stream still runs, so that at
+ *     most one of its kernels is queued ahead of whatever comes next;
+ *   - among best-effort containers, the cycle that began first goes first (first come, first served), not
+ *     interleaved kernel by kernel: two training loops stop running their GPU phases, and then their gaps, at the
+ *     same time;
+ *   - an SLO container is asked to yield only while it borrows beyond its request, so it lets every other SLO
+ *     cycle go first, and waits for its own stream beside them, as a best-effort one does beside SLO work;
  * at most yield_us in all, and never for a cycle older than that (a page that is never cleared holds nobody).
  */
 #define _GNU_SOURCE
@@ -52,7 +53,7 @@ static pthread_mutex_t neighbours_lock = PTHREAD_MUTEX_INITIALIZER;
 static neighbour neighbours[MAX_NEIGHBOURS];
 static int neighbour_count;
 static int own_class = CLASS_UNLISTED;
-static int higher_listed; /* whether a neighbour of a higher class than this container's is listed */
+static int defers_listed; /* whether a neighbour whose every cycle goes first is listed (the own-stream wait) */
 static uint64_t scanned_ns;
 static int scanned;
 
@@ -151,6 +152,20 @@ void hook_cycle_ended(void) {
 }
 
 /* Maps the neighbours' pages again, under neighbours_lock; the old mappings are dropped first. */
+/* Whether every cycle of neighbour n goes before this container's: a higher class's, and, for a borrowing SLO
+ * container, another SLO one's. */
+static int always_first(const neighbour *n) {
+    return n->class < own_class || (own_class == CLASS_SLO && n->class == CLASS_SLO);
+}
+
+/* Whether neighbour n's cycle, begun at `started`, goes before this container's, begun at `mine`. */
+static int goes_first(const neighbour *n, uint64_t started, uint64_t mine) {
+    if (always_first(n)) {
+        return 1;
+    }
+    return n->class == own_class && (started < mine || (started == mine && n->ino < own_ino));
+}
+
 static int class_of(const char *name) {
     if (strncmp(name, DILU_NEIGHBOUR_SLO, sizeof(DILU_NEIGHBOUR_SLO) - 1) == 0) {
         return CLASS_SLO;
@@ -194,29 +209,22 @@ static void rescan(uint64_t now) {
             neighbours[neighbour_count++] = (neighbour){p, class, ino};
         }
     }
-    higher_listed = 0;
+    defers_listed = 0;
     for (int i = 0; i < neighbour_count; i++) {
-        higher_listed |= neighbours[i].class < own_class;
+        defers_listed |= always_first(&neighbours[i]);
     }
     if (closedir(dir) != 0) {
         hook_log(LOG_WARN, "closing the neighbours directory: %s", strerror(errno));
     }
 }
 
-/* Whether neighbour n's cycle goes before this container's, which began at `mine`. */
-static int goes_first(const neighbour *n, uint64_t started, uint64_t mine) {
-    if (n->class != own_class) {
-        return n->class < own_class;
-    }
-    return started < mine || (started == mine && n->ino < own_ino);
-}
-
 /*
  * Whether a neighbour's cycle that goes first and started less than `bound` ago is in flight now (this container's
- * own cycle began at `mine`), and whether a neighbour of a higher class is listed; reads the directory again when due.
+ * own cycle began at `mine`), and whether a neighbour whose every cycle goes first is listed; reads the directory
+ * again when due.
  */
-static int neighbour_in_flight(uint64_t now, uint64_t bound, uint64_t mine, int *higher) {
-    *higher = 0;
+static int neighbour_in_flight(uint64_t now, uint64_t bound, uint64_t mine, int *defers) {
+    *defers = 0;
     if (pthread_once(&own_once, map_own) != 0) {
         return 0;
     }
@@ -229,7 +237,7 @@ static int neighbour_in_flight(uint64_t now, uint64_t bound, uint64_t mine, int 
         uint64_t started = __atomic_load_n(&neighbours[i].page->cycle_started_ns, __ATOMIC_ACQUIRE);
         busy = started != 0 && started <= now && now - started < bound && goes_first(&neighbours[i], started, mine);
     }
-    *higher = higher_listed;
+    *defers = defers_listed;
     pthread_mutex_unlock(&neighbours_lock);
     return busy;
 }
@@ -251,9 +259,9 @@ void hook_yield(int device, CUstream stream, int per_thread) {
         mine = start;
     }
     struct timespec step = {.tv_sec = 0, .tv_nsec = YIELD_FIRST_STEP_NS};
-    int higher = 0;
-    while (now - start < bound && (neighbour_in_flight(now, bound, mine, &higher) ||
-                                   (higher && query != NULL && query(stream) == CUDA_ERROR_NOT_READY))) {
+    int defers = 0;
+    while (now - start < bound && (neighbour_in_flight(now, bound, mine, &defers) ||
+                                   (defers && query != NULL && query(stream) == CUDA_ERROR_NOT_READY))) {
         nanosleep(&step, NULL);
         step.tv_nsec = step.tv_nsec * 2 < YIELD_MAX_STEP_NS ? step.tv_nsec * 2 : YIELD_MAX_STEP_NS;
         now = hook_now_ns();
