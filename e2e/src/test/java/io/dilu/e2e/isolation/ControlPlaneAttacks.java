@@ -312,7 +312,11 @@ public final class ControlPlaneAttacks implements AutoCloseable {
                 "spec.ephemeralContainers[0](debug)." + add + "SYS_CHROOT|" + EPHEMERAL_SECURITY_CONTEXT,
                 gpuPod("chroot-ephemeral", UnaryOperator.identity(), 10), c -> c.withNewSecurityContext()
                         .withCapabilities(new CapabilitiesBuilder().withAdd("SYS_CHROOT").build()).endSecurityContext()));
-        all.put("chroot-and-ptrace-dropped", this::chrootAndPtraceDropped);
+        all.put("chroot-and-ptrace-dropped", () -> chrootAndPtraceDropped("chroot-and-ptrace-dropped", List.of()));
+        // Issue 45, escape 1: spellings a lenient reader takes for SYS_CHROOT, which containerd turns into "CAP_" plus
+        // their upper case and so drops nothing. The bare name must come back beside them.
+        all.put("chroot-dropped-by-other-spellings", () -> chrootAndPtraceDropped("chroot-dropped-by-other-spellings",
+                List.of("CAP_SYS_CHROOT", "CHROOT", " SYS_CHROOT", "CAP_ALL", "SYS_PTRACE")));
     }
 
     private void hostPath(Map<String, Attack> all, String name, String path, boolean gpu) {
@@ -326,9 +330,13 @@ public final class ControlPlaneAttacks implements AutoCloseable {
      * A GPU pod with a sidecar and an init container comes back with SYS_CHROOT and SYS_PTRACE dropped from each (the
      * runtimes' default set has SYS_CHROOT: a root process would chroot into a tree without /etc/ld.so.preload).
      */
-    private Outcome chrootAndPtraceDropped() {
-        Pod created = client.pods().inNamespace(COVERED).resource(gpuPod("caps-dropped", p -> init(c -> c).apply(sidecar(c -> c)
-                .apply(p)), 10)).create();
+    private Outcome chrootAndPtraceDropped(String name, List<String> asked) {
+        UnaryOperator<ContainerBuilder> asking = c -> asked.isEmpty() ? c : c.withNewSecurityContext()
+                .withCapabilities(new CapabilitiesBuilder().withDrop(asked).build()).endSecurityContext();
+        UnaryOperator<PodBuilder> server = p -> p.editSpec()
+                .withContainers(asking.apply(new ContainerBuilder(p.buildSpec().getContainers().getFirst())).build()).endSpec();
+        Pod created = client.pods().inNamespace(COVERED).resource(gpuPod(name, p -> init(asking).apply(sidecar(asking)
+                .apply(server.apply(p))), 10)).create();
         try {
             List<String> missing = new ArrayList<>();
             List<io.fabric8.kubernetes.api.model.Container> all = new ArrayList<>(created.getSpec().getContainers());
@@ -341,7 +349,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
                     missing.add(c.getName() + " drops " + drop);
                 }
             }
-            return new Outcome("chroot-and-ptrace-dropped", missing.isEmpty() && all.size() == 3, missing.isEmpty()
+            return new Outcome(name, missing.isEmpty() && all.size() == 3, missing.isEmpty()
                     ? "each of " + all.size() + " containers drops SYS_CHROOT and SYS_PTRACE as created" : String.join("; ", missing));
         } finally {
             delete(created);

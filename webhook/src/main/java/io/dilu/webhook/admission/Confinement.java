@@ -160,13 +160,20 @@ final class Confinement {
         return ALIASES.getOrDefault(bare, bare);
     }
 
-    /** Whether the container's securityContext drops {@code capability} (itself, or ALL). */
+    /**
+     * Whether the container's securityContext drops {@code capability} (itself, or ALL) as every runtime reads the
+     * list, not as a lenient reader would: containerd drops {@code "CAP_" + upper case of the name} (and everything
+     * for a name whose upper case is {@code ALL}), CRI-O the same unless the name already starts with {@code CAP_}.
+     * So only the bare name, in any case, with nothing around it, drops the capability on both; {@code CAP_SYS_CHROOT},
+     * {@code CHROOT}, {@code CAP_ALL} or {@code " SYS_CHROOT"} drop nothing on at least one, and do not count here (the
+     * mutating webhook adds the bare name beside them, and validation refuses a list without it).
+     */
     static boolean dropped(SecurityContext sc, String capability) {
         if (sc == null || sc.getCapabilities() == null || sc.getCapabilities().getDrop() == null) {
             return false;
         }
-        return sc.getCapabilities().getDrop().stream().map(Confinement::canonical)
-                .anyMatch(d -> d.equals(capability) || d.equals("ALL"));
+        return sc.getCapabilities().getDrop().stream().filter(d -> d != null)
+                .map(d -> d.toUpperCase(Locale.ROOT)).anyMatch(d -> d.equals(capability) || d.equals("ALL"));
     }
 
     /** A profile of the container's own: its field, or the deprecated annotation the kubelet reads before the pod's. */

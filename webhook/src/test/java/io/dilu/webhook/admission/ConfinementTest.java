@@ -152,6 +152,28 @@ class ConfinementTest {
                         "spec.initContainers[0](init).securityContext.capabilities.drop=unset is not allowed: must be a list "
                                 + "with SYS_CHROOT and SYS_PTRACE (or ALL) in a pod with a Dilu GPU share" + why);
 
+        // Dropped by a spelling a runtime reads as another name (containerd drops "CAP_" + its upper case): it drops
+        // nothing, so it does not count; the mutator adds the bare name beside it, and validation refuses it alone.
+        for (String spelling : new String[] {"CAP_SYS_CHROOT", "CHROOT", "CAP_CHROOT", " SYS_CHROOT", "SYS_CHROOT ", "CAP_ALL",
+                "SYS-CHROOT"}) {
+            Pod asked = Pods.gpuPod(30, 1024).editSpec().editFirstContainer().withNewSecurityContext().withNewCapabilities()
+                    .withDrop(spelling, "SYS_PTRACE").endCapabilities().endSecurityContext().endContainer().endSpec().build();
+            assertThat(PodValidator.validate(asked, PodValidatorTest.FACTS, Pods.POLICY, ToolkitEnv.ConfigMaps.NONE))
+                    .as(spelling).extracting(FieldError::message).anySatisfy(m -> assertThat(m).startsWith(
+                            "spec.containers[0](server).securityContext.capabilities.drop=[" + spelling + ", SYS_PTRACE] is "
+                                    + "not allowed: must be a list with SYS_CHROOT and SYS_PTRACE (or ALL)"));
+            Pod fixed = Pods.mutated(asked, false);
+            assertThat(fixed.getSpec().getContainers().getFirst().getSecurityContext().getCapabilities().getDrop())
+                    .as(spelling).contains(spelling, "SYS_CHROOT", "SYS_PTRACE");
+        }
+        // The bare name in any case, and ALL in any case, drop it on every runtime: nothing is added.
+        for (String spelling : new String[] {"SYS_CHROOT", "sys_chroot", "Sys_Chroot", "ALL", "all"}) {
+            Pod asked = Pods.gpuPod(30, 1024).editSpec().editFirstContainer().withNewSecurityContext().withNewCapabilities()
+                    .withDrop(spelling, "SYS_PTRACE").endCapabilities().endSecurityContext().endContainer().endSpec().build();
+            assertThat(Pods.mutated(asked, false).getSpec().getContainers().getFirst().getSecurityContext()
+                    .getCapabilities().getDrop()).as(spelling).containsExactly(spelling, "SYS_PTRACE");
+        }
+
         // Added back, by any spelling, in any container: refused (the mutator leaves them for this refusal).
         for (String cap : new String[] {"SYS_CHROOT", "CAP_SYS_CHROOT", "sys_chroot", "CHROOT", "ALL", "SYS_PTRACE", "ptrace"}) {
             assertThat(errors(withSidecar(c -> c.withNewSecurityContext().withNewCapabilities().withAdd(cap).endCapabilities()
