@@ -361,7 +361,13 @@ static void test_memory_across_processes(child c) {
     EXPECT(cuMemAlloc_v2(&p, 20000ull << 20) == CUDA_ERROR_OUT_OF_MEMORY, "past the device: not OUT_OF_MEMORY");
     kill(c.pid, SIGKILL);
     waitpid(c.pid, NULL, 0);
-    /* A dead process's memory comes back when the next process attaches; this one frees its own. */
+    /* A dead process's memory is free once it is dead, as on a GPU: without another process attaching, the free
+     * memory shows it and an allocation that needs it succeeds. */
+    CHECK(cuMemGetInfo_v2(&free_now, &total));
+    EXPECT(free_now == free_before, "a killed process's 30000 MiB: free %zu after it died, %zu before it allocated",
+           free_now, free_before);
+    EXPECT(cuMemAlloc_v2(&p, 20000ull << 20) == CUDA_SUCCESS, "the dead process's memory was not given back");
+    CHECK(cuMemFree_v2(p));
     EXPECT(cuMemAlloc_v2(&p, 1ull << 20) == CUDA_SUCCESS, "a small allocation fails");
     CHECK(cuMemFree_v2(p));
     EXPECT(cuMemFree_v2(p) == CUDA_ERROR_INVALID_VALUE, "a double free is refused");

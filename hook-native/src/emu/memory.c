@@ -165,6 +165,7 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
     if (free_bytes == NULL || total == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
+    emu_reap_dead(); /* what a dead process held is free, as on a GPU */
     emu_device *d = &s->dev[emu_current_device()];
     uint64_t used = atomic_load(&d->memory_used);
     *total = d->memory_total;

@@ -386,11 +386,26 @@ static void witness_change(int device, uint64_t bytes, int grow) {
     pthread_mutex_unlock(&w->lock);
 }
 
+void emu_reap_dead(void) {
+    if (state != NULL) {
+        reap_dead(state);
+    }
+}
+
+static int fits(const emu_shared *s, int device, uint64_t used, uint64_t bytes) {
+    return bytes <= s->dev[device].memory_total && used <= s->dev[device].memory_total - bytes;
+}
+
 int emu_reserve_memory(int device, uint64_t bytes) {
     emu_shared *s = state;
     uint64_t used = atomic_load(&s->dev[device].memory_used);
+    if (!fits(s, device, used, bytes)) {
+        /* A GPU frees a process's memory when the process dies; here, at the latest when someone needs it. */
+        reap_dead(s);
+        used = atomic_load(&s->dev[device].memory_used);
+    }
     do {
-        if (bytes > s->dev[device].memory_total || used > s->dev[device].memory_total - bytes) {
+        if (!fits(s, device, used, bytes)) {
             return 0;
         }
     } while (!atomic_compare_exchange_weak(&s->dev[device].memory_used, &used, used + bytes));

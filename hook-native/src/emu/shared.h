@@ -83,6 +83,8 @@ uint32_t emu_mps_slots(int device);   /* slots an MPS client may use (CUDA_MPS_A
 emu_counters *emu_own_counters(int device);
 void emu_lock_device(emu_device *d);
 void emu_unlock_device(emu_device *d);
+/* Frees what dead processes left behind (their memory, their SM demand): what a GPU does when a process dies. */
+void emu_reap_dead(void);
 int emu_reserve_memory(int device, uint64_t bytes);  /* also grows the process's memory witness (shared.c) */
 void emu_release_memory(int device, uint64_t bytes);
 void emu_count_own_blocks(int device, uint64_t blocks); /* this process's slot: what it ran */
