@@ -87,8 +87,9 @@ typedef struct dilu_report_device {
 } dilu_report_device;
 
 typedef struct dilu_report_process {
-    int32_t pid; /* 0: free */
-    uint32_t reserved;
+    int32_t pid;    /* 0: free */
+    int32_t sharer; /* a process sharing pid's address space (clone with CLONE_VM, vfork) that booked here; 0: none.
+                     * The slot is reclaimed only once both are gone. Was reserved and always 0: the layout is the same */
     uint64_t memory_bytes[DILU_MAX_DEVICES]; /* reclaimed from the container total if the process dies */
 } dilu_report_process;
 

@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
         return probe_launch(argv[2]);
     }
     if (argc >= 4 && strcmp(argv[1], "fork") == 0) {
-        return probe_fork(argv[2], argv[3]);
+        return strcmp(argv[2], "clone-vm") == 0 ? probe_clone_vm(argv[3]) : probe_fork(argv[2], argv[3]);
     }
     if (argc >= 2 && strcmp(argv[1], "legacy") == 0) {
         return probe_legacy();

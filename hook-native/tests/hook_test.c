@@ -1092,6 +1092,43 @@ static void child_keeps_its_memory(const char *how) {
            "%s: 1,000 MiB once the child is gone: %s %s", how, out, err);
 }
 
+/*
+ * A child that shares its parent's address space (clone with CLONE_VM) allocates 900 MiB in the parent's context
+ * and exits; the parent holds its 200 and the child's 900 of a 2,048 MiB share. The child's exit takes nothing off
+ * the books: the next process is refused 1,000 MiB while the parent lives, and gets it once the parent is gone.
+ */
+static void shared_space_keeps_its_memory(void) {
+    const uint64_t mib = 1ull << 20;
+    control_block(1ull << 40, 2048 * mib, 1);
+    start_agent(0);
+    char out[4096], err[4096];
+    char *shares[] = {PROBE, "fork", "clone-vm", "60000", NULL};
+    run r;
+    start(&r, MOUNTED, shares);
+    int parent = -1, child = -1, child_pid = 0;
+    for (int i = 0; i < 2000 && !(slurp(r.out, out, sizeof(out)), sscanf(out, "parent=%d child=%d child_pid=%d",
+                                                                            &parent, &child, &child_pid) == 3);
+         i++) {
+        usleep(5000);
+    }
+    EXPECT(parent == 0 && child == 0 && child_pid > 0, "clone-vm: %s", out);
+    EXPECT(report->device[0].memory_used_bytes == 1100 * mib && slot_bytes(r.pid) == 1100 * mib,
+           "clone-vm: the container books %llu bytes, the parent's slot %llu, after the child left",
+           (unsigned long long)report->device[0].memory_used_bytes, (unsigned long long)slot_bytes(r.pid));
+    char *big[] = {PROBE, "alloc", "1000", "0", NULL};
+    int code = run_and_read(MOUNTED, big, out, sizeof(out), err, sizeof(err));
+    EXPECT(code == 0 && strstr(out, "alloc=2 ") != NULL,
+           "clone-vm: 1,000 MiB while the parent holds 1,100 MiB: %s %s", out, err);
+    EXPECT(kill(r.pid, SIGKILL) == 0, "clone-vm: the parent could not be ended");
+    finish(&r);
+    unlink(r.out);
+    unlink(r.err);
+    code = run_and_read(MOUNTED, big, out, sizeof(out), err, sizeof(err));
+    stop_agent();
+    EXPECT(code == 0 && strstr(out, "alloc=0 ") != NULL, "clone-vm: 1,000 MiB once the parent is gone: %s %s", out,
+           err);
+}
+
 static void test_fork(void) {
     /* The probe's child outlives its parent: made this test's, so that it can be waited for once killed. */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
@@ -1099,6 +1136,7 @@ static void test_fork(void) {
     }
     child_keeps_its_memory("fork");
     child_keeps_its_memory("clone");
+    shared_space_keeps_its_memory();
 }
 
 /* ---- the dynamic loader's routes to the driver (docs/hook.md, "The dynamic loader") ---- */

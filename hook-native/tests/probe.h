@@ -42,6 +42,7 @@ int probe_dlmopen(const char *tenant_lib);
 int probe_elf(void);
 int probe_launch(const char *blocks);
 int probe_fork(const char *how, const char *hold_ms);
+int probe_clone_vm(const char *hold_ms);
 int probe_legacy(void);
 
 #endif
