@@ -38,11 +38,19 @@ public interface WebhookConfig {
     String allowPrivilegedLabel();
 
     /**
-     * Host directories of the node agent (control blocks, the hook, the kubelet's device-plugin and
-     * pod-resources sockets). A hostPath volume at, under or above one of them is refused in every pod of a
-     * covered namespace. {@code /run/dilu} because {@code /var/run} is a link to {@code /run} on most hosts.
+     * Host paths no pod of a covered namespace may mount (a hostPath volume at, under or above one is refused): the
+     * node agent's (control blocks, the hook); the kubelet's (every pod's ServiceAccount token and volumes under
+     * {@code pods}, its PKI, the device-plugin and pod-resources sockets); the container runtimes' (their sockets run
+     * every container of the node, their stores hold every image); the node's credentials in
+     * {@code /etc/kubernetes}; and the host's libraries, the GPU driver's among them (the NVIDIA container toolkit
+     * hands a container the driver itself; a writable mount changes it for every tenant). Each directory under its
+     * names: {@code /run/dilu} beside {@code /var/run/dilu} because {@code /var/run} links to {@code /run} on most
+     * hosts, {@code /lib} beside {@code /usr/lib}.
      */
-    @WithDefault("/var/lib/dilu,/opt/dilu,/var/run/dilu,/run/dilu,/var/lib/kubelet/device-plugins,/var/lib/kubelet/pod-resources")
+    @WithDefault("/var/lib/dilu,/opt/dilu,/var/run/dilu,/run/dilu,/var/lib/kubelet,/etc/kubernetes,"
+            + "/var/run/containerd,/run/containerd,/var/lib/containerd,/var/run/crio,/run/crio,/var/lib/containers,"
+            + "/var/run/docker.sock,/run/docker.sock,/usr/lib,/usr/lib64,/lib,/lib64,/usr/local/nvidia,/run/nvidia,"
+            + "/var/run/nvidia")
     List<String> protectedHostPaths();
 
     /**

@@ -294,6 +294,13 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         hostPath(all, "host-path-proc-cwd", "/proc/1/cwd", true);
         hostPath(all, "host-path-proc-itself", "/proc", true);
         hostPath(all, "host-path-sys-gpu-registers", "/sys/bus/pci/devices", true);
+        // Issue 45: the rest of the node a hostPath reached in a covered namespace (Pod Security's business before).
+        hostPath(all, "host-path-kubelet-pod-tokens", "/var/lib/kubelet/pods", false);
+        hostPath(all, "host-path-kubelet-pki", "/var/lib/kubelet/pki", false);
+        hostPath(all, "host-path-containerd-socket", "/run/containerd/containerd.sock", true);
+        hostPath(all, "host-path-driver-libraries", "/usr/lib/x86_64-linux-gnu", true);
+        hostPath(all, "host-path-dev-stdin", "/dev/stdin", true);
+        hostPath(all, "host-path-dev-core", "/dev/core", false);
         // The API server's own validation refuses '..' in a hostPath before the webhook is asked; either refusal names it.
         hostPath(all, "host-path-back-step-past-a-link", "/var/run/../var/lib/dilu", false);
         String add = "securityContext.capabilities.add[0]=";

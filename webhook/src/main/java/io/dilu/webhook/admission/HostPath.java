@@ -22,9 +22,11 @@ final class HostPath {
      * {@code fd/<n>}, {@code map_files}) is every process's root directory, the node's own among them, so
      * {@code /proc/1/root/var/lib/dilu} is the agent's directory by another name; {@code /sys} holds the GPUs' PCI
      * resources, which a root process maps without a device node the runtime's device rules would stop;
-     * {@code /dev/fd} is a link to {@code /proc/self/fd} on every host.
+     * {@code /dev/fd}, {@code /dev/stdin}, {@code /dev/stdout} and {@code /dev/stderr} are links into
+     * {@code /proc/self/fd} on every host, and {@code /dev/core} into {@code /proc/kcore} where it exists.
      */
-    static final List<String> KERNEL_VIEWS = List.of("/proc", "/sys", "/dev/fd");
+    static final List<String> KERNEL_VIEWS = List.of("/proc", "/sys", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
+            "/dev/core");
 
     private HostPath() {}
 
@@ -41,7 +43,8 @@ final class HostPath {
     static String allowed(List<String> protectedPaths) {
         return "a path neither at nor under " + String.join(", ", KERNEL_VIEWS) + " (the kernel's views of processes and "
                 + "devices: /proc/<pid>/root reaches every file of the node), neither at, under nor above "
-                + String.join(", ", protectedPaths) + " (the Dilu node agent's files), and without '..' (the node resolves "
+                + String.join(", ", protectedPaths) + " (the node agent's, the kubelet's and the container runtime's files, "
+                + "the node's credentials and its libraries), and without '..' (the node resolves "
                 + "it after its own links, which admission cannot see)";
     }
 

@@ -191,10 +191,7 @@ class PodValidatorTest {
         assertThat(errors(plain)).as("not Dilu's business without a share").isEmpty();
     }
 
-    static final String HOST_PATHS = "a path neither at nor under /proc, /sys, /dev/fd (the kernel's views of processes and "
-            + "devices: /proc/<pid>/root reaches every file of the node), neither at, under nor above /var/lib/dilu, /opt/dilu, "
-            + "/var/run/dilu, /run/dilu, /var/lib/kubelet/device-plugins, /var/lib/kubelet/pod-resources (the Dilu node "
-            + "agent's files), and without '..' (the node resolves it after its own links, which admission cannot see)";
+    static final String HOST_PATHS = HostPath.allowed(Pods.POLICY.protectedHostPaths());
 
     static Pod hostPaths(String... paths) {
         PodBuilder pod = new PodBuilder().withNewMetadata().withName("web").endMetadata().withNewSpec()
@@ -216,6 +213,24 @@ class PodValidatorTest {
                 "spec.volumes[5](v5).hostPath.path=/ is not allowed: must be " + HOST_PATHS,
                 "spec.volumes[6](v6).hostPath.path=/opt is not allowed: must be " + HOST_PATHS,
                 "spec.volumes[7](v7).hostPath.path=/opt/dilu/lib/libdilu-hook.so is not allowed: must be " + HOST_PATHS);
+    }
+
+    /**
+     * Issue 45: what else of the node a hostPath reached in a Dilu pod's namespace: every pod's ServiceAccount token,
+     * the kubelet's PKI, the container runtime's socket, the node's libraries (the GPU driver's among them), and the
+     * links into /proc that /dev keeps.
+     */
+    @Test
+    void noPodMayMountTheKubeletsTheRuntimesOrTheNodesLibraries() {
+        List<String> refused = List.of("/var/lib/kubelet/pods", "/var/lib/kubelet/pki", "/var/lib/kubelet",
+                "/run/containerd/containerd.sock", "/var/run/containerd/containerd.sock", "/var/lib/containerd",
+                "/var/run/crio/crio.sock", "/var/run/docker.sock", "/etc/kubernetes/kubelet.conf",
+                "/usr/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/lib64", "/usr/local/nvidia/lib64",
+                "/run/nvidia/driver", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/core", "/usr");
+        Pod pod = hostPaths(refused.toArray(String[]::new));
+        assertThat(errors(pod)).hasSize(refused.size());
+        assertThat(errors(hostPaths("/data/models", "/mnt/cache", "/usr/share/models", "/dev/shm", "/var/lib/kubeletx")))
+                .as("a model cache, shared memory, a neighbour of the kubelet's directory").isEmpty();
     }
 
     /** Issue 36: the agent's directory by another name, through the kernel's view of a process's root. */

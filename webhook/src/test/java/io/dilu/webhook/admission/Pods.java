@@ -19,13 +19,21 @@ final class Pods {
     static final String AUTOSCALER = "system:serviceaccount:dilu-system:dilu-autoscaler";
     static final double ETA_VIOLATION = TokenParameters.DEFAULTS.etaViolation();
     /** WebhookConfig's defaults. */
-    static final AdmissionPolicy POLICY = new AdmissionPolicy(HOOK,
-            List.of("/var/lib/dilu", "/opt/dilu", "/var/run/dilu", "/run/dilu", "/var/lib/kubelet/device-plugins",
-                    "/var/lib/kubelet/pod-resources"),
+    static final AdmissionPolicy POLICY = new AdmissionPolicy(HOOK, shippedProtectedHostPaths(),
             List.of("/opt/dilu/lib", "/var/run/dilu", "/run/dilu", "/etc/ld.so.preload"), Set.of(SCHEDULER, NODE_AGENT),
             Set.of(AUTOSCALER, SCHEDULER), 3 * 1024 * 1024, 256, ETA_VIOLATION);
 
     private Pods() {}
+
+    /** {@code dilu.webhook.protected-host-paths} as shipped: WebhookConfig's default, read where it is written. */
+    private static List<String> shippedProtectedHostPaths() {
+        try {
+            return List.of(io.dilu.webhook.WebhookConfig.class.getMethod("protectedHostPaths")
+                    .getAnnotation(io.smallrye.config.WithDefault.class).value().split(","));
+        } catch (NoSuchMethodException e) {
+            throw new AssertionError(e);
+        }
+    }
 
     static Map<String, Quantity> share(int sm, long memory) {
         return Map.of(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)), DiluNames.GPU_MEMORY, new Quantity(Long.toString(memory)));
