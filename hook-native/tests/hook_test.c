@@ -464,6 +464,24 @@ static int exited(run *r) {
 }
 
 /*
+ * Runs argv while `page` shows a cycle in flight, for at most `ms` or until the probe exits, then ends that cycle;
+ * returns whether the probe had exited by then (it went ahead of the cycle), its exit status in *code.
+ */
+static int went_ahead_of(char *argv[], dilu_cycle_page *page, int ms, int *code) {
+    run r;
+    start(&r, MOUNTED, argv);
+    int done = 0;
+    for (int i = 0; i < ms / 5 && !(done = exited(&r)); i++) {
+        usleep(5000);
+    }
+    __atomic_store_n(&page->cycle_started_ns, 0, __ATOMIC_RELEASE);
+    *code = done ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
+    unlink(r.out);
+    unlink(r.err);
+    return done;
+}
+
+/*
  * Yielding (yield.c): a best-effort container asked to yield does not launch while an SLO neighbour's cycle is in
  * flight, and launches once it ends; a cycle older than the bound (a page never cleared) holds nobody. An SLO
  * container publishes its cycle in its own page while one is in flight (here: waiting for tokens) and clears it.
@@ -481,16 +499,11 @@ static void test_yield(void) {
     const char *const options[] = {"--neighbours", neighbours, NULL};
     contain_options = options;
     char *argv[] = {PROBE, "launch", "10", NULL};
-    run r;
-    start(&r, MOUNTED, argv);
-    usleep(300000);
-    int early = exited(&r);
-    __atomic_store_n(&slo->cycle_started_ns, 0, __ATOMIC_RELEASE);
-    int code = early ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
-    EXPECT(!early, "the best-effort launch went ahead while the SLO neighbour's cycle was in flight");
+    int code;
+    EXPECT(!went_ahead_of(argv, slo, 300, &code),
+           "the best-effort launch went ahead while the SLO neighbour's cycle was in flight");
     EXPECT(code == 0, "yielding probe exit %d", code);
-    unlink(r.out);
-    unlink(r.err);
+    run r;
 
     /* A page that was never cleared: its cycle is older than the bound, and nobody waits for it. */
     grant->device[0].yield_us = 50000;
@@ -552,64 +565,33 @@ static void test_yield(void) {
     grant->device[0].yield_us = 30000000;
     contain_options = own_options;
     __atomic_store_n(&peer->cycle_started_ns, now_ns(), __ATOMIC_RELEASE);
-    start(&r, MOUNTED, argv);
-    usleep(300000);
-    early = exited(&r);
-    __atomic_store_n(&peer->cycle_started_ns, 0, __ATOMIC_RELEASE);
-    code = early ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
-    EXPECT(!early, "a best-effort launch went ahead of a best-effort neighbour's earlier cycle");
+    EXPECT(!went_ahead_of(argv, peer, 300, &code),
+           "a best-effort launch went ahead of a best-effort neighbour's earlier cycle");
     EXPECT(code == 0, "probe after its peer's cycle: exit %d", code);
-    unlink(r.out);
-    unlink(r.err);
     /* Its own cycle began first (the page shows it: the hook keeps a start already there): the peer's waits, not it. */
     uint64_t now = now_ns();
     __atomic_store_n(&own->cycle_started_ns, now - 1000000, __ATOMIC_RELEASE);
     __atomic_store_n(&peer->cycle_started_ns, now, __ATOMIC_RELEASE);
-    start(&r, MOUNTED, argv);
-    int done = 0;
-    for (int i = 0; i < 2000 && !(done = exited(&r)); i++) {
-        usleep(5000);
-    }
-    __atomic_store_n(&peer->cycle_started_ns, 0, __ATOMIC_RELEASE);
-    code = done ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
-    EXPECT(done, "a best-effort launch waited for a peer's cycle begun after its own");
+    EXPECT(went_ahead_of(argv, peer, 10000, &code),
+           "a best-effort launch waited for a peer's cycle begun after its own");
     EXPECT(code == 0, "probe ahead of its peer: exit %d", code);
-    unlink(r.out);
-    unlink(r.err);
     if (rename(as_be, link_path) != 0) {
         die(link_path);
     }
     __atomic_store_n(&peer->cycle_started_ns, now_ns(), __ATOMIC_RELEASE);
-    start(&r, MOUNTED, argv);
-    done = 0;
-    for (int i = 0; i < 2000 && !(done = exited(&r)); i++) {
-        usleep(5000);
-    }
-    __atomic_store_n(&peer->cycle_started_ns, 0, __ATOMIC_RELEASE);
-    code = done ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
-    EXPECT(done, "an SLO launch waited for a best-effort neighbour's cycle");
+    EXPECT(went_ahead_of(argv, peer, 10000, &code), "an SLO launch waited for a best-effort neighbour's cycle");
     EXPECT(code == 0, "SLO probe beside a best-effort cycle: exit %d", code);
-    unlink(r.out);
-    unlink(r.err);
     /* Asked to yield, an SLO container borrows: another SLO container's cycle goes first even if it began later. */
     dilu_cycle_page *other = cycle_page(mine, DILU_NEIGHBOUR_SLO "other");
     now = now_ns();
     __atomic_store_n(&own->cycle_started_ns, now - 1000000, __ATOMIC_RELEASE);
     __atomic_store_n(&other->cycle_started_ns, now, __ATOMIC_RELEASE);
-    start(&r, MOUNTED, argv);
-    usleep(300000);
-    early = exited(&r);
-    __atomic_store_n(&other->cycle_started_ns, 0, __ATOMIC_RELEASE);
-    code = early ? (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128) : finish(&r);
-    EXPECT(!early, "a borrowing SLO launch went ahead of another SLO container's later cycle");
+    EXPECT(!went_ahead_of(argv, other, 300, &code),
+           "a borrowing SLO launch went ahead of another SLO container's later cycle");
     EXPECT(code == 0, "borrowing SLO probe: exit %d", code);
     contain_options = NULL;
-    unlink(r.out);
-    unlink(r.err);
     printf("yield: held while the neighbour's cycle was in flight, not by a stale one nor by its own; own cycle "
            "published; an earlier best-effort peer's cycle first, any other SLO's for a borrower, a lower class's never\n");
-    unlink(r.out);
-    unlink(r.err);
 }
 
 static void test_paced_refill(void) {

@@ -105,6 +105,8 @@ void *hook_own_dlmopen(long lmid, const char *file, int mode);
 /* slots.c: takes a free slot of the report page for the calling process, first reclaiming the slots of dead
  * processes (only what each of them booked). NULL if every slot is held by a live process. */
 dilu_report_process *hook_slot_take(dilu_report_page *r);
+/* Whether no process of that pid exists any more (slots.c). */
+int hook_pid_gone(int32_t pid);
 
 /* process.c: this process's slot in the report page, across fork */
 /* The control block with `self` this process's own slot: after a fork (or a clone that bypassed fork's handlers)

@@ -29,7 +29,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -79,6 +78,7 @@ static void become_own(hook_control *c, pid_t me) {
 /* A page of this address space that no fork copies; NULL where it could not be made (then every child is taken for
  * a forked one, as before). */
 static void *own_space;
+static size_t own_space_size;
 
 static void mark_space(void) {
     long size = sysconf(_SC_PAGESIZE);
@@ -95,12 +95,13 @@ static void mark_space(void) {
         return;
     }
     own_space = m;
+    own_space_size = (size_t)size;
 }
 
 /* Whether this process runs in the address space whose owner is the slot's process (not in a fork's copy). */
 static int same_space(void) {
     unsigned char resident;
-    return own_space != NULL && mincore(own_space, (size_t)sysconf(_SC_PAGESIZE), &resident) == 0;
+    return own_space != NULL && mincore(own_space, own_space_size, &resident) == 0;
 }
 
 /* A sharer of the owner's address space names itself in the owner's slot, unless a live sharer is named there. */
@@ -109,7 +110,7 @@ static void name_sharer(hook_control *c, pid_t me) {
         return;
     }
     int32_t named = __atomic_load_n(&c->self->sharer, __ATOMIC_ACQUIRE);
-    if (named != (int32_t)me && (named <= 0 || (kill(named, 0) != 0 && errno == ESRCH))) {
+    if (named != (int32_t)me && (named <= 0 || hook_pid_gone(named))) {
         __atomic_compare_exchange_n(&c->self->sharer, &named, (int32_t)me, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
     }
 }

@@ -12,7 +12,7 @@
 
 #include "hook.h"
 
-static int gone(int32_t pid) {
+int hook_pid_gone(int32_t pid) {
     return kill(pid, 0) != 0 && errno == ESRCH;
 }
 
@@ -23,7 +23,7 @@ dilu_report_process *hook_slot_take(dilu_report_page *r) {
         _Atomic int32_t *pid = (_Atomic int32_t *)&r->process[i].pid;
         int32_t p = atomic_load(pid);
         int32_t sharer = __atomic_load_n(&r->process[i].sharer, __ATOMIC_ACQUIRE);
-        if (p > 0 && p != me && gone(p) && (sharer <= 0 || (sharer != me && gone(sharer))) &&
+        if (p > 0 && p != me && hook_pid_gone(p) && (sharer <= 0 || (sharer != me && hook_pid_gone(sharer))) &&
             atomic_compare_exchange_strong(pid, &p, -1)) {
             /* The slot holds exactly what that process booked: only that comes off the container's total. */
             for (int d = 0; d < DILU_MAX_DEVICES; d++) {

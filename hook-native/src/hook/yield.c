@@ -151,7 +151,6 @@ void hook_cycle_ended(void) {
     __atomic_store_n(&own->cycle_started_ns, 0, __ATOMIC_RELEASE);
 }
 
-/* Maps the neighbours' pages again, under neighbours_lock; the old mappings are dropped first. */
 /* Whether every cycle of neighbour n goes before this container's: a higher class's, and, for a borrowing SLO
  * container, another SLO one's. */
 static int always_first(const neighbour *n) {
@@ -173,6 +172,7 @@ static int class_of(const char *name) {
     return strncmp(name, DILU_NEIGHBOUR_BE, sizeof(DILU_NEIGHBOUR_BE) - 1) == 0 ? CLASS_BEST_EFFORT : -1;
 }
 
+/* Maps the neighbours' pages again, under neighbours_lock; the old mappings are dropped first. */
 static void rescan(uint64_t now) {
     for (int i = 0; i < neighbour_count; i++) {
         if (munmap((void *)neighbours[i].page, sizeof(dilu_cycle_page)) != 0) {
@@ -254,7 +254,8 @@ void hook_yield(int device, CUstream stream, int per_thread) {
     uint64_t bound = (uint64_t)yield_us * 1000, start = hook_now_ns(), now = start;
     /* hook_admit began this container's cycle, if this launch is its first; only a listed container, which has its
      * page, has neighbours of its own class to order against. */
-    uint64_t mine = pthread_once(&own_once, map_own) == 0 && own != NULL ? __atomic_load_n(&own->cycle_started_ns, __ATOMIC_RELAXED) : 0;
+    uint64_t mine = pthread_once(&own_once, map_own) == 0 && own != NULL
+                        ? __atomic_load_n(&own->cycle_started_ns, __ATOMIC_RELAXED) : 0;
     if (mine == 0) {
         mine = start;
     }

@@ -358,10 +358,10 @@ public final class TokenController {
      * in flight, say) launches at once until they recover.
      */
     private boolean yields(InstanceSample s, Instance inst, int busySlo, int busyBooked) {
-        int busyOthers = busyBooked - (!s.parked() && inst.windowSum > 0 ? 1 : 0);
         if (s.parked()) {
             return busyBooked > 0;
         }
+        int busyOthers = busyBooked - (inst.windowSum > 0 ? 1 : 0);
         if (!s.sloSensitive()) {
             // Its neighbours' cycle pages are theirs to write: one that shows a cycle without end would hold it at every
             // launch. So it yields only while it launched at least half its request over the guarantee window, the same
