@@ -3,6 +3,7 @@ package io.dilu.kube;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.KnativeNames;
 import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -72,10 +73,37 @@ public final class PodShares {
                 : pod.getStatus().getConditions().stream().filter(c -> DiluNames.SERVING_CONDITION.equals(c.getType()));
     }
 
-    /** Finished or being deleted: such a pod holds no GPU share any more. */
+    /**
+     * Holds no GPU share any more: finished, or deleted with nothing left running — never bound, or its containers
+     * all ended. A deleted pod's containers run on for its grace period, which a tenant sets (issue 45: 86,400 s), and
+     * hold their GPU memory and SMs while they do; so a pod being deleted keeps its booking until the kubelet says
+     * they ended or the pod is gone.
+     */
     public static boolean terminal(Pod pod) {
         String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
-        return pod.getMetadata().getDeletionTimestamp() != null || "Succeeded".equals(phase) || "Failed".equals(phase);
+        if ("Succeeded".equals(phase) || "Failed".equals(phase)) {
+            return true;
+        }
+        if (pod.getMetadata().getDeletionTimestamp() == null) {
+            return false;
+        }
+        String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
+        return node == null || node.isBlank() || containersEnded(pod);
+    }
+
+    /** Every container and init container the pod declares has a status, and each is terminated. */
+    private static boolean containersEnded(Pod pod) {
+        var spec = pod.getSpec();
+        var status = pod.getStatus();
+        if (status == null) {
+            return false;
+        }
+        int declared = spec.getContainers().size() + (spec.getInitContainers() == null ? 0 : spec.getInitContainers().size());
+        List<ContainerStatus> seen = new ArrayList<>();
+        Optional.ofNullable(status.getContainerStatuses()).ifPresent(seen::addAll);
+        Optional.ofNullable(status.getInitContainerStatuses()).ifPresent(seen::addAll);
+        return seen.size() == declared && seen.stream().allMatch(c -> c.getState() != null
+                && c.getState().getTerminated() != null && c.getState().getRunning() == null);
     }
 
     /** {@code dilu.io/function}, else the Knative/KServe/app label, else the pod's name. */

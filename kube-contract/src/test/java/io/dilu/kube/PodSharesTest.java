@@ -37,6 +37,32 @@ class PodSharesTest {
     }
 
     @Test
+    void aDeletedPodHoldsItsShareUntilItsContainersEnded() {
+        // Issue 45, escape 2: a deleted pod's containers run on for a grace period the tenant sets.
+        Pod running = pod().editMetadata().withDeletionTimestamp("2026-12-02T10:00:00Z").withDeletionGracePeriodSeconds(86_400L)
+                .endMetadata().editSpec().withNodeName("n1").addNewContainer().withName("c").endContainer()
+                .addNewInitContainer().withName("init").endInitContainer().endSpec()
+                .withNewStatus().withPhase("Running")
+                .addNewInitContainerStatus().withName("init").withNewState().withNewTerminated().withExitCode(0)
+                        .endTerminated().endState().endInitContainerStatus()
+                .addNewContainerStatus().withName("c").withNewState().withNewRunning().endRunning().endState()
+                        .endContainerStatus().endStatus().build();
+        assertThat(PodShares.terminal(running)).as("being deleted, its container running").isFalse();
+        Pod ended = new PodBuilder(running).editStatus().editFirstContainerStatus().withNewState().withNewTerminated()
+                .withExitCode(137).endTerminated().endState().endContainerStatus().endStatus().build();
+        assertThat(PodShares.terminal(ended)).as("every container terminated").isTrue();
+        Pod unknown = new PodBuilder(running).editStatus().withContainerStatuses(List.of()).endStatus().build();
+        assertThat(PodShares.terminal(unknown)).as("no word from the kubelet on its container").isFalse();
+        Pod unbound = new PodBuilder(running).editSpec().withNodeName(null).endSpec().build();
+        assertThat(PodShares.terminal(unbound)).as("never bound: nothing runs").isTrue();
+        Pod failed = new PodBuilder(running).editMetadata().withDeletionTimestamp(null).endMetadata().editStatus()
+                .withPhase("Failed").endStatus().build();
+        assertThat(PodShares.terminal(failed)).isTrue();
+        assertThat(PodShares.terminal(new PodBuilder(running).editMetadata().withDeletionTimestamp(null).endMetadata().build()))
+                .isFalse();
+    }
+
+    @Test
     void readsParkingFromTheAnnotationsAndTheServingGateFromTheSpec() {
         Pod parked = pod().editMetadata().withAnnotations(Map.of(DiluNames.PARKED, "2026-11-28T10:00:00Z")).endMetadata()
                 .editSpec().addNewReadinessGate(DiluNames.SERVING_CONDITION).addNewContainer().withName("c").withNewResources()

@@ -33,7 +33,13 @@ import java.util.Optional;
  *       {@link Bounds#busySlack} → {@link SmExcess}: time is what a kernel takes from its neighbours on a GPU that
  *       time-slices, and what kernels the hook never saw (launched around it, or by other kernels on the GPU: dynamic
  *       parallelism) show as. Fail closed: a container whose kernels leave most SMs idle, or whose thread blocks
- *       outlast the block time a token stands for, is held to its limit in time as well.</li>
+ *       outlast the block time a token stands for, is held to its limit in time as well. But a GPU runs one context
+ *       at a time, and NVML counts a process busy while its kernels wait out a neighbour's time slice (233% over
+ *       three busy processes in the H100's recording): when the processes of every container with a share of the
+ *       GPU were busy together more than the window, each container is judged by its part of that total
+ *       ({@link SmExcess#overlap}), so that the tenant who waited is not charged with its neighbour's time. And of
+ *       several containers of one GPU at fault in time, only the one furthest beyond its bound is named to end: what
+ *       the others read beyond theirs may be its time ({@link SmExcess#behind}).</li>
  *   <li><b>Unknown process.</b> A process on a GPU that belongs to no container with a share of that GPU, seen for
  *       {@link Bounds#unknownGrace} → {@link UnknownProcess}.</li>
  * </ul>
@@ -170,15 +176,22 @@ public final class ShareBackstop {
     }
 
     /**
-     * @param share what the container used over the window ({@link #measure})
+     * @param share what the container used over the window ({@link #measure}), its part of the GPU's time where the
+     *     GPU's processes overlapped
+     * @param overlap with {@link Measure#TIME_SHARE}, what the processes of every container with a share of the GPU
+     *     were busy together over the window, as a share of it, when above 1 (the readings overlap: {@link #share} is
+     *     the container's own ÷ this); 1 otherwise
      * @param bound what it was allowed before it is at fault
      * @param launchesSeen what its hook reported launching over the window (negative: not known)
      * @param processes each of its processes over the window, the largest first, those ended since included
      * @param toEnd the processes still running whose end brings the container within the bound, once those ended
-     *     since have left the window
+     *     since have left the window; none while {@link #behind} is not empty
+     * @param behind with {@link Measure#TIME_SHARE}, the container of the same GPU further beyond its bound, judged
+     *     first: until it is within its own, this one's reading may be its time
      */
-    public record SmExcess(String owner, String gpu, Measure measure, double share, double smLimit, double bound,
-            long launchesSeen, Duration window, List<ProcessUse> processes, List<ProcessKey> toEnd) implements Fault {
+    public record SmExcess(String owner, String gpu, Measure measure, double share, double overlap, double smLimit,
+            double bound, long launchesSeen, Duration window, List<ProcessUse> processes, List<ProcessKey> toEnd,
+            Optional<String> behind) implements Fault {
         @Override
         public String key() {
             return "sm/" + owner + "/" + gpu;
@@ -220,12 +233,33 @@ public final class ShareBackstop {
             }
         }
         boolean wholeWindow = !readingSince.isAfter(now.minus(bounds.smWindow()));
+        Map<String, Double> overlap = new LinkedHashMap<>();
+        if (measure == Measure.TIME_SHARE) {
+            // Only processes with a share of the GPU: one without (reported, never ended) must not shield the rest.
+            perGrant.values().forEach(os -> os.forEach(o -> overlap.merge(o.process().gpu(), used(bounds, o, now),
+                    Double::sum)));
+        }
+        Map<String, SmExcess> furthest = new LinkedHashMap<>();
+        List<SmExcess> inTime = new ArrayList<>();
         perGrant.forEach((grant, observed) -> {
             memory(bounds, grant, observed).ifPresent(faults::add);
             if (wholeWindow) {
-                sm(bounds, measure, grant, observed, now).ifPresent(faults::add);
+                sm(bounds, measure, Math.max(1, overlap.getOrDefault(grant.gpu(), 0.0)), grant, observed, now)
+                        .ifPresent(f -> {
+                            if (measure == Measure.TIME_SHARE) {
+                                inTime.add(f);
+                                furthest.merge(f.gpu(), f, (a, b) -> b.share() / b.bound() > a.share() / a.bound() ? b : a);
+                            } else {
+                                faults.add(f);
+                            }
+                        });
             }
         });
+        for (SmExcess f : inTime) {
+            SmExcess first = furthest.get(f.gpu());
+            faults.add(first == f ? f : new SmExcess(f.owner(), f.gpu(), f.measure(), f.share(), f.overlap(), f.smLimit(),
+                    f.bound(), f.launchesSeen(), f.window(), f.processes(), List.of(), Optional.of(first.owner())));
+        }
         return faults;
     }
 
@@ -252,23 +286,29 @@ public final class ShareBackstop {
         return Optional.of(new MemoryExcess(grant.owner(), grant.gpu(), held, grant.memoryBytes(), bound, uses, toEnd));
     }
 
-    private static Optional<Fault> sm(Bounds bounds, Measure measure, Grant grant, List<Observation> observed,
-            Instant now) {
+    /** What a process used over the SM window, as a share of it. */
+    private static double used(Bounds bounds, Observation o, Instant now) {
         Instant from = now.minus(bounds.smWindow());
-        double window = seconds(bounds.smWindow());
+        double used = 0;
+        for (Sample s : o.samples()) {
+            if (s.at().isAfter(from) && !s.at().isAfter(now) && Double.isFinite(s.share()) && s.share() > 0) {
+                used += s.share() * seconds(s.interval());
+            }
+        }
+        return used / seconds(bounds.smWindow());
+    }
+
+    /** @param overlap what the container's use is divided by: the GPU's processes' use together, when above 1 */
+    private static Optional<SmExcess> sm(Bounds bounds, Measure measure, double overlap, Grant grant,
+            List<Observation> observed, Instant now) {
         List<ProcessUse> uses = new ArrayList<>();
         Map<ProcessKey, Boolean> present = new LinkedHashMap<>();
         double total = 0;
         for (Observation o : observed) {
-            double used = 0;
-            for (Sample s : o.samples()) {
-                if (s.at().isAfter(from) && !s.at().isAfter(now) && Double.isFinite(s.share()) && s.share() > 0) {
-                    used += s.share() * seconds(s.interval());
-                }
-            }
-            uses.add(new ProcessUse(o.process(), Math.max(0, o.memoryBytes()), used / window));
+            double used = used(bounds, o, now) / overlap;
+            uses.add(new ProcessUse(o.process(), Math.max(0, o.memoryBytes()), used));
             present.put(o.process(), o.present());
-            total += used / window;
+            total += used;
         }
         uses.sort(Comparator.comparingDouble(ProcessUse::share).reversed().thenComparingLong(u -> u.process().pid()));
         double limit = grant.smLimit() * (1 + bounds.smMargin());
@@ -288,8 +328,8 @@ public final class ShareBackstop {
                 remaining -= u.share();
             }
         }
-        return Optional.of(new SmExcess(grant.owner(), grant.gpu(), measure, total, grant.smLimit(), bound,
-                grant.launchesSeen(), bounds.smWindow(), uses, toEnd));
+        return Optional.of(new SmExcess(grant.owner(), grant.gpu(), measure, total, overlap, grant.smLimit(), bound,
+                grant.launchesSeen(), bounds.smWindow(), uses, toEnd, Optional.empty()));
     }
 
     private static double seconds(Duration d) {

@@ -15,8 +15,11 @@ import java.util.stream.Collectors;
  *
  * <ul>
  *   <li>When a placement needs their memory ({@link #victims}): a parked instance is the first thing to give up for a
- *       new one — it costs a wake, a new one a whole placement — but only as many as the placement needs, least
- *       recently parked first, on one GPU.
+ *       new one — it costs a wake, a new one a whole placement — but only as many as the placement needs, on one GPU:
+ *       the asking tenant's own first, then other tenants', least recently parked first within each. Parked memory is
+ *       a cache, but another tenant's cache: of it a placement takes no more than it asks for itself, so that a pod
+ *       created and deleted again (which costs its tenant nothing) cannot empty a neighbour's cache many times its
+ *       size (issue 45: a 20,000 MiB pod evicted two of another namespace's parked pods).
  *   <li>When they alone hold a GPU ({@link #alone}): parking keeps a model warm for the price of its memory only while
  *       the GPU is in use anyway; a GPU that nothing but parked models holds is a whole GPU kept for them, and goes
  *       back — unless one of them is its revision's last instance kept in the request path (its revision may not
@@ -30,51 +33,71 @@ public final class ParkedEviction {
     private ParkedEviction() {}
 
     /**
-     * A parked instance: where its memory is booked, how much, since when it has been parked, and whether it is its
-     * revision's last instance, kept in the request path because the revision may not reach zero
-     * ({@code RevisionScaler.Decision#lastKept}).
+     * A parked instance: its tenant (the namespace, in the cluster), where its memory is booked, how much, since when
+     * it has been parked, and whether it is its revision's last instance, kept in the request path because the
+     * revision may not reach zero ({@code RevisionScaler.Decision#lastKept}).
      */
-    public record Parked(String id, String gpuUuid, long memoryMib, Instant parkedAt, boolean kept) {
+    public record Parked(String id, String tenant, String gpuUuid, long memoryMib, Instant parkedAt, boolean kept) {
 
         /** Not kept. */
-        public Parked(String id, String gpuUuid, long memoryMib, Instant parkedAt) {
-            this(id, gpuUuid, memoryMib, parkedAt, false);
+        public Parked(String id, String tenant, String gpuUuid, long memoryMib, Instant parkedAt) {
+            this(id, tenant, gpuUuid, memoryMib, parkedAt, false);
         }
     }
 
     /**
-     * The fewest parked instances of one GPU, least recently parked first, whose memory makes {@code memoryMib} free
-     * there; of several GPUs that would do, the one whose victims were parked longest ago. Empty when no GPU frees
-     * enough by its parked instances alone.
+     * The parked instances of one GPU whose memory makes {@code memoryMib} free there: {@code tenant}'s own first, then
+     * other tenants' while their memory together stays within {@code memoryMib}, least recently parked first within
+     * each. Of several GPUs that would do, the one taking the least of other tenants' memory, then the fewest, then the
+     * one whose victims were parked longest ago. Empty when no GPU frees enough that way.
      */
-    public static List<Parked> victims(ClusterState state, long memoryMib, List<Parked> parked) {
+    public static List<Parked> victims(ClusterState state, String tenant, long memoryMib, List<Parked> parked) {
         Map<String, List<Parked>> byGpu = parked.stream().collect(Collectors.groupingBy(Parked::gpuUuid));
+        Comparator<Parked> order = Comparator.comparing((Parked p) -> !p.tenant().equals(tenant))
+                .thenComparing(Parked::parkedAt);
         Optional<List<Parked>> best = Optional.empty();
         for (Map.Entry<String, List<Parked>> gpu : byGpu.entrySet()) {
             ClusterState.GpuUsage usage = state.usage(gpu.getKey());
             long free = usage.capacityMib() - usage.memoryMib();
-            List<Parked> lru = gpu.getValue().stream().sorted(Comparator.comparing(Parked::parkedAt)).toList();
             List<Parked> chosen = new ArrayList<>();
-            for (Parked p : lru) {
+            long others = 0;
+            for (Parked p : gpu.getValue().stream().sorted(order).toList()) {
                 if (free >= memoryMib) {
                     break;
                 }
+                boolean foreign = !p.tenant().equals(tenant);
+                if (foreign && others + p.memoryMib() > memoryMib) {
+                    continue;
+                }
                 chosen.add(p);
                 free += p.memoryMib();
+                others += foreign ? p.memoryMib() : 0;
             }
-            if (free >= memoryMib && !chosen.isEmpty() && best.map(b -> better(chosen, b)).orElse(true)) {
+            if (free >= memoryMib && !chosen.isEmpty() && best.map(b -> better(tenant, chosen, b)).orElse(true)) {
                 best = Optional.of(List.copyOf(chosen));
             }
         }
         return best.orElse(List.of());
     }
 
-    /** Fewer victims first; among as many, the set whose most recently parked one was parked earlier. */
-    private static boolean better(List<Parked> a, List<Parked> b) {
+    /** Less of other tenants' memory first; then fewer victims; then the set whose latest parked was parked earlier. */
+    private static boolean better(String tenant, List<Parked> a, List<Parked> b) {
+        long foreignA = foreignMib(tenant, a), foreignB = foreignMib(tenant, b);
+        if (foreignA != foreignB) {
+            return foreignA < foreignB;
+        }
         if (a.size() != b.size()) {
             return a.size() < b.size();
         }
-        return a.getLast().parkedAt().isBefore(b.getLast().parkedAt());
+        return latest(a).isBefore(latest(b));
+    }
+
+    private static long foreignMib(String tenant, List<Parked> victims) {
+        return victims.stream().filter(p -> !p.tenant().equals(tenant)).mapToLong(Parked::memoryMib).sum();
+    }
+
+    private static Instant latest(List<Parked> victims) {
+        return victims.stream().map(Parked::parkedAt).max(Comparator.naturalOrder()).orElseThrow();
     }
 
     /**

@@ -181,6 +181,68 @@ class ShareBackstopTest {
     }
 
     @Test
+    void overlappingTimeSharesAreJudgedAsEachContainersPartOfTheGpusTime() {
+        // Issue 45, harm 6: without MPS the GPU time-slices, and NVML counts a process busy while its kernels wait out
+        // a neighbour's slice. A 25% container read 52.6% beside a neighbour read 80%: 132.6% together, so its part
+        // is 39.7%, within 41.25%. The neighbour's part, 60.3%, is within its 60% limit's bound, beyond a 10% one's.
+        Grant honest = new Grant("ns/honest/c", GPU, 1024 * MIB, 0.25, 60_000);
+        Observation waited = process(1, "ns/honest/c", 0, 0.526, 30);
+        for (double neighbourLimit : new double[] {0.60, 0.10}) {
+            Grant noisy = new Grant("ns/noisy/c", GPU, 1024 * MIB, neighbourLimit, 0);
+            List<Fault> faults = judge(Measure.TIME_SHARE, List.of(honest, noisy), waited,
+                    process(2, "ns/noisy/c", 0, 0.80, 30));
+            assertThat(faults).noneMatch(f -> f.key().contains("/honest/"));
+            if (neighbourLimit < 0.25) {
+                assertThat(faults).singleElement().isInstanceOfSatisfying(SmExcess.class, s -> {
+                    assertThat(s.overlap()).isCloseTo(1.326, org.assertj.core.data.Offset.offset(1e-9));
+                    assertThat(s.share()).isCloseTo(0.80 / 1.326, org.assertj.core.data.Offset.offset(1e-9));
+                    assertThat(s.toEnd()).containsExactly(pid(2));
+                });
+            } else {
+                assertThat(faults).isEmpty();
+            }
+        }
+        // Alone on the GPU the same reading is the container's own, and at fault.
+        assertThat(judge(Measure.TIME_SHARE, List.of(honest), waited)).singleElement()
+                .isInstanceOfSatisfying(SmExcess.class, s -> assertThat(s.overlap()).isEqualTo(1.0));
+        // A process with no share of the GPU is reported, and shields nobody: it is not in the total.
+        assertThat(judge(Measure.TIME_SHARE, List.of(honest), waited, process(3, null, 0, 0.9, 30)))
+                .anySatisfy(f -> assertThat(f).isInstanceOf(SmExcess.class));
+        // Two busy containers, both far beyond 10% limits, cannot shield each other: half of 200% each, both at fault.
+        Grant a = new Grant("ns/a/c", GPU, 0, 0.10, 0);
+        Grant b = new Grant("ns/b/c", GPU, 0, 0.10, 0);
+        assertThat(judge(Measure.TIME_SHARE, List.of(a, b), process(4, "ns/a/c", 0, 1.0, 30),
+                process(5, "ns/b/c", 0, 1.0, 30))).hasSize(2).allSatisfy(f -> assertThat(f)
+                        .isInstanceOfSatisfying(SmExcess.class, s -> assertThat(s.share()).isCloseTo(0.5,
+                                org.assertj.core.data.Offset.offset(1e-9))));
+    }
+
+    @Test
+    void ofContainersAtFaultInTimeOnOneGpuTheFurthestBeyondItsBoundIsEndedFirst() {
+        // 0.526 beside 0.70: 1.226 together. The 25% container's part (42.9%) is just beyond its 41.25%; the 10% one's
+        // (57.1%) is 2.5× its 22.5%: only that one is named to end; the other waits behind it, still reported.
+        Grant honest = new Grant("ns/honest/c", GPU, 0, 0.25, 60_000);
+        Grant noisy = new Grant("ns/noisy/c", GPU, 0, 0.10, 0);
+        List<Fault> faults = judge(Measure.TIME_SHARE, List.of(honest, noisy), process(1, "ns/honest/c", 0, 0.526, 30),
+                process(2, "ns/noisy/c", 0, 0.70, 30));
+        assertThat(faults).hasSize(2).allSatisfy(f -> assertThat(f).isInstanceOf(SmExcess.class));
+        assertThat(faults).filteredOn(f -> f.key().contains("/noisy/")).singleElement()
+                .isInstanceOfSatisfying(SmExcess.class, s -> {
+                    assertThat(s.toEnd()).containsExactly(pid(2));
+                    assertThat(s.behind()).isEmpty();
+                });
+        assertThat(faults).filteredOn(f -> f.key().contains("/honest/")).singleElement()
+                .isInstanceOfSatisfying(SmExcess.class, s -> {
+                    assertThat(s.toEnd()).isEmpty();
+                    assertThat(s.behind()).contains("ns/noisy/c");
+                });
+        // Blocks, the grant's own unit, do not overlap: each container is judged by its own, whatever its neighbours.
+        assertThat(judge(Measure.SM_SHARE, List.of(honest, noisy), process(1, "ns/honest/c", 0, 0.35, 30),
+                process(2, "ns/noisy/c", 0, 0.70, 30))).hasSize(2).allSatisfy(f -> assertThat(f)
+                        .isInstanceOfSatisfying(SmExcess.class, s -> assertThat(s.toEnd()).isNotEmpty()));
+    }
+
+    @Test
     void whatEndedIsNotEndedAgainNorMadeUpForByItsNeighbours() {
         Grant tenth = new Grant("ns/pod/c", GPU, 1024 * MIB, 0.10, 1);
         Observation ended = new Observation(pid(5), Optional.of("ns/pod/c"), false, T0,

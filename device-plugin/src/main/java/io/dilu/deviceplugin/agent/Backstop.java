@@ -332,12 +332,16 @@ final class Backstop {
                 ? String.format(Locale.ROOT, "ran %.0f%% of %s's thread blocks over %ds (%s), beyond its SM limit of "
                         + "%.0f%% (at fault above %.0f%%)", 100 * s.share(), s.gpu(), s.window().toSeconds(), processes,
                         100 * s.smLimit(), 100 * s.bound())
-                : String.format(Locale.ROOT, "kept %s busy %.0f%% of %ds as NVML reports it (%s), beyond its SM limit "
+                : String.format(Locale.ROOT, "kept %s busy %.0f%% of %ds as NVML reports it (%s%s), beyond its SM limit "
                         + "of %.0f%% (at fault above %.0f%% of the time)", s.gpu(), 100 * s.share(),
-                        s.window().toSeconds(), processes, 100 * s.smLimit(), 100 * s.bound());
+                        s.window().toSeconds(), processes, s.overlap() > 1 ? String.format(Locale.ROOT,
+                                "; its part of the GPU's time, the GPU's containers read busy %.0f%% together",
+                                100 * s.overlap()) : "", 100 * s.smLimit(), 100 * s.bound());
+        String waits = s.behind().map(b -> "; not ended while " + b + " on the same GPU is further beyond its bound")
+                .orElse("");
         String action = ended.isEmpty() ? "" : "; ended " + String.join(", ", ended) + " (SIGKILL) after " + inARow
                 + " rounds at fault";
-        return what + seen + action;
+        return what + seen + waits + action;
     }
 
     private static String unknown(UnknownProcess u) {

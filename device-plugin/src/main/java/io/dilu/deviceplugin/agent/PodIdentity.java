@@ -115,7 +115,9 @@ public final class PodIdentity implements NodePods, AutoCloseable {
 
             @Override
             public void onDelete(Pod pod, boolean unknownFinalState) {
-                parking.accept(new ContainerRef.PodKey(pod.getMetadata().getNamespace(), pod.getMetadata().getName()), false);
+                // As it was last seen: a parked pod deleted at once (grace 0) may still run on this node until the
+                // kubelet ends it, and must not get its guarantee back meanwhile (issue 45: 7 ms after the deletion).
+                tell(pod, parking);
             }
         });
     }

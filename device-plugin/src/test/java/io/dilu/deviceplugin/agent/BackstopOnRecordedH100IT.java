@@ -43,6 +43,8 @@ class BackstopOnRecordedH100IT {
     private final List<Fault> faults = new ArrayList<>();
     private TestingBackstop node;
     private RecordedNvml nvml;
+    /** The tenant within its share, of {@link #recordedScene}. */
+    private TestingBackstop.Container honest;
 
     private TestingBackstop node() throws IOException {
         nvml = RecordedNvml.load(clock);
@@ -202,6 +204,67 @@ class BackstopOnRecordedH100IT {
                 .contains("ended pid " + attacker.pid(), "after " + ROUNDS_TO_END + " rounds at fault"));
         assertThat(node.counter("dilu_container_share_violations_total", "kind", "sm")).isEqualTo(1);
         assertThat(killed()).isEqualTo(1);
+    }
+
+    /**
+     * The recording's own scene (issue 45, harm 6): three busy processes time-slicing the H100, as NVML answered for
+     * them. The tenant under test runs the quarter-time kernels (2 ms of every 8: 25% of the GPU's time alone) on a 25%
+     * grant, its hook charging its 528-block kernels (66,000 blocks a second); NVML reads it about 53% busy, beyond
+     * 41.25%, because it waited out its neighbours' slices. Beside it the narrow and the wide kernels, back to back.
+     *
+     * @param wideLimit the SM limit of the container running the wide kernels
+     */
+    private List<Process> recordedScene(int wideLimit) throws IOException {
+        node();
+        honest = node.pod("tenant", "honest", 1, 25, 1024, "c0").getFirst();
+        TestingBackstop.Container narrow = node.pod("other", "narrow", 1, 40, 1024, "c0").getFirst();
+        TestingBackstop.Container wide = node.pod("other", "wide", 1, wideLimit, 1024, "c0").getFirst();
+        return List.of(process(honest, Role.WIDE_KERNELS_QUARTER_TIME), process(narrow, Role.NARROW_KERNELS),
+                process(wide, Role.WIDE_KERNELS));
+    }
+
+    private void honestHookCounts(int round) {
+        try {
+            node.hookLaunched(honest, round * 66_000L);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @Test
+    void aTenantWithinItsShareOutlastsSixtyRoundsBesideBusyNeighbours() throws Exception {
+        List<Process> scene = recordedScene(40);
+
+        int[] round = {0};
+        roundsUntil(60, () -> honestHookCounts(++round[0]), () -> false);
+
+        assertThat(round[0]).isEqualTo(60);
+        assertThat(scene).as("no process ended").allSatisfy(p -> assertThat(p.isAlive()).isTrue());
+        assertThat(killed()).isZero();
+        assertThat(faults).as("each container judged by its part of the GPU's time").isEmpty();
+    }
+
+    @Test
+    void aNeighbourBeyondItsOwnGrantIsStillEndedAndTheTenantWithinItsShareIsNot() throws Exception {
+        List<Process> scene = recordedScene(10);
+        Process within = scene.get(0), wide = scene.get(2);
+
+        int[] round = {0};
+        int endedAt = roundsUntil(40, () -> honestHookCounts(++round[0]), () -> killed() >= 1);
+
+        assertThat(endedAt).as("the wide kernels on a 10% grant are ended within 40 s").isPositive();
+        assertThat(ended(wide)).isTrue();
+        assertThat(within.isAlive()).isTrue();
+        assertThat(killed()).isEqualTo(1);
+        assertThat(faults).filteredOn(ShareBackstop.SmExcess.class::isInstance).map(ShareBackstop.SmExcess.class::cast)
+                .allSatisfy(f -> {
+                    assertThat(f.owner()).isEqualTo("other/wide/c0");
+                    assertThat(f.overlap()).as("three busy processes read busy together beyond the window")
+                            .isGreaterThan(1.5);
+                    assertThat(f.share()).isGreaterThan(f.bound());
+                });
+        assertThat(events("wide")).first().satisfies(e -> assertThat(e.getMessage())
+                .contains("its part of the GPU's time", "beyond its SM limit of 10%"));
     }
 
     @Test

@@ -133,6 +133,11 @@ public final class NodeAttacks {
         all.put("backstop-memory-multiplied-over-processes", this::memoryMultipliedOverProcesses);
         all.put("backstop-compute-masked-by-hooked-launch", this::computeMaskedByHookedLaunch);
         all.put("backstop-dynamic-parallelism", this::dynamicParallelism);
+        // Issue 45, harm 6: NVML's time shares overlap on a GPU that time-slices; the tenant who waited is not ended.
+        all.put("backstop-honest-tenant-beside-busy-neighbours", () -> recordedScene(
+                "backstop-honest-tenant-beside-busy-neighbours", 40, false));
+        all.put("backstop-noisy-neighbour-beside-honest-tenant", () -> recordedScene(
+                "backstop-noisy-neighbour-beside-honest-tenant", 10, true));
         return all;
     }
 
@@ -932,6 +937,57 @@ public final class NodeAttacks {
                     ended ? "ended (SIGKILL)" : "NOT ended", at,
                     neighbour ? (neighbourLeft ? "; the 60% neighbour, as busy, left" : "; the neighbour was HIT") : ""))
                     .orElse("NOT at fault"), Double.NaN, Double.NaN);
+        }
+    }
+
+    /**
+     * The H100 recording's own scene, NVML's answers replayed: three busy processes time-slicing the GPU. A tenant runs
+     * the quarter-time kernels (25% of the GPU's time alone) on a 25% grant, its hook charging its 66,000 blocks a second;
+     * NVML reads it about 53% busy, beyond its 41.25%, because it waited out its neighbours' slices. Beside it the
+     * narrow kernels on a 40% grant and the wide ones, back to back, on {@code wideLimit}. Contained: after 60 rounds
+     * (or once the wide kernels are ended, where their grant is 10%) the tenant runs on, and only what passed its own
+     * grant was ended.
+     *
+     * @param noisy whether the wide kernels pass their grant: 10% (ended) or 40% (within it, by their part of the time)
+     */
+    private Outcome recordedScene(String name, int wideLimit, boolean noisy) throws Exception {
+        TestingClock clock = new TestingClock(Instant.parse("2026-11-26T12:00:00Z"));
+        RecordedNvml nvml = RecordedNvml.load(clock);
+        try (TestingBackstop node = TestingBackstop.overRecordedNvml(Files.createTempDirectory(work, name + "-"),
+                SHIPPED, ROUNDS_TO_END, nvml, clock)) {
+            TestingBackstop.Container honest = node.pod("tenant", "honest", 1, 25, 1024, "c0").getFirst();
+            Process within = node.start(Optional.of(honest), List.of("sleep", "600"));
+            nvml.assign(within.pid(), RecordedNvml.Role.WIDE_KERNELS_QUARTER_TIME);
+            Process narrow = node.start(Optional.of(node.pod("other", "narrow", 1, 40, 1024, "c0").getFirst()),
+                    List.of("sleep", "600"));
+            nvml.assign(narrow.pid(), RecordedNvml.Role.NARROW_KERNELS);
+            Process wide = node.start(Optional.of(node.pod("other", "wide", 1, wideLimit, 1024, "c0").getFirst()),
+                    List.of("sleep", "600"));
+            nvml.assign(wide.pid(), RecordedNvml.Role.WIDE_KERNELS);
+            int rounds = 0;
+            double overlap = Double.NaN;
+            List<ShareBackstop.Fault> faults = new ArrayList<>();
+            while (rounds < 60 && !(noisy && killed(node) >= 1)) {
+                rounds++;
+                clock.advance(Duration.ofSeconds(1));
+                node.hookLaunched(honest, rounds * 66_000L);
+                faults.addAll(node.round());
+            }
+            for (ShareBackstop.Fault f : faults) {
+                if (f instanceof ShareBackstop.SmExcess sm) {
+                    overlap = sm.overlap();
+                }
+            }
+            boolean wideEnded = wide.waitFor(noisy ? 5 : 0, TimeUnit.SECONDS) && wide.exitValue() == 128 + 9;
+            boolean honestFaulted = faults.stream().anyMatch(f -> f.key().contains("/honest/"));
+            boolean contained = within.isAlive() && narrow.isAlive() && !honestFaulted
+                    && (noisy ? wideEnded && killed(node) == 1 : killed(node) == 0 && faults.isEmpty());
+            String detail = String.format(Locale.ROOT, "%d rounds; the 25%% tenant %s, %s; the wide kernels on %d%% %s%s",
+                    rounds, within.isAlive() ? "ran on" : "was ENDED", honestFaulted ? "AT FAULT" : "never at fault",
+                    wideLimit, wideEnded ? "ended" : "ran on", Double.isNaN(overlap) ? ""
+                            : String.format(Locale.ROOT, " (the GPU's containers read busy %.0f%% together)", 100 * overlap));
+            List.of(within, narrow, wide).forEach(Process::destroyForcibly);
+            return new Outcome(name, contained, detail, Double.NaN, Double.NaN);
         }
     }
 

@@ -436,8 +436,8 @@ public final class PlacementBook {
         PlacementDecision decision = policy.decide(state, request, known);
         List<Evicted> gone = List.of();
         if (decision instanceof PlacementDecision.Infeasible) {
-            List<String> victims = ParkedEviction.victims(state, request.memoryMib(), parkedBeside(request, known))
-                    .stream().map(ParkedEviction.Parked::id).distinct().toList();
+            List<String> victims = ParkedEviction.victims(state, pod.namespace(), request.memoryMib(),
+                    parkedBeside(request, known)).stream().map(ParkedEviction.Parked::id).distinct().toList();
             if (!victims.isEmpty()) {
                 victims.forEach(uid -> {
                     if (inState.remove(uid)) {
@@ -476,7 +476,7 @@ public final class PlacementBook {
             if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid) && candidates.contains(e.placed().node())) {
                 for (Slot s : e.placed().slots()) {
                     if (policy.refusal(state, new Slot(s.gpuUuid(), request.requestMilli(), request.limitMilli(), 0)).isEmpty()) {
-                        parked.add(new ParkedEviction.Parked(uid, s.gpuUuid(), s.memoryMib(), e.parkedAt()));
+                        parked.add(new ParkedEviction.Parked(uid, e.namespace(), s.gpuUuid(), s.memoryMib(), e.parkedAt()));
                     }
                 }
             }
@@ -494,8 +494,8 @@ public final class PlacementBook {
         List<ParkedEviction.Parked> parked = new ArrayList<>();
         entries.forEach((uid, e) -> {
             if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid)) {
-                e.placed().slots().forEach(s -> parked.add(new ParkedEviction.Parked(uid, s.gpuUuid(), s.memoryMib(), e.parkedAt(),
-                        kept.contains(uid))));
+                e.placed().slots().forEach(s -> parked.add(new ParkedEviction.Parked(uid, e.namespace(), s.gpuUuid(),
+                        s.memoryMib(), e.parkedAt(), kept.contains(uid))));
             }
         });
         if (parked.isEmpty()) {

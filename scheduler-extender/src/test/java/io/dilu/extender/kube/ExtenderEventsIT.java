@@ -193,8 +193,10 @@ class ExtenderEventsIT {
         assertThat(pod("park-b").getMetadata().getDeletionTimestamp()).as("c and the keeper serve beside it").isNull();
         // Kept in the request path, as the autoscaler keeps the last instance of a revision that may not reach zero.
         servingCondition("park-b", DiluNames.SERVING_KEPT_REASON, clock.instant());
-        client.pods().inNamespace(NS).withName("park-c").delete();
-        client.pods().inNamespace(NS).withName("keeper").delete();
+        // Gone as the kubelet removes a pod whose containers ended (no kubelet runs here: a pod deleted with its
+        // grace period would stay booked, its containers running for all the book knows).
+        client.pods().inNamespace(NS).withName("park-c").withGracePeriod(0).delete();
+        client.pods().inNamespace(NS).withName("keeper").withGracePeriod(0).delete();
         await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 0);
         assertThat(pod("park-b").getMetadata().getDeletionTimestamp()).as("kept: let go, its ReplicaSet would start another")
                 .isNull();

@@ -38,6 +38,13 @@ import java.util.function.Function;
  */
 public final class CoScalingFleet {
 
+    /**
+     * The one tenant of the fleet's parked instances: its functions are one platform's, as in the paper's evaluation,
+     * so that the rule between tenants ({@link ParkedEviction#victims}: own parked memory first, of others' no more than
+     * asked) never binds here; in a cluster it binds between namespaces.
+     */
+    static final String FLEET_TENANT = "fleet";
+
     private CoScalingFleet() {}
 
     /**
@@ -222,7 +229,8 @@ public final class CoScalingFleet {
             InstanceRequest req = request(instance);
             PlacementDecision d = placement.decide(state, req);
             if (d instanceof PlacementDecision.Infeasible && !parked.isEmpty()) {
-                List<ParkedEviction.Parked> victims = ParkedEviction.victims(state, req.memoryMib(), parkedWhereSharesFit(req));
+                List<ParkedEviction.Parked> victims = ParkedEviction.victims(state, FLEET_TENANT, req.memoryMib(),
+                        parkedWhereSharesFit(req));
                 victims.stream().map(ParkedEviction.Parked::id).distinct().forEach(this::evict);
                 if (!victims.isEmpty()) {
                     d = placement.decide(state, req);
@@ -250,7 +258,7 @@ public final class CoScalingFleet {
             for (FunctionRun.Instance instance : parked.values()) {
                 for (Slot s : placed.get(instance).slots()) {
                     if (placement.fits(state, new Slot(s.gpuUuid(), req.requestMilli(), req.limitMilli(), 0))) {
-                        out.add(new ParkedEviction.Parked(instance.id, s.gpuUuid(), s.memoryMib(),
+                        out.add(new ParkedEviction.Parked(instance.id, FLEET_TENANT, s.gpuUuid(), s.memoryMib(),
                                 Instant.ofEpochSecond(instance.parkedAt)));
                     }
                 }
@@ -267,7 +275,7 @@ public final class CoScalingFleet {
             for (FunctionRun.Instance instance : parked.values()) {
                 boolean kept = instance.function.kept(instance);
                 for (Slot s : placed.get(instance).slots()) {
-                    all.add(new ParkedEviction.Parked(instance.id, s.gpuUuid(), s.memoryMib(),
+                    all.add(new ParkedEviction.Parked(instance.id, FLEET_TENANT, s.gpuUuid(), s.memoryMib(),
                             Instant.ofEpochSecond(instance.parkedAt), kept));
                 }
             }
