@@ -72,6 +72,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
     private final HttpClient tls;
     private final String webhookBase;
     private final ToolkitRouteAttack toolkitRoute;
+    private final BookingAttacks booking;
 
     private ControlPlaneAttacks(RealApiServer api, ChildProcess webhook, ChildProcess extender, AutoscalerAttacks autoscaler,
             int extenderPort, String webhookBase, Path work, Path kubeconfig) throws Exception {
@@ -82,6 +83,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         this.extender = extender;
         this.autoscaler = autoscaler;
         this.extenderPort = extenderPort;
+        this.booking = new BookingAttacks(api, http, extenderPort, NODE);
         this.webhookBase = webhookBase;
         // The webhook serves the certificate the harness made for it in the work directory; trust that one only.
         this.tls = HttpClient.newBuilder().sslContext(new SelfSignedCert(work.resolve("tls.crt"), work.resolve("tls.key"))
@@ -193,6 +195,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         all.put("extender-made-up-pod", this::madeUpPod);
         all.put("extender-bind-foreign-pod", this::bindForeignPod);
         all.put("extender-huge-quantity", this::extenderHugeQuantity);
+        booking.addTo(all);
         // the autoscaler's own inputs
         autoscaler.addTo(all);
         // Last: it takes the uncovered namespaces' webhook away for a while, and starts a node agent and kube-scheduler.
