@@ -1,7 +1,9 @@
 package io.dilu.deviceplugin.agent;
 
 import io.dilu.core.placement.GpuDevice;
+import io.dilu.core.contract.DiluNames;
 import io.dilu.core.quota.Priority;
+import io.dilu.core.quota.Quota;
 import io.dilu.deviceplugin.control.ControlBlock;
 import io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin;
 import io.dilu.deviceplugin.kubelet.v1beta1.ContainerAllocateResponse;
@@ -226,6 +228,37 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
         return create(gpus, deviceIds, guess);
     }
 
+    /**
+     * Refuses a share that would guarantee more of a GPU than it has, beside the shares guaranteed there already. The
+     * scheduler extender books no more than the GPU (Σ request ≤ Ω), but a pod bound around it (by hand, in a namespace
+     * whose webhook was down: its failurePolicy is Ignore) reaches the kubelet, which counts only the 1000 IDs per GPU
+     * ({@link DiluNames#GPU_SM_IDS_PER_GPU}); the token loop would then shrink every guarantee to fit (issue 45, harm 8:
+     * nine 100% containers left a 50% SLO neighbour 41.1% of its GPU). Guaranteed: a share not parked, still listed by
+     * the kubelet, whose pod the watch still sees running (or not matched to a pod yet). The kubelet fails the refused
+     * pod's admission (UnexpectedAdmissionError).
+     */
+    private void refuseBeyondTheGpu(List<String> deviceIds) {
+        Map<String, Integer> asked = new LinkedHashMap<>();
+        deviceIds.forEach(d -> asked.merge(GpuSmDevicePlugin.gpuOf(d), 1, Integer::sum));
+        Set<ContainerRef.PodKey> running = pods.seen().stream().filter(p -> !p.terminal())
+                .map(p -> new ContainerRef.PodKey(p.namespace(), p.name())).collect(Collectors.toSet());
+        Map<String, Integer> guaranteed = new HashMap<>();
+        for (Allocation a : byId.values()) {
+            boolean live = a.owner().map(o -> running.contains(o.podKey())).orElse(true);
+            if (live && !parked(a) && a.missingSince().isEmpty()) {
+                a.deviceIds().forEach(d -> guaranteed.merge(GpuSmDevicePlugin.gpuOf(d), 1, Integer::sum));
+            }
+        }
+        for (Map.Entry<String, Integer> e : asked.entrySet()) {
+            int there = guaranteed.getOrDefault(e.getKey(), 0);
+            if (there + e.getValue() > Quota.MAX_SM) {
+                throw new IllegalArgumentException("dilu.io/gpu-sm=" + e.getValue() + " on " + e.getKey() + " is refused: "
+                        + "the shares guaranteed there hold " + there + "%, and together they must stay within "
+                        + Quota.MAX_SM + "% of the GPU (a pod placed around dilu-scheduler?)");
+            }
+        }
+    }
+
     /** A share on one GPU. */
     public ContainerAllocateResponse allocate(GpuDevice gpu, List<String> deviceIds) {
         return allocate(List.of(gpu), deviceIds);
@@ -238,6 +271,7 @@ public final class Allocations implements GpuSmDevicePlugin.Allocator {
     private synchronized ContainerAllocateResponse create(List<GpuDevice> unordered, List<String> deviceIds,
             Optional<PodMatcher.Candidate> guess) {
         int smPercent = deviceIds.size();
+        refuseBeyondTheGpu(deviceIds);
         List<GpuDevice> gpus = layout.inOrder(unordered);
         GpuDevice gpu = gpus.getFirst();
         String id = UUID.randomUUID().toString();

@@ -217,7 +217,7 @@ class BackstopOnRecordedH100IT {
     private List<Process> recordedScene(int wideLimit) throws IOException {
         node();
         honest = node.pod("tenant", "honest", 1, 25, 1024, "c0").getFirst();
-        TestingBackstop.Container narrow = node.pod("other", "narrow", 1, 40, 1024, "c0").getFirst();
+        TestingBackstop.Container narrow = node.pod("other", "narrow", 1, 35, 1024, "c0").getFirst();
         TestingBackstop.Container wide = node.pod("other", "wide", 1, wideLimit, 1024, "c0").getFirst();
         return List.of(process(honest, Role.WIDE_KERNELS_QUARTER_TIME), process(narrow, Role.NARROW_KERNELS),
                 process(wide, Role.WIDE_KERNELS));

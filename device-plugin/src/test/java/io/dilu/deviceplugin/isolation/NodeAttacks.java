@@ -95,6 +95,11 @@ public final class NodeAttacks {
         all.put("garbage-report-page", this::garbageReportPage);
         all.put("fake-klcs", this::fakeKlcs);
         all.put("greedy-quotas-without-right", this::greedyQuotasWithoutRight);
+        // Issue 45, harm 8: pods bound around dilu-scheduler while the uncovered namespaces' webhook is down.
+        all.put("pinned-around-the-scheduler-whole-gpus", () -> pinnedAroundTheScheduler(
+                "pinned-around-the-scheduler-whole-gpus", 100, 9));
+        all.put("pinned-around-the-scheduler-small-shares", () -> pinnedAroundTheScheduler(
+                "pinned-around-the-scheduler-small-shares", 10, 10));
         // Issue 29, cause 3: a user and mount namespace made inside the container (dilu-contain --tenant-userns).
         all.put("userns-forged-grant", this::usernsForgedGrant);
         all.put("userns-forged-grant-runtime-default", () -> usernsUnderRuntimeDefault("userns-forged-grant-runtime-default",
@@ -944,7 +949,7 @@ public final class NodeAttacks {
      * The H100 recording's own scene, NVML's answers replayed: three busy processes time-slicing the GPU. A tenant runs
      * the quarter-time kernels (25% of the GPU's time alone) on a 25% grant, its hook charging its 66,000 blocks a second;
      * NVML reads it about 53% busy, beyond its 41.25%, because it waited out its neighbours' slices. Beside it the
-     * narrow kernels on a 40% grant and the wide ones, back to back, on {@code wideLimit}. Contained: after 60 rounds
+     * narrow kernels on a 35% grant and the wide ones, back to back, on {@code wideLimit}. Contained: after 60 rounds
      * (or once the wide kernels are ended, where their grant is 10%) the tenant runs on, and only what passed its own
      * grant was ended.
      *
@@ -958,7 +963,7 @@ public final class NodeAttacks {
             TestingBackstop.Container honest = node.pod("tenant", "honest", 1, 25, 1024, "c0").getFirst();
             Process within = node.start(Optional.of(honest), List.of("sleep", "600"));
             nvml.assign(within.pid(), RecordedNvml.Role.WIDE_KERNELS_QUARTER_TIME);
-            Process narrow = node.start(Optional.of(node.pod("other", "narrow", 1, 40, 1024, "c0").getFirst()),
+            Process narrow = node.start(Optional.of(node.pod("other", "narrow", 1, 35, 1024, "c0").getFirst()),
                     List.of("sleep", "600"));
             nvml.assign(narrow.pid(), RecordedNvml.Role.NARROW_KERNELS);
             Process wide = node.start(Optional.of(node.pod("other", "wide", 1, wideLimit, 1024, "c0").getFirst()),
@@ -1013,5 +1018,51 @@ public final class NodeAttacks {
                     + a.smLimit() + "%, threshold " + (Double.isNaN(a.klcThreshold()) ? "default" : a.klcThreshold())
                     + ", memory " + (t.block().memoryLimit(0) >> 20) + " MiB", Double.NaN, Double.NaN);
         }
+    }
+
+    /**
+     * A 50% SLO victim holds its share of a GPU; then {@code count} containers of {@code percent} each reach the node's
+     * Allocate for the same GPU, as pods bound by hand reach the kubelet when the uncovered namespaces' webhook is down
+     * (its failurePolicy is Ignore) and the kubelet counts only its 1000 IDs per GPU. Contained: what is guaranteed on
+     * the GPU stays within it, the victim's guarantee whole (before: nine 100% containers left it 41.1%).
+     */
+    private Outcome pinnedAroundTheScheduler(String name, int percent, int count) throws Exception {
+        GpuDevice gpu = new GpuDevice("GPU-emu-iso-pinned", 0, "A100-40GB", 40_960, 108);
+        PodView victim = new PodView("victims", "slo", "uid-slo", Instant.EPOCH, false,
+                Map.of(DiluNames.ASSIGNED_GPUS, gpu.uuid(), DiluNames.PRIORITY, "slo"),
+                List.of(new PodView.GpuContainer("c0", 50, 1024)), true);
+        try (TokenManager m = new TokenManager(1, PARAMS, 1, InstantSource.system(), 64)) {
+            Allocations allocations = new Allocations(new Allocations.Paths(Files.createTempDirectory(work, name + "-"),
+                    "/var/run/dilu/control", "/opt/dilu/lib/libdilu-hook.so", "/opt/dilu/lib/libdilu-hook.so",
+                    work.resolve(name + "-ld.so.preload"), Optional.empty()), List.of(gpu), m, InstantSource.system(),
+                    () -> List.of(victim));
+            allocations.recover();
+            String victimId = allocations.allocate(gpu, ids(gpu, 0, 50)).getEnvsOrThrow("DILU_ALLOCATION");
+            int admitted = 0, refused = 0;
+            String refusal = "";
+            for (int k = 0; k < count; k++) {
+                try {
+                    allocations.allocate(gpu, ids(gpu, 100 + k * percent, percent));
+                    admitted++;
+                } catch (IllegalArgumentException e) {
+                    refused++;
+                    refusal = e.getMessage();
+                }
+            }
+            double guaranteed = allocations.tenants().values().stream().mapToDouble(Tenant::request).sum();
+            Tenant slo = allocations.tenants().get(victimId);
+            int room = (100 - 50) / percent;
+            boolean contained = admitted == Math.min(room, count) && guaranteed <= 1.0 + 1e-9 && slo.request() == 0.5;
+            return new Outcome(name, contained, String.format(Locale.ROOT, "%d containers of %d%% beside a 50%% SLO share: "
+                    + "%d admitted, %d refused (%s); guaranteed on the GPU %.0f%%, the victim's %.0f%%", count, percent,
+                    admitted, refused, refusal.isEmpty() ? "none" : refusal, 100 * guaranteed, 100 * slo.request()),
+                    Double.NaN, Double.NaN);
+        }
+    }
+
+    /** {@code n} device IDs of {@code gpu} from {@code from}, as the kubelet hands them out. */
+    private static List<String> ids(GpuDevice gpu, int from, int n) {
+        return java.util.stream.IntStream.range(from, from + n).mapToObj(i -> gpu.uuid() + "::sm" + String.format("%02d", i))
+                .toList();
     }
 }
