@@ -209,6 +209,9 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "vmm") == 0) {
         return probe_vmm();
     }
+    if (argc >= 7 && strcmp(argv[1], "burst") == 0) {
+        return probe_burst(argv[2], argv[3], argv[4], argv[5], argv[6]);
+    }
     if (argc >= 5 && strcmp(argv[1], "hold") == 0) {
         return probe_hold(argv[2], argv[3], argv[4]);
     }

@@ -36,6 +36,8 @@ int probe_graph_memory(void);
 int probe_arrays(void);
 int probe_vmm(void);
 int probe_hold(const char *what, const char *mib, const char *hold_ms);
+/* Holds MiB for on_ms of every period_ms, after phase_ms, for the given seconds. */
+int probe_burst(const char *mib, const char *on_ms, const char *period_ms, const char *phase_ms, const char *seconds);
 int probe_scope(const char *route, const char *path);
 int probe_lookup(void);
 int probe_dlmopen(const char *tenant_lib);

@@ -5,8 +5,11 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "probe.h"
@@ -240,5 +243,39 @@ int probe_hold(const char *what, const char *mib_text, const char *hold_ms) {
     printf("hold=%d free_mib=%zu total_mib=%zu\n", (int)rc, free_bytes >> 20, total >> 20);
     fflush(stdout);
     usleep((useconds_t)strtoul(hold_ms, NULL, 10) * 1000);
+    return 0;
+}
+
+static uint64_t monotonic_ns(void) {
+    struct timespec t;
+    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) {
+        return 0;
+    }
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Holds mib for on_ms of every period_ms, after a first wait of phase_ms, for the given seconds: memory held for less
+ * than a backstop round. Prints how many bursts it held.
+ */
+int probe_burst(const char *mib_text, const char *on_ms, const char *period_ms, const char *phase_ms,
+                const char *seconds) {
+    probe_setup(0);
+    size_t bytes = (size_t)strtoull(mib_text, NULL, 10) * MIB;
+    long on = strtol(on_ms, NULL, 10), period = strtol(period_ms, NULL, 10);
+    uint64_t end = monotonic_ns() + (uint64_t)(atof(seconds) * 1e9);
+    usleep((useconds_t)strtoul(phase_ms, NULL, 10) * 1000);
+    int bursts = 0;
+    while (monotonic_ns() < end) {
+        CUdeviceptr p = 0;
+        if (cuMemAlloc_v2(&p, bytes) == CUDA_SUCCESS) {
+            bursts++;
+            usleep((useconds_t)on * 1000);
+            CHECK(cuMemFree_v2(p));
+        }
+        printf("bursts=%d\n", bursts);
+        fflush(stdout);
+        usleep((useconds_t)(period > on ? period - on : 1) * 1000);
+    }
     return 0;
 }

@@ -187,6 +187,16 @@ public class NodeAgent {
                 LOG.errorf(e, "the backstop's round failed; the next one retries");
             }
         }, every, every, TimeUnit.MILLISECONDS);
+        long memoryEvery = b.memoryInterval().toMillis();
+        if (memoryEvery > 0 && memoryEvery < every) {
+            backstopThread.scheduleWithFixedDelay(() -> {
+                try {
+                    backstop.sweep();
+                } catch (RuntimeException e) {
+                    LOG.errorf(e, "the backstop's memory sweep failed; the next one retries");
+                }
+            }, memoryEvery, memoryEvery, TimeUnit.MILLISECONDS);
+        }
     }
 
     /** Algorithm 2's knobs for each GPU: MaxTokens from the GPU's own SM count, the rest from the configuration. */

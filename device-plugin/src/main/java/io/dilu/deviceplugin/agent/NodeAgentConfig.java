@@ -185,6 +185,14 @@ public interface NodeAgentConfig {
         @WithDefault("1s")
         Duration interval();
 
+        /**
+         * How often, between reads, the memory of the processes found on a GPU is read again and judged by the memory
+         * rule: memory held for less than this between two reads may go unseen (docs/node-agent.md, "Memory held
+         * between rounds"). 0: only at each read.
+         */
+        @WithDefault("50ms")
+        Duration memoryInterval();
+
         /** Whether a process holding GPU memory beyond its container's share and the tolerance is ended (SIGKILL). */
         @WithDefault("true")
         boolean killMemoryExcess();

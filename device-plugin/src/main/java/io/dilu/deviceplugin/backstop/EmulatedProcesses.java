@@ -142,6 +142,19 @@ public final class EmulatedProcesses implements GpuProcesses {
         return uses;
     }
 
+    @Override
+    public synchronized List<Use> memory(java.util.Collection<Long> pids) {
+        List<Use> uses = new ArrayList<>();
+        for (long pid : pids) {
+            Mapping m = mapping(pid);
+            OptionalLong start = m.gpu < 0 ? OptionalLong.empty() : proc.startTicks(pid);
+            if (start.isPresent()) {
+                uses.add(new Use(m.gpu, pid, start.getAsLong(), m.witnessBytes, Double.NaN));
+            }
+        }
+        return uses;
+    }
+
     private static final class Mapping {
         int gpu = -1;
         FileId file;

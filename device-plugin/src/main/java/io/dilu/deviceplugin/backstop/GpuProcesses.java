@@ -28,6 +28,16 @@ public interface GpuProcesses {
     List<Use> read() throws ReadFailure;
 
     /**
+     * The GPU memory of these processes now, and nothing else: a read cheap enough to repeat many times a second
+     * between {@link #read}s, which it leaves as they were (no share is measured, each {@link Use#share} NaN). May
+     * answer for more processes than asked (NVML lists every process of a GPU in one call).
+     *
+     * @param pids host pids of processes the last {@link #read} found on a GPU
+     * @throws ReadFailure when the GPUs could not be read at all
+     */
+    List<Use> memory(java.util.Collection<Long> pids) throws ReadFailure;
+
+    /**
      * One process on one GPU.
      *
      * @param gpu the GPU's index on the node

@@ -99,19 +99,35 @@ public final class NvmlProcesses implements GpuProcesses {
     }
 
     @Override
+    public synchronized List<Use> memory(java.util.Collection<Long> pids) throws ReadFailure {
+        List<Use> uses = new ArrayList<>();
+        for (int g = 0; g < gpus; g++) {
+            int gpu = g;
+            memoryOf(handles.apply(g), g).forEach((pid, bytes) -> uses.add(new Use(gpu, pid, 0, bytes, Double.NaN)));
+        }
+        return uses;
+    }
+
+    /** Every compute process of one GPU and its memory, MPS clients' too where the driver accounts them. */
+    private Map<Long, Long> memoryOf(Pointer device, int g) throws ReadFailure {
+        Map<Long, Long> memory = new LinkedHashMap<>(processes(device, g));
+        if (mps) {
+            try {
+                list(device, g, (d, n, p) -> nvml.nvmlDeviceGetMPSComputeRunningProcesses_v3(d, n, p), INFO_SIZE)
+                        .forEach((pid, bytes) -> memory.merge(pid, bytes, Math::max));
+            } catch (UnsatisfiedLinkError | ReadFailure e) {
+                mps = false; // a driver without MPS accounting: the plain list is all there is
+            }
+        }
+        return memory;
+    }
+
+    @Override
     public synchronized List<Use> read() throws ReadFailure {
         List<Use> uses = new ArrayList<>();
         for (int g = 0; g < gpus; g++) {
             Pointer device = handles.apply(g);
-            Map<Long, Long> memory = new LinkedHashMap<>(processes(device, g));
-            if (mps) {
-                try {
-                    list(device, g, (d, n, p) -> nvml.nvmlDeviceGetMPSComputeRunningProcesses_v3(d, n, p), INFO_SIZE)
-                            .forEach((pid, bytes) -> memory.merge(pid, bytes, Math::max));
-                } catch (UnsatisfiedLinkError | ReadFailure e) {
-                    mps = false; // a driver without MPS accounting: the plain list is all there is
-                }
-            }
+            Map<Long, Long> memory = memoryOf(device, g);
             Map<Long, Double> share = utilisation(device, g);
             for (Map.Entry<Long, Long> p : memory.entrySet()) {
                 double s = share == null ? Double.NaN : share.getOrDefault(p.getKey(), 0.0);

@@ -135,6 +135,33 @@ class BackstopOnRecordedH100IT {
     }
 
     @Test
+    void memoryTakenBetweenRoundsIsEndedByTheSweep() throws Exception {
+        // Issue 45, escape 4: two processes hold their contexts (1,036 MiB on a 1,024 MiB share: within share + one
+        // context) when a round reads them; then each allocates 1,024 MiB past the hook, 3,084 MiB together. The next
+        // round is a second away; the sweep between rounds reads NVML's list again and ends the larger at once.
+        node();
+        TestingBackstop.Container c = node.pod("tenant", "between", 1, 25, 1024, "c0").getFirst();
+        Process a = process(c, Role.CONTEXT_ONLY);
+        Process b = process(c, Role.CONTEXT_ONLY);
+        roundsUntil(1, () -> {}, () -> true);
+        assertThat(killed()).isZero();
+        nvml.assign(a.pid(), Role.CONTEXT_AND_1024_MIB);
+        nvml.assign(b.pid(), Role.CONTEXT_AND_1024_MIB);
+
+        List<Fault> swept = node.sweep();
+
+        assertThat(swept).singleElement().isInstanceOfSatisfying(ShareBackstop.MemoryExcess.class, m -> {
+            assertThat(m.heldBytes()).isEqualTo(2 * nvml.memoryMib(Role.CONTEXT_AND_1024_MIB) * MIB);
+            assertThat(m.toEnd()).hasSize(1);
+        });
+        assertThat(killed()).isEqualTo(1);
+        Process first = a.pid() < b.pid() ? a : b;
+        assertThat(ended(first)).as("equal figures: the lowest pid first").isTrue();
+        assertThat(node.sweep()).as("the other, alone, within share and one context").isEmpty();
+        assertThat(events("between")).singleElement().satisfies(e -> assertThat(e.getMessage()).contains("ended pid"));
+    }
+
+    @Test
     void processesBeyondTheHooksSlotsCountByTheirCgroup() throws Exception {
         // 33 processes holding a context each (518 MiB as NVML reported it), none of them in a slot of the hook's
         // report page (it has 32): 17,094 MiB on a 16,384 MiB share is 192 MiB past share + allowance. Every one is

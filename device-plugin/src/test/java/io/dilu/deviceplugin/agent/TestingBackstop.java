@@ -181,6 +181,11 @@ public final class TestingBackstop implements AutoCloseable {
         Files.writeString(dir.resolve("cgroup"), "0::/kubepods/burstable/pod" + id.podUid() + "/" + id.containerId() + "\n");
     }
 
+    /** A memory sweep between rounds, as the agent runs one every {@code memory-interval}. */
+    public List<ShareBackstop.Fault> sweep() {
+        return backstop.sweep();
+    }
+
     public List<ShareBackstop.Fault> round() {
         long t0 = System.nanoTime();
         try {

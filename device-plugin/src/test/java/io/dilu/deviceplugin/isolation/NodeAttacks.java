@@ -138,6 +138,14 @@ public final class NodeAttacks {
         all.put("backstop-memory-multiplied-over-processes", this::memoryMultipliedOverProcesses);
         all.put("backstop-compute-masked-by-hooked-launch", this::computeMaskedByHookedLaunch);
         all.put("backstop-dynamic-parallelism", this::dynamicParallelism);
+        // Issue 45, escape 4: memory held for less than a round, between the agent's shipped rounds and sweeps.
+        // Each burst falls between two rounds (the first round comes as the burster starts).
+        all.put("backstop-memory-burst-100ms-a-second", () -> memoryBurst("backstop-memory-burst-100ms-a-second",
+                100, 1000, 500));
+        all.put("backstop-memory-burst-random-phase", () -> memoryBurst("backstop-memory-burst-random-phase",
+                100, 1000, 150 + new java.util.Random().nextInt(700)));
+        all.put("backstop-memory-burst-60ms-twice-a-second", () -> memoryBurst(
+                "backstop-memory-burst-60ms-twice-a-second", 60, 500, 250));
         // Issue 45, harm 6: NVML's time shares overlap on a GPU that time-slices; the tenant who waited is not ended.
         all.put("backstop-honest-tenant-beside-busy-neighbours", () -> recordedScene(
                 "backstop-honest-tenant-beside-busy-neighbours", 40, false));
@@ -943,6 +951,53 @@ public final class NodeAttacks {
                     neighbour ? (neighbourLeft ? "; the 60% neighbour, as busy, left" : "; the neighbour was HIT") : ""))
                     .orElse("NOT at fault"), Double.NaN, Double.NaN);
         }
+    }
+
+    /**
+     * A process without the hook holds 37,500 MiB (36.6× its container's 1,024 MiB share) for {@code onMs} of every
+     * {@code periodMs}, {@code phaseMs} after it started; beside it a process of the same container within the share.
+     * The backstop at its shipped settings: a round every {@code interval}, a memory sweep every {@code memory-interval}
+     * between them. Contained: the burster ended within 10 s, the other process left running (before: never ended in
+     * 37 rounds).
+     */
+    private Outcome memoryBurst(String name, int onMs, int periodMs, int phaseMs) throws Exception {
+        long round = shippedMillis("interval"), sweep = shippedMillis("memoryInterval");
+        try (TestingBackstop node = node(name)) {
+            TestingBackstop.Container c = node.pod("tenant", "burster", 1, 25, 1024, "c0").getFirst();
+            Process within = node.start(Optional.of(c), unhooked("alloc", "300", "60000"));
+            Process burster = node.start(Optional.of(c), unhooked("burst", "37500", Integer.toString(onMs),
+                    Integer.toString(periodMs), Integer.toString(phaseMs), "60"));
+            long t0 = System.nanoTime(), nextRound = t0;
+            int rounds = 0;
+            while (burster.isAlive() && System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10)) {
+                if (System.nanoTime() >= nextRound) {
+                    node.round();
+                    rounds++;
+                    nextRound += TimeUnit.MILLISECONDS.toNanos(round);
+                } else {
+                    node.sweep();
+                }
+                Thread.sleep(sweep);
+            }
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            boolean ended = burster.waitFor(5, TimeUnit.SECONDS) && burster.exitValue() == 128 + 9;
+            boolean contained = ended && within.isAlive()
+                    && node.counter("dilu_backstop_kills_total", "outcome", "killed") == 1;
+            within.destroyForcibly();
+            return new Outcome(name, contained, String.format(Locale.ROOT, "37,500 MiB on a 1,024 MiB share for %d ms of "
+                    + "every %d ms (phase %d ms), without the hook: %s after %.1f s (%d rounds of %d ms, sweeps every "
+                    + "%d ms); the container's 300 MiB process %s", onMs, periodMs, phaseMs,
+                    ended ? "ended (SIGKILL)" : "NOT ended", seconds, rounds, round, sweep,
+                    within.isAlive() ? "left running" : "ended too"), Double.NaN, Double.NaN);
+        }
+    }
+
+    /** The agent's shipped value of a backstop duration ({@code NodeAgentConfig.BackstopConfig}), in milliseconds. */
+    private static long shippedMillis(String setting) throws NoSuchMethodException {
+        String value = io.dilu.deviceplugin.agent.NodeAgentConfig.BackstopConfig.class.getMethod(setting)
+                .getAnnotation(io.smallrye.config.WithDefault.class).value();
+        return value.endsWith("ms") ? Long.parseLong(value.substring(0, value.length() - 2))
+                : Duration.parse("PT" + value.toUpperCase(Locale.ROOT)).toMillis();
     }
 
     /**
