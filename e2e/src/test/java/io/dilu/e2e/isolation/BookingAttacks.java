@@ -66,6 +66,7 @@ final class BookingAttacks {
         // Harm 7: another namespace's parked memory, taken by a placement.
         all.put("parked-eviction-beyond-the-ask", this::evictionBeyondTheAsk);
         all.put("parked-eviction-own-first", this::evictionOwnFirst);
+        all.put("parked-eviction-two-for-one-ask", this::evictionTwoForOneAsk);
     }
 
     private enum Deletion { PLAIN, DAY_GRACE }
@@ -171,6 +172,32 @@ final class BookingAttacks {
             gone(ask);
             gone(own);
             gone(cache);
+            gone(keeper);
+        }
+    }
+
+    /**
+     * Another namespace serves a 23,000 MiB pod and keeps two 8,000 MiB models parked beside it; a 10,000 MiB pod asks,
+     * with 1,960 MiB free: one parked model is not enough, both are 16,000 MiB of another's cache for a 10,000 MiB
+     * ask. Contained: not placed, both untouched (before: both evicted, the issue's two for one).
+     */
+    private Outcome evictionTwoForOneAsk() throws Exception {
+        Pod keeper = serving(VICTIM, "big-keeper", 10, 23_000);
+        Pod first = parked(VICTIM, "cache-1", 20, 8_000);
+        Pod second = parked(VICTIM, "cache-2", 20, 8_000);
+        Pod ask = pending(ATTACKER, "asks-two", 10, 10_000, UnaryOperator.identity());
+        try {
+            awaitKnown(ask);
+            boolean placed = fits(ask);
+            Thread.sleep(500);
+            int evicted = (untouched(first) ? 0 : 1) + (untouched(second) ? 0 : 1);
+            return new Outcome("parked-eviction-two-for-one-ask", !placed && evicted == 0, String.format(
+                    "a 10,000 MiB ask where only another namespace's two 8,000 MiB parked pods make room: %s; %d of them "
+                            + "evicted", placed ? "PLACED" : "not placed", evicted));
+        } finally {
+            gone(ask);
+            gone(second);
+            gone(first);
             gone(keeper);
         }
     }

@@ -327,6 +327,11 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         // their upper case and so drops nothing. The bare name must come back beside them.
         all.put("chroot-dropped-by-other-spellings", () -> chrootAndPtraceDropped("chroot-dropped-by-other-spellings",
                 List.of("CAP_SYS_CHROOT", "CHROOT", " SYS_CHROOT", "CAP_ALL", "SYS_PTRACE")));
+        // Each alone, on the app, sidecar and init containers: a reader lenient to any one of them is caught by it.
+        Map.of("chroot-dropped-as-cap-sys-chroot", "CAP_SYS_CHROOT", "chroot-dropped-as-chroot", "CHROOT",
+                "chroot-dropped-with-a-leading-space", " SYS_CHROOT", "chroot-dropped-as-cap-all", "CAP_ALL")
+                .entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(e -> all.put(e.getKey(),
+                        () -> chrootAndPtraceDropped(e.getKey(), List.of(e.getValue()))));
     }
 
     private void hostPath(Map<String, Attack> all, String name, String path, boolean gpu) {
