@@ -109,6 +109,8 @@ public final class NodeAttacks {
         // Cause 4: a child's memory, booked in its parent's slot, reclaimed with the parent's.
         all.put("fork-child-memory", () -> childMemory("fork-child-memory", "fork"));
         all.put("clone-child-memory", () -> childMemory("clone-child-memory", "clone"));
+        // Issue 45, escape 5: a child sharing its parent's address space, whose exit took its memory off the books.
+        all.put("clone-vm-child-memory", this::cloneVmChildMemory);
         // Cause 5: the dynamic loader's routes to libcuda (docs/hook.md, "The dynamic loader").
         all.put("dlopen-deepbind", () -> loaderRoute("dlopen-deepbind", "deepbind", tenantLib("tenant_lib"), 100));
         all.put("symbolic-library-deepbind", () -> loaderRoute("symbolic-library-deepbind", "symbolic",
@@ -440,6 +442,41 @@ public final class NodeAttacks {
                     + " MiB booked (the child's)", Double.NaN, Double.NaN);
         } finally {
             ProcessHandle.of(child).ifPresent(ProcessHandle::destroyForcibly);
+        }
+    }
+
+    /**
+     * A child made by clone(CLONE_VM | CLONE_FILES) allocates 900 MiB in its parent's context and exits; the parent
+     * holds its own 200 MiB and the child's 900 of a 2,048 MiB share. Contained: the 1,100 MiB stay booked, and the next
+     * process is refused 1,000 MiB while the parent lives (before: the child's 900 MiB came off the books at its exit,
+     * and 1,801 MiB were held on a 1,024 MiB share).
+     */
+    private Outcome cloneVmChildMemory() throws Exception {
+        ControlBlock b = block("clone-vm-child-memory");
+        b.grantTokens(0, 1L << 40);
+        b.setMemoryLimit(0, 2048L << 20);
+        Path out = Files.createTempFile(work, "clone-vm", ".txt");
+        ProcessBuilder pb = new ProcessBuilder(nativeDir.resolve("bin/dilu-contain").toString(), "--control",
+                b.directory().toString(), "--preload", nativeDir.resolve("hook/libdilu-hook.so").toString(), "--",
+                probe(), "fork", "clone-vm", "60000").redirectOutput(out.toFile())
+                .redirectError(ProcessBuilder.Redirect.DISCARD);
+        pb.environment().put("DILU_EMU_DIR", Files.createDirectories(work.resolve("gpu")).toString());
+        Process parent = pb.start();
+        try {
+            for (long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                    !Files.readString(out).contains("child_pid=") && parent.isAlive() && System.nanoTime() < deadline; ) {
+                Thread.sleep(20);
+            }
+            String report = Files.readString(out).strip();
+            long booked = b.memoryUsed(0);
+            Run next = contained(b, "--control", Map.of(), probe(), "alloc", "1000", "0");
+            boolean contained = report.contains("parent=0 child=0") && booked == 1100L << 20
+                    && next.out().contains("alloc=2 ");
+            return new Outcome("clone-vm-child-memory", contained, report + "; " + (booked >> 20) + " MiB booked after "
+                    + "the child left; 1,000 MiB more: " + next.out().strip(), Double.NaN, Double.NaN);
+        } finally {
+            parent.destroyForcibly();
+            parent.waitFor(10, TimeUnit.SECONDS);
         }
     }
 
