@@ -111,6 +111,8 @@ public final class NodeAttacks {
         all.put("clone-child-memory", () -> childMemory("clone-child-memory", "clone"));
         // Issue 45, escape 5: a child sharing its parent's address space, whose exit took its memory off the books.
         all.put("clone-vm-child-memory", this::cloneVmChildMemory);
+        // Issue 45, escape 3: a parked pod's share when the pod is deleted.
+        all.put("parked-pod-deleted", this::parkedPodDeleted);
         // Cause 5: the dynamic loader's routes to libcuda (docs/hook.md, "The dynamic loader").
         all.put("dlopen-deepbind", () -> loaderRoute("dlopen-deepbind", "deepbind", tenantLib("tenant_lib"), 100));
         all.put("symbolic-library-deepbind", () -> loaderRoute("symbolic-library-deepbind", "symbolic",
@@ -1154,7 +1156,77 @@ public final class NodeAttacks {
 
     /** {@code n} device IDs of {@code gpu} from {@code from}, as the kubelet hands them out. */
     private static List<String> ids(GpuDevice gpu, int from, int n) {
-        return java.util.stream.IntStream.range(from, from + n).mapToObj(i -> gpu.uuid() + "::sm" + String.format("%02d", i))
-                .toList();
+        return java.util.stream.IntStream.range(from, from + n)
+                .mapToObj(i -> io.dilu.deviceplugin.kubelet.GpuSmDevicePlugin.deviceId(gpu, i)).toList();
+    }
+
+    /**
+     * A parked pod holding 60% of a GPU is deleted, with a day's grace period, then at once: the agent's own watch of a
+     * real kube-apiserver and its token loop, the kubelet's PodResources over a real socket. Contained: its share stays
+     * parked (no guarantee) while it is Terminating and once it is gone (before: booked in full 7 ms after the
+     * deletion, for the whole grace period, taking an SLO neighbour from 100% to 78.3% of the GPU).
+     */
+    private Outcome parkedPodDeleted() throws Exception {
+        String node = "gpu-node-parked-deleted", ns = "tenant";
+        GpuDevice gpu = io.dilu.deviceplugin.gpu.EmulatedInventory.parse(node, "1x A100-40GB, 108 SMs").gpus().getFirst();
+        Path sockets = io.dilu.testing.SocketTempDirs.create();
+        try (io.dilu.testing.RealApiServer api = io.dilu.testing.RealApiServer.start();
+                TokenManager tokens = new TokenManager(1, PARAMS, 1, InstantSource.system(), 16);
+                io.dilu.deviceplugin.kubelet.FakePodResources kubelet = new io.dilu.deviceplugin.kubelet.FakePodResources(
+                        sockets.resolve("pod-resources.sock"));
+                io.dilu.deviceplugin.kubelet.PodResourcesClient podResources = new io.dilu.deviceplugin.kubelet
+                        .PodResourcesClient(sockets.resolve("pod-resources.sock"), Duration.ofSeconds(2))) {
+            var client = api.client();
+            api.createNamespace(ns, Map.of());
+            java.util.function.Consumer<String> pod = name -> client.pods().inNamespace(ns).resource(
+                    new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName(name).withNamespace(ns)
+                            .withAnnotations(name.equals("cold") ? Map.of(DiluNames.ASSIGNED_GPUS, gpu.uuid(),
+                                    DiluNames.PARKED, "2026-12-02T09:00:00Z") : Map.of()).endMetadata()
+                            .withNewSpec().withNodeName(node).withAutomountServiceAccountToken(false).addNewContainer()
+                            .withName("c0").withImage("registry.local/fn:1").withNewResources()
+                            .withLimits(Map.of(DiluNames.GPU_SM, new io.fabric8.kubernetes.api.model.Quantity("60")))
+                            .endResources().endContainer().endSpec().build()).create();
+            pod.accept("cold");
+            io.dilu.deviceplugin.agent.PodIdentity identity = new io.dilu.deviceplugin.agent.PodIdentity(client, node,
+                    podResources, InstantSource.system(), Duration.ofSeconds(30),
+                    new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+            try {
+                Allocations allocations = new Allocations(new Allocations.Paths(Files.createTempDirectory(work,
+                        "parked-deleted-"), "/var/run/dilu/control", "/opt/dilu/lib/libdilu-hook.so",
+                        "/opt/dilu/lib/libdilu-hook.so", work.resolve("parked-deleted-ld.so.preload"), Optional.empty()),
+                        List.of(gpu), tokens, InstantSource.system(), identity);
+                identity.start();
+                awaitTrue(() -> identity.seen().size() == 1);
+                String id = allocations.allocate(gpu, ids(gpu, 0, 60)).getEnvsOrThrow("DILU_ALLOCATION");
+                identity.watchParking(allocations::setParked);
+                boolean parkedFirst = awaitTrue(() -> allocations.tenants().get(id).parked());
+                // Deleted with a day's grace: Terminating, its container running on (no kubelet here ends it). A pod
+                // created after it is seen once the watch has passed the deletion's event.
+                client.pods().inNamespace(ns).withName("cold").withGracePeriod(86_400).delete();
+                pod.accept("marker");
+                awaitTrue(() -> identity.seen().stream().anyMatch(p -> p.name().equals("marker")));
+                boolean terminating = allocations.tenants().get(id).parked();
+                client.pods().inNamespace(ns).withName("cold").withGracePeriod(0).delete();
+                awaitTrue(() -> identity.seen().stream().noneMatch(p -> p.name().equals("cold")));
+                boolean gone = allocations.tenants().get(id).parked();
+                return new Outcome("parked-pod-deleted", parkedFirst && terminating && gone, String.format(
+                        "a parked 60%% share: %s; being deleted (grace 86,400 s) %s; gone from the API server %s",
+                        parkedFirst ? "parked" : "NEVER PARKED", terminating ? "still parked" : "BOOKED IN FULL",
+                        gone ? "still parked" : "BOOKED IN FULL"), Double.NaN, Double.NaN);
+            } finally {
+                identity.close();
+            }
+        }
+    }
+
+    /** Polls {@code condition} for up to 20 s; whether it held. */
+    private static boolean awaitTrue(java.util.function.BooleanSupplier condition) throws InterruptedException {
+        for (long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20); System.nanoTime() < deadline; ) {
+            if (condition.getAsBoolean()) {
+                return true;
+            }
+            Thread.sleep(20);
+        }
+        return condition.getAsBoolean();
     }
 }
