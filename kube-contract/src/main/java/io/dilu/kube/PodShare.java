@@ -12,7 +12,8 @@ import java.util.Optional;
  * What a pod asks of Dilu, read from its spec and annotations ({@link PodShares#of}).
  *
  * @param nodeName the node it is bound to, if any
- * @param terminal finished or being deleted: it holds nothing any more
+ * @param terminal finished, or deleted with nothing left running ({@link PodShares#terminal}): it holds nothing
+ *     any more
  * @param function the function it serves (workload affinity)
  * @param containers its containers that request {@code dilu.io/gpu-sm}, in pod order
  * @param servingGate it declares a readiness gate on {@link DiluNames#SERVING_CONDITION}: it is ready only while that
