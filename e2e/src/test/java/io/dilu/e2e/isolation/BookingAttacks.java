@@ -21,6 +21,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import java.util.function.UnaryOperator;
 
 /**
@@ -130,22 +131,11 @@ final class BookingAttacks {
      * not placed there, the parked pod untouched (before: evicted, 2.5× what was asked).
      */
     private Outcome evictionBeyondTheAsk() throws Exception {
-        Pod keeper = serving(VICTIM, "keeper", 10, 500);
-        Pod cache = parked(VICTIM, "cache", 30, 30_000);
-        Pod ask = pending(ATTACKER, "asks-12000", 30, 12_000, UnaryOperator.identity());
-        try {
-            awaitKnown(ask);
-            boolean placed = fits(ask);
-            Thread.sleep(500);
-            boolean untouched = untouched(cache);
-            return new Outcome("parked-eviction-beyond-the-ask", !placed && untouched, String.format(
-                    "a 12,000 MiB ask beside another namespace's 30,000 MiB parked pod: %s; the parked pod %s",
-                    placed ? "PLACED" : "not placed", untouched ? "untouched" : "EVICTED"));
-        } finally {
-            gone(ask);
-            gone(cache);
-            gone(keeper);
-        }
+        return besideParked("keeper", 500, List.of(new Cache(VICTIM, "cache", 30, 30_000)), "asks-12000", 30, 12_000,
+                scene -> new Outcome("parked-eviction-beyond-the-ask", !scene.placed() && scene.untouched(0),
+                        String.format("a 12,000 MiB ask beside another namespace's 30,000 MiB parked pod: %s; the parked "
+                                + "pod %s", scene.placed() ? "PLACED" : "not placed",
+                                scene.untouched(0) ? "untouched" : "EVICTED")));
     }
 
     /**
@@ -154,26 +144,16 @@ final class BookingAttacks {
      * untouched (before: the one parked longest ago went, the other namespace's).
      */
     private Outcome evictionOwnFirst() throws Exception {
-        Pod keeper = serving(VICTIM, "keeper", 10, 500);
-        Pod cache = parked(VICTIM, "older-cache", 30, 30_000);
-        Pod own = parked(ATTACKER, "own-cache", 30, 9_000);
-        Pod ask = pending(ATTACKER, "asks-10000", 30, 10_000, UnaryOperator.identity());
-        try {
-            awaitKnown(ask);
-            boolean placed = fits(ask);
-            Thread.sleep(500);
-            boolean untouched = untouched(cache);
-            boolean ownGone = !untouched(own);
-            return new Outcome("parked-eviction-own-first", placed && untouched && ownGone, String.format(
-                    "a 10,000 MiB ask beside its own 9,000 MiB parked pod and another namespace's older 30,000 MiB one: "
-                            + "%s; its own %s, the other's %s", placed ? "placed" : "NOT PLACED",
-                    ownGone ? "evicted" : "kept", untouched ? "untouched" : "EVICTED"));
-        } finally {
-            gone(ask);
-            gone(own);
-            gone(cache);
-            gone(keeper);
-        }
+        return besideParked("keeper", 500, List.of(new Cache(VICTIM, "older-cache", 30, 30_000),
+                new Cache(ATTACKER, "own-cache", 30, 9_000)), "asks-10000", 30, 10_000, scene -> {
+                    boolean othersKept = scene.untouched(0);
+                    boolean ownGone = !scene.untouched(1);
+                    return new Outcome("parked-eviction-own-first", scene.placed() && othersKept && ownGone,
+                            String.format("a 10,000 MiB ask beside its own 9,000 MiB parked pod and another namespace's "
+                                    + "older 30,000 MiB one: %s; its own %s, the other's %s",
+                                    scene.placed() ? "placed" : "NOT PLACED", ownGone ? "evicted" : "kept",
+                                    othersKept ? "untouched" : "EVICTED"));
+                });
     }
 
     /**
@@ -182,23 +162,57 @@ final class BookingAttacks {
      * ask. Contained: not placed, both untouched (before: both evicted, the issue's two for one).
      */
     private Outcome evictionTwoForOneAsk() throws Exception {
-        Pod keeper = serving(VICTIM, "big-keeper", 10, 23_000);
-        Pod first = parked(VICTIM, "cache-1", 20, 8_000);
-        Pod second = parked(VICTIM, "cache-2", 20, 8_000);
-        Pod ask = pending(ATTACKER, "asks-two", 10, 10_000, UnaryOperator.identity());
+        return besideParked("big-keeper", 23_000, List.of(new Cache(VICTIM, "cache-1", 20, 8_000),
+                new Cache(VICTIM, "cache-2", 20, 8_000)), "asks-two", 10, 10_000,
+                scene -> new Outcome("parked-eviction-two-for-one-ask", !scene.placed() && scene.evicted() == 0,
+                        String.format("a 10,000 MiB ask where only another namespace's two 8,000 MiB parked pods make "
+                                + "room: %s; %d of them evicted", scene.placed() ? "PLACED" : "not placed",
+                                scene.evicted())));
+    }
+
+    /** A model another pod keeps parked, in the order it was parked. */
+    private record Cache(String namespace, String name, int sm, long memoryMib) { }
+
+    /** What became of an ask beside parked pods: placed or not, and which of them are still there, in their order. */
+    private record Scene(boolean placed, List<Boolean> kept) {
+        boolean untouched(int cache) {
+            return kept.get(cache);
+        }
+
+        int evicted() {
+            return (int) kept.stream().filter(k -> !k).count();
+        }
+    }
+
+    /**
+     * The victim serves a pod on the GPU (so that the GPU is not one only parked pods hold, which would go back), the
+     * caches are parked beside it in order, and the attacker asks; judged once the extender had time to evict.
+     */
+    private Outcome besideParked(String keeperName, long keeperMib, List<Cache> caches, String askName, int askSm,
+            long askMib, Function<Scene, Outcome> judge) throws Exception {
+        List<Pod> made = new ArrayList<>();
         try {
+            made.add(serving(VICTIM, keeperName, 10, keeperMib));
+            List<Pod> parked = new ArrayList<>();
+            for (Cache c : caches) {
+                Pod pod = parked(c.namespace(), c.name(), c.sm(), c.memoryMib());
+                made.add(pod);
+                parked.add(pod);
+            }
+            Pod ask = pending(ATTACKER, askName, askSm, askMib, UnaryOperator.identity());
+            made.add(ask);
             awaitKnown(ask);
             boolean placed = fits(ask);
             Thread.sleep(500);
-            int evicted = (untouched(first) ? 0 : 1) + (untouched(second) ? 0 : 1);
-            return new Outcome("parked-eviction-two-for-one-ask", !placed && evicted == 0, String.format(
-                    "a 10,000 MiB ask where only another namespace's two 8,000 MiB parked pods make room: %s; %d of them "
-                            + "evicted", placed ? "PLACED" : "not placed", evicted));
+            List<Boolean> kept = new ArrayList<>();
+            for (Pod pod : parked) {
+                kept.add(untouched(pod));
+            }
+            return judge.apply(new Scene(placed, kept));
         } finally {
-            gone(ask);
-            gone(second);
-            gone(first);
-            gone(keeper);
+            for (Pod pod : made.reversed()) {
+                gone(pod);
+            }
         }
     }
 
