@@ -366,43 +366,4 @@ class PodIdentityIT {
             identity.close();
         }
     }
-
-    /**
-     * Issue 45, escape 3: a parked pod that is deleted keeps no guarantee while its containers run out their grace
-     * period, nor once it is gone from the API server (a deletion at once: the kubelet ends its containers after).
-     * Before, the share was booked in full 7 ms after the deletion, for the whole grace period.
-     */
-    @Test
-    void aDeletedParkedPodStaysParked() throws Exception {
-        String node = "gpu-node-parked-deleted";
-        List<GpuDevice> gpus = EmulatedInventory.parse(node, "1x A100-40GB, 108 SMs").gpus();
-        GpuDevice gpu = gpus.getFirst();
-        TestingClock clock = new TestingClock(Instant.parse("2026-12-02T10:00:00Z"));
-        Path socket = tmp.resolve("pod-resources-deleted.sock");
-        podOn(node, "cold", Map.of(DiluNames.ASSIGNED_GPUS, gpu.uuid(), DiluNames.PARKED, "2026-12-02T09:00:00Z"), 60);
-        try (TokenManager tokens = new TokenManager(1, TokenParameters.DEFAULTS, 1, clock, 16);
-                FakePodResources kubelet = new FakePodResources(socket);
-                PodResourcesClient podResources = new PodResourcesClient(socket, Duration.ofSeconds(2))) {
-            PodIdentity identity = new PodIdentity(client, node, podResources, clock, Duration.ofSeconds(30),
-                    new SimpleMeterRegistry());
-            Allocations allocations = new Allocations(paths(false), gpus, tokens, clock, identity);
-            identity.start();
-            await().atMost(Duration.ofSeconds(20)).until(() -> identity.seen().size() == 1);
-            String id = allocations.allocate(gpu, ids(gpu, 0, 60)).getEnvsOrThrow("DILU_ALLOCATION");
-            identity.watchParking(allocations::setParked);
-            await().atMost(Duration.ofSeconds(10)).until(() -> allocations.tenants().get(id).parked());
-
-            // Deleted with a day's grace: Terminating, its containers running on (no kubelet here ends them). A second
-            // pod created after it is seen only once the watch has passed the deletion's event.
-            client.pods().inNamespace(NS).withName("cold").withGracePeriod(86_400).delete();
-            podOn(node, "marker", Map.of(), 10);
-            await().atMost(Duration.ofSeconds(10)).until(() -> identity.seen().stream().anyMatch(p -> p.name().equals("marker")));
-            assertThat(allocations.tenants().get(id).parked()).as("being deleted, still parked").isTrue();
-
-            client.pods().inNamespace(NS).withName("cold").withGracePeriod(0).delete();
-            await().atMost(Duration.ofSeconds(10)).until(() -> identity.seen().stream().noneMatch(p -> p.name().equals("cold")));
-            assertThat(allocations.tenants().get(id).parked()).as("gone from the API server, still parked").isTrue();
-            identity.close();
-        }
-    }
 }
