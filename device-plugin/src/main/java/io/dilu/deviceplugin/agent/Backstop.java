@@ -243,15 +243,19 @@ final class Backstop {
 
     /** Each matched share's memory on each GPU. */
     private List<ShareBackstop.Grant> memoryGrants() {
-        List<ShareBackstop.Grant> grants = new ArrayList<>();
-        for (Allocations.Part part : allocations.parts()) {
-            Allocation a = part.allocation();
-            if (a.owner().isPresent() && a.missingSince().isEmpty()) {
-                grants.add(new ShareBackstop.Grant(a.owner().get().toString(), part.uuid(), part.memoryMib() * MIB,
-                        part.tenant().limit(), -1));
-            }
-        }
-        return grants;
+        return judged().stream().map(part -> grant(part, -1)).toList();
+    }
+
+    /** The parts of shares matched to a container that the kubelet still has: the ones the backstop judges. */
+    private List<Allocations.Part> judged() {
+        return allocations.parts().stream()
+                .filter(p -> p.allocation().owner().isPresent() && p.allocation().missingSince().isEmpty()).toList();
+    }
+
+    /** A part's grant, with the blocks its hook reported launching over the SM window ({@code -1}: not known). */
+    private static ShareBackstop.Grant grant(Allocations.Part part, long launched) {
+        return new ShareBackstop.Grant(part.allocation().owner().get().toString(), part.uuid(), part.memoryMib() * MIB,
+                part.tenant().limit(), launched);
     }
 
     /** The container a process is in, by the pod's status; empty while the pod watch does not know it. */
@@ -270,12 +274,8 @@ final class Backstop {
         long windowMs = settings.bounds().smWindow().toMillis();
         List<ShareBackstop.Grant> grants = new ArrayList<>();
         Set<String> live = new HashSet<>();
-        for (Allocations.Part part : allocations.parts()) {
-            Allocation a = part.allocation();
-            if (a.owner().isEmpty() || a.missingSince().isPresent()) {
-                continue;
-            }
-            String id = a.id() + "/" + part.tenant().device();
+        for (Allocations.Part part : judged()) {
+            String id = part.allocation().id() + "/" + part.tenant().device();
             live.add(id);
             Deque<long[]> history = launches.computeIfAbsent(id, k -> new ArrayDeque<>());
             history.addLast(new long[] {nowMs, part.tenant().block().blocksLaunched(part.tenant().device())});
@@ -285,8 +285,7 @@ final class Backstop {
             }
             long[] first = history.peekFirst();
             long seen = first[0] <= nowMs - windowMs * 9 / 10 ? Math.max(0, history.peekLast()[1] - first[1]) : -1;
-            grants.add(new ShareBackstop.Grant(a.owner().get().toString(), part.uuid(), part.memoryMib() * MIB,
-                    part.tenant().limit(), seen));
+            grants.add(grant(part, seen));
         }
         launches.keySet().retainAll(live);
         return grants;

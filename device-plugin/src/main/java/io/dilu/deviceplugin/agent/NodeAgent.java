@@ -2,7 +2,6 @@ package io.dilu.deviceplugin.agent;
 
 import io.dilu.kube.events.EventCounts;
 import io.dilu.core.placement.GpuDevice;
-import io.dilu.core.backstop.ShareBackstop;
 import io.dilu.core.tokens.TokenParameters;
 import io.dilu.deviceplugin.backstop.EmulatedProcesses;
 import io.dilu.deviceplugin.backstop.GpuProcesses;
@@ -96,14 +95,14 @@ public class NodeAgent {
         int recovered = allocations.recover();
         if (identity != null) {
             identity.watchParking(allocations::setParked);
-            long every = config.reconcileInterval().toMillis();
-            refresher.scheduleWithFixedDelay(this::reconcile, every, every, TimeUnit.MILLISECONDS);
+            Duration every = config.reconcileInterval();
+            every(refresher, every, every, "matching shares to pods", () -> identity.reconcile(allocations));
         }
         GpuSmDevicePlugin plugin = new GpuSmDevicePlugin(gpus, allocations);
         endpoint = new DevicePluginEndpoint(config.devicePluginsDir(), config.endpoint(), plugin, toolkit::mayServe);
         endpoint.start();
-        long toolkitEvery = config.toolkitCheckInterval().toMillis();
-        toolkitThread.scheduleWithFixedDelay(this::checkToolkit, 0, toolkitEvery, TimeUnit.MILLISECONDS);
+        every(toolkitThread, Duration.ZERO, config.toolkitCheckInterval(), "checking the NVIDIA toolkit's settings",
+                toolkit::check);
         tokens.start();
         agentMetrics = new AgentMetrics(metrics, gpus, inventory, tokens, allocations,
                 () -> endpoint.registrations(), config.tokens().period());
@@ -143,14 +142,6 @@ public class NodeAgent {
         return gate;
     }
 
-    private void checkToolkit() {
-        try {
-            toolkit.check();
-        } catch (RuntimeException e) {
-            LOG.errorf(e, "checking the NVIDIA toolkit's settings failed; the next check retries");
-        }
-    }
-
     /**
      * The backstop, on a thread of its own (reading /proc and the GPUs takes longer than the metrics' second may
      * spare): what the GPUs say each process uses, against each container's share.
@@ -174,29 +165,28 @@ public class NodeAgent {
             }
             source = new EmulatedProcesses(gpus, config.emulatorHostDir(), proc, perSecond);
         }
-        ShareBackstop.Bounds bounds = new ShareBackstop.Bounds(b.contextAllowanceMib() << 20, b.smWindow(), b.smMargin(),
-                b.busySlack(), b.unknownGrace());
         backstop = new Backstop(source, gpus, proc, new ProcessKiller(proc), allocations,
                 identity != null ? identity : List::of, recorder, InstantSource.system(),
-                new Backstop.Settings(bounds, b.killMemoryExcess(), b.killComputeAfterRounds()), metrics);
-        long every = b.interval().toMillis();
-        backstopThread.scheduleWithFixedDelay(() -> {
-            try {
-                backstop.round();
-            } catch (RuntimeException e) {
-                LOG.errorf(e, "the backstop's round failed; the next one retries");
-            }
-        }, every, every, TimeUnit.MILLISECONDS);
-        long memoryEvery = b.memoryInterval().toMillis();
-        if (memoryEvery > 0 && memoryEvery < every) {
-            backstopThread.scheduleWithFixedDelay(() -> {
-                try {
-                    backstop.sweep();
-                } catch (RuntimeException e) {
-                    LOG.errorf(e, "the backstop's memory sweep failed; the next one retries");
-                }
-            }, memoryEvery, memoryEvery, TimeUnit.MILLISECONDS);
+                new Backstop.Settings(b.bounds(), b.killMemoryExcess(), b.killComputeAfterRounds()), metrics);
+        every(backstopThread, b.interval(), b.interval(), "the backstop's round", backstop::round);
+        Duration memoryEvery = b.memoryInterval();
+        if (memoryEvery.isPositive() && memoryEvery.compareTo(b.interval()) < 0) {
+            every(backstopThread, memoryEvery, memoryEvery, "the backstop's memory sweep", backstop::sweep);
         }
+    }
+
+    /**
+     * {@code task} on {@code thread} after {@code first}, then {@code period} after each run ends; a run that throws is
+     * logged and the next one tries again (an executor would otherwise stop the task for good).
+     */
+    private static void every(ScheduledExecutorService thread, Duration first, Duration period, String what, Runnable task) {
+        thread.scheduleWithFixedDelay(() -> {
+            try {
+                task.run();
+            } catch (RuntimeException e) {
+                LOG.errorf(e, "%s failed; the next run retries", what);
+            }
+        }, first.toMillis(), period.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** Algorithm 2's knobs for each GPU: MaxTokens from the GPU's own SM count, the rest from the configuration. */
@@ -205,14 +195,6 @@ public class NodeAgent {
         Duration block = Duration.ofNanos(config.blockMicros() * 1000L);
         return gpus.stream().map(g -> node.withMaxTokens(TokenParameters.maxTokensFor(g.smCount(), node.period(), block)))
                 .toList();
-    }
-
-    private void reconcile() {
-        try {
-            identity.reconcile(allocations);
-        } catch (RuntimeException e) {
-            LOG.errorf(e, "matching shares to pods failed; the next round retries");
-        }
     }
 
     /** The Node may not exist yet, or the API server may be away: try again every 30 s until it works. */

@@ -235,5 +235,10 @@ public interface NodeAgentConfig {
         /** The host's /proc (the agent runs with hostPID). */
         @WithDefault("/proc")
         Path procRoot();
+
+        /** The bounds {@link ShareBackstop} judges by, from these settings. */
+        default ShareBackstop.Bounds bounds() {
+            return new ShareBackstop.Bounds(contextAllowanceMib() << 20, smWindow(), smMargin(), busySlack(), unknownGrace());
+        }
     }
 }

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -31,10 +32,9 @@ import org.junit.jupiter.api.io.TempDir;
 class BackstopOnRecordedH100IT {
 
     private static final long MIB = 1L << 20;
-    /** The agent's shipped bounds (NodeAgentConfig.BackstopConfig's defaults) and its three rounds before an SM kill. */
-    private static final ShareBackstop.Bounds SHIPPED = new ShareBackstop.Bounds(ShareBackstop.CONTEXT_ALLOWANCE_MIB * MIB,
-            Duration.ofSeconds(10), 0.25, 0.10, Duration.ofSeconds(10));
-    private static final int ROUNDS_TO_END = 3;
+    /** The backstop as the agent ships it: its bounds and its rounds at fault before an SM kill. */
+    private static final NodeAgentConfig.BackstopConfig SHIPPED = TestingBackstop.shipped(Map.of());
+    private static final int ROUNDS_TO_END = SHIPPED.killComputeAfterRounds();
 
     @TempDir
     Path tmp;
@@ -48,7 +48,7 @@ class BackstopOnRecordedH100IT {
 
     private TestingBackstop node() throws IOException {
         nvml = RecordedNvml.load(clock);
-        node = TestingBackstop.overRecordedNvml(tmp, SHIPPED, ROUNDS_TO_END, nvml, clock);
+        node = TestingBackstop.overRecordedNvml(tmp, SHIPPED.bounds(), ROUNDS_TO_END, nvml, clock);
         return node;
     }
 

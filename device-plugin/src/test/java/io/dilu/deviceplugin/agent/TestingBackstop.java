@@ -15,6 +15,7 @@ import io.dilu.deviceplugin.tokens.TokenManager;
 import io.dilu.kube.events.EventCounts;
 import io.dilu.kube.events.EventThrottle;
 import io.dilu.kube.events.PodEventRecorder;
+import io.dilu.testing.ShippedConfig;
 import io.fabric8.kubernetes.api.model.Event;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
@@ -61,6 +62,11 @@ public final class TestingBackstop implements AutoCloseable {
 
     /** A container of a pod on this node, as the runtime names it. */
     public record Container(ContainerRef ref, Cgroups.ContainerId id) {}
+
+    /** The backstop's settings as the agent ships them, with {@code keys} (e.g. dilu.agent.backstop.sm-window) over them. */
+    public static NodeAgentConfig.BackstopConfig shipped(Map<String, String> keys) {
+        return ShippedConfig.read(NodeAgentConfig.class, keys).backstop();
+    }
 
     /**
      * Over an emulated GPU, SM kills after the shipped three rounds at fault: which the backstop never makes there, the

@@ -6,6 +6,7 @@ import io.dilu.core.tokens.TokenParameters;
 import io.dilu.core.tokens.TokenPlan;
 import io.dilu.deviceplugin.agent.Allocation;
 import io.dilu.deviceplugin.agent.Allocations;
+import io.dilu.deviceplugin.agent.NodeAgentConfig;
 import io.dilu.deviceplugin.agent.PodView;
 import io.dilu.deviceplugin.agent.TestingBackstop;
 import io.dilu.core.backstop.ShareBackstop;
@@ -642,13 +643,12 @@ public final class NodeAttacks {
     // ---- what goes around the hook: the node's backstop (docs/node-agent.md, "The backstop") ----
 
     private static final long MIB = 1L << 20;
+    /** The backstop as the agent ships it, for rounds on a clock the bench moves (NVML replayed: no waiting). */
+    private static final NodeAgentConfig.BackstopConfig SHIPPED = TestingBackstop.shipped(Map.of());
     /** The agent's bounds but for a 2 s window and a 1 s grace, so that the bench waits seconds, not tens of them. */
-    private static final ShareBackstop.Bounds BOUNDS = new ShareBackstop.Bounds(ShareBackstop.CONTEXT_ALLOWANCE_MIB * MIB,
-            Duration.ofSeconds(2), 0.25, 0.10, Duration.ofSeconds(1));
-    /** The agent's shipped bounds, for rounds on a clock the bench moves (NVML replayed: no waiting). */
-    private static final ShareBackstop.Bounds SHIPPED = new ShareBackstop.Bounds(ShareBackstop.CONTEXT_ALLOWANCE_MIB * MIB,
-            Duration.ofSeconds(10), 0.25, 0.10, Duration.ofSeconds(10));
-    private static final int ROUNDS_TO_END = 3;
+    private static final ShareBackstop.Bounds BOUNDS = TestingBackstop.shipped(Map.of(
+            "dilu.agent.backstop.sm-window", "2s", "dilu.agent.backstop.unknown-grace", "1s")).bounds();
+    private static final int ROUNDS_TO_END = SHIPPED.killComputeAfterRounds();
 
     private TestingBackstop node(String name) throws IOException {
         return new TestingBackstop(Files.createTempDirectory(work, name + "-"), BOUNDS, true);
@@ -948,7 +948,7 @@ public final class NodeAttacks {
         TestingClock clock = new TestingClock(Instant.parse("2026-11-26T12:00:00Z"));
         RecordedNvml nvml = RecordedNvml.load(clock);
         try (TestingBackstop node = TestingBackstop.overRecordedNvml(Files.createTempDirectory(work, name + "-"),
-                SHIPPED, ROUNDS_TO_END, nvml, clock)) {
+                SHIPPED.bounds(), ROUNDS_TO_END, nvml, clock)) {
             TestingBackstop.Container c = node.pod("tenant", "attacker", 1, percent, 1024, "c0").getFirst();
             Optional<TestingBackstop.Container> other = neighbour
                     ? Optional.of(node.pod("tenant", "neighbour", 1, 60, 1024, "c0").getFirst()) : Optional.empty();
@@ -1000,7 +1000,7 @@ public final class NodeAttacks {
      * 37 rounds).
      */
     private Outcome memoryBurst(String name, int onMs, int periodMs, int phaseMs) throws Exception {
-        long round = shippedMillis("interval"), sweep = shippedMillis("memoryInterval");
+        long round = SHIPPED.interval().toMillis(), sweep = SHIPPED.memoryInterval().toMillis();
         try (TestingBackstop node = node(name)) {
             TestingBackstop.Container c = node.pod("tenant", "burster", 1, 25, 1024, "c0").getFirst();
             Process within = node.start(Optional.of(c), unhooked("alloc", "300", "60000"));
@@ -1031,14 +1031,6 @@ public final class NodeAttacks {
         }
     }
 
-    /** The agent's shipped value of a backstop duration ({@code NodeAgentConfig.BackstopConfig}), in milliseconds. */
-    private static long shippedMillis(String setting) throws NoSuchMethodException {
-        String value = io.dilu.deviceplugin.agent.NodeAgentConfig.BackstopConfig.class.getMethod(setting)
-                .getAnnotation(io.smallrye.config.WithDefault.class).value();
-        return value.endsWith("ms") ? Long.parseLong(value.substring(0, value.length() - 2))
-                : Duration.parse("PT" + value.toUpperCase(Locale.ROOT)).toMillis();
-    }
-
     /**
      * The H100 recording's own scene, NVML's answers replayed: three busy processes time-slicing the GPU. A tenant runs
      * the quarter-time kernels (25% of the GPU's time alone) on a 25% grant, its hook charging its 66,000 blocks a second;
@@ -1053,7 +1045,7 @@ public final class NodeAttacks {
         TestingClock clock = new TestingClock(Instant.parse("2026-11-26T12:00:00Z"));
         RecordedNvml nvml = RecordedNvml.load(clock);
         try (TestingBackstop node = TestingBackstop.overRecordedNvml(Files.createTempDirectory(work, name + "-"),
-                SHIPPED, ROUNDS_TO_END, nvml, clock)) {
+                SHIPPED.bounds(), ROUNDS_TO_END, nvml, clock)) {
             TestingBackstop.Container honest = node.pod("tenant", "honest", 1, 25, 1024, "c0").getFirst();
             Process within = node.start(Optional.of(honest), List.of("sleep", "600"));
             nvml.assign(within.pid(), RecordedNvml.Role.WIDE_KERNELS_QUARTER_TIME);
