@@ -9,6 +9,7 @@ import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.testing.ChildProcess;
+import io.dilu.testing.KubeClients;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
@@ -18,7 +19,6 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -259,8 +259,8 @@ class WebhookIT {
                 .hasMessageContaining("metadata.annotations[dilu.io/assigned-gpus]=GPU-0 (was absent) is not allowed")
                 // The user the demo lets write it (its extender runs with the admin's credentials).
                 .hasMessageContaining("not by " + LocalControlPlane.adminUser(client));
-        try (KubernetesClient agent = new KubernetesClientBuilder().withConfig(new ConfigBuilder(client.getConfiguration())
-                .withImpersonateUsername(NODE_AGENT).withImpersonateGroups("system:masters").build()).build()) {
+        try (KubernetesClient agent = KubeClients.of(new ConfigBuilder(client.getConfiguration())
+                .withImpersonateUsername(NODE_AGENT).withImpersonateGroups("system:masters").build())) {
             Pod edited = agent.pods().inNamespace(NS).withName("upd-1").edit(p -> {
                 p.getMetadata().getAnnotations().put(DiluNames.ASSIGNED_GPUS, "GPU-0");
                 return p;

@@ -4,7 +4,6 @@ import io.fabric8.kubeapitest.KubeAPIServer;
 import io.fabric8.kubeapitest.KubeAPIServerConfigBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
 import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder;
@@ -86,9 +85,7 @@ public final class RealApiServer implements AutoCloseable {
             Runtime.getRuntime().removeShutdownHook(onExit);
             throw e;
         }
-        KubernetesClient client = new KubernetesClientBuilder()
-                .withConfig(Config.fromKubeconfig(server.getKubeConfigYaml()))
-                .build();
+        KubernetesClient client = KubeClients.of(Config.fromKubeconfig(server.getKubeConfigYaml()));
         return new RealApiServer(server, client, runDir, onExit);
     }
 

@@ -1,16 +1,14 @@
 package io.dilu.e2e.bench;
 
+import io.dilu.testing.KubeClients;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.Watch;
 import io.fabric8.kubernetes.client.Watcher;
 import io.fabric8.kubernetes.client.WatcherException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -50,8 +48,7 @@ public final class ClusterBench {
         long upStart = System.nanoTime();
         run(cluster.toString(), "up", "--nodes", "2");
         double startup = (System.nanoTime() - upStart) / 1e9;
-        try (KubernetesClient client = new KubernetesClientBuilder()
-                .withConfig(Config.fromKubeconfig(Files.readString(dir.resolve("admin.kubeconfig")))).build()) {
+        try (KubernetesClient client = KubeClients.fromKubeconfig(dir.resolve("admin.kubeconfig"))) {
             client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS)
                     .addToLabels("dilu.io/webhook", "enabled").endMetadata().build()).serverSideApply();
             double[] paced = startPods(client, "paced", pods, PACE_NANOS);

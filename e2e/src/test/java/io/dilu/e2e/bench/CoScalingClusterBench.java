@@ -13,10 +13,9 @@ import io.dilu.simulator.coscaling.FleetFunctions;
 import io.dilu.simulator.coscaling.FunctionProfile;
 import io.dilu.simulator.coscaling.KpaPolicy;
 import io.dilu.simulator.coscaling.RatePatterns;
+import io.dilu.testing.KubeClients;
 import io.dilu.trials.HostLateness;
-import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -116,8 +115,7 @@ public final class CoScalingClusterBench {
         long origin = System.nanoTime();
         try (HostLateness host = HostLateness.start(origin)) {
             run(cluster.toString(), "up", "--nodes", Integer.toString(NODES));
-            try (KubernetesClient client = new KubernetesClientBuilder()
-                    .withConfig(Config.fromKubeconfig(Files.readString(dir.resolve("admin.kubeconfig")))).build()) {
+            try (KubernetesClient client = KubeClients.fromKubeconfig(dir.resolve("admin.kubeconfig"))) {
                 Map<String, Map<String, Measured>> runs = new LinkedHashMap<>();
                 List<double[]> traffic = new ArrayList<>();
                 for (String policy : policies) {

@@ -11,6 +11,7 @@ import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.LoadSettings;
 import io.dilu.loadgen.RateTrace;
+import io.dilu.testing.KubeClients;
 import io.dilu.testing.MetricsPage;
 import io.dilu.testing.RealApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
@@ -20,9 +21,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
-import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import java.io.IOException;
@@ -76,8 +75,7 @@ class LocalClusterIT {
         anInterruptedUpTakesItselfDown();
         String out = run(Duration.ofMinutes(10), CLUSTER.toString(), "up", "--nodes", "1");
         assertThat(out).contains("installed: node agents, dilu-scheduler, webhook and autoscaler Ready");
-        client = new KubernetesClientBuilder()
-                .withConfig(Config.fromKubeconfig(Files.readString(DIR.resolve("admin.kubeconfig")))).build();
+        client = KubeClients.fromKubeconfig(DIR.resolve("admin.kubeconfig"));
         client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS)
                 .addToLabels("dilu.io/webhook", "enabled").endMetadata().build()).serverSideApply();
     }
@@ -496,8 +494,8 @@ class LocalClusterIT {
      * may park are what is tested.
      */
     private KubernetesClient asAutoscaler() {
-        return new KubernetesClientBuilder().withConfig(new io.fabric8.kubernetes.client.ConfigBuilder(client.getConfiguration())
-                .withImpersonateUsername("system:serviceaccount:dilu-system:dilu-autoscaler").build()).build();
+        return KubeClients.of(new io.fabric8.kubernetes.client.ConfigBuilder(client.getConfiguration())
+                .withImpersonateUsername("system:serviceaccount:dilu-system:dilu-autoscaler").build());
     }
 
     /** Parked as the autoscaler parks (annotation, condition False); waits until the kubelet says it is not Ready. */

@@ -2,6 +2,7 @@ package io.dilu.e2e.demo;
 
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.testing.KubeClients;
 import io.dilu.trials.HostLateness;
 import io.dilu.e2e.cluster.PodLives;
 import io.dilu.e2e.cluster.ServingFunction;
@@ -21,9 +22,7 @@ import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
-import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -102,8 +101,7 @@ public final class ClusterDemo {
                         true, 40, 80, ClusterDemo::scaledRate),
                 new Inference("bert-base", 2, 20, 3072, 100, "--batch 4 --max-wait-ms 5 --kernels 12 --blocks 108 --block-us 100",
                         false, 0, 0, t -> 40));
-        try (KubernetesClient client = new KubernetesClientBuilder()
-                .withConfig(Config.fromKubeconfig(Files.readString(DIR.resolve("admin.kubeconfig")))).build()) {
+        try (KubernetesClient client = KubeClients.fromKubeconfig(DIR.resolve("admin.kubeconfig"))) {
             deploy(client, functions);
             List<Pod> pods = awaitRunning(client, functions.stream().mapToInt(Inference::replicas).sum() + 1);
             printPlacement(pods);

@@ -4,14 +4,12 @@ import io.dilu.kube.profile.GpuFunctionProfile;
 import io.dilu.kube.profile.ProfileSpec;
 import io.dilu.kube.profile.ProfileStatus;
 import io.dilu.kube.profile.TrialRecord;
+import io.dilu.testing.KubeClients;
 import io.dilu.trials.EmulatedModel;
 import io.dilu.trials.EmulatedModels;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
-import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -40,8 +38,7 @@ public final class ClusterProfiling {
         List<EmulatedModel> models = args[1].equals("all") ? EmulatedModels.ALL : List.of(EmulatedModels.named(args[1])
                 .orElseThrow(() -> new IllegalArgumentException("--function=" + args[1] + " is not allowed: must be one of "
                         + String.join(", ", EmulatedModels.names()) + " or all")));
-        try (KubernetesClient client = new KubernetesClientBuilder()
-                .withConfig(Config.fromKubeconfig(Files.readString(DIR.resolve("admin.kubeconfig")))).build()) {
+        try (KubernetesClient client = KubeClients.fromKubeconfig(DIR.resolve("admin.kubeconfig"))) {
             client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS)
                     .addToLabels("dilu.io/webhook", "enabled").endMetadata().build()).serverSideApply();
             int failed = 0;
