@@ -82,6 +82,47 @@ public record RevisionPods(List<PodState> pods) {
         public boolean any() {
             return !park.isEmpty() || !wake.isEmpty() || !serving.isEmpty() || !delete.isEmpty();
         }
+
+        /**
+         * The writes, in the order they are to be made: the wakes; the kept mark of a last instance to keep, before any
+         * park (parked and not yet marked kept, it is one the scheduler extender may hand back with a GPU that nothing
+         * else holds); the parks; the other {@code dilu.io/serving} changes; the deletions of pods refused a wake.
+         */
+        public List<Intent> intents() {
+            List<Intent> in = new ArrayList<>();
+            wake.forEach(p -> in.add(new Intent.Wake(p)));
+            serving.forEach((p, path) -> {
+                if (path == Path.KEPT) {
+                    in.add(new Intent.Serving(p, path));
+                }
+            });
+            park.forEach(p -> in.add(new Intent.Park(p)));
+            serving.forEach((p, path) -> {
+                if (path != Path.KEPT) {
+                    in.add(new Intent.Serving(p, path));
+                }
+            });
+            delete.forEach(p -> in.add(new Intent.Delete(p)));
+            return List.copyOf(in);
+        }
+    }
+
+    /** One write of a {@link Plan}, to one pod. */
+    public sealed interface Intent {
+
+        PodState pod();
+
+        /** {@code dilu.io/parked} off, {@code dilu.io/wake} on. */
+        record Wake(PodState pod) implements Intent { }
+
+        /** {@code dilu.io/parked} on: its SM booking given back. */
+        record Park(PodState pod) implements Intent { }
+
+        /** Its {@code dilu.io/serving} condition set to {@code path}. */
+        record Serving(PodState pod, Path path) implements Intent { }
+
+        /** Deleted after its wake was refused: the ReplicaSet replaces it where there is room. */
+        record Delete(PodState pod) implements Intent { }
     }
 
     /** A park or a wake the autoscaler wrote, at {@code at}, which the watch may not show yet. */

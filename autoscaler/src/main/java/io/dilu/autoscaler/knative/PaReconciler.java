@@ -398,32 +398,26 @@ public final class PaReconciler {
             return;
         }
         String ns = pa.getMetadata().getNamespace();
-        for (RevisionPods.PodState p : plan.wake()) {
-            if (write(pa, p, "wake", () -> writer.wake(ns, p.name(), p.uid(), now))) {
-                r.waking.put(p.uid(), now);
-                r.written.put(p.uid(), new RevisionPods.Written(false, now));
-            }
-        }
-        // A last instance to keep is marked so before it is parked: parked and not yet marked, it is one the scheduler
-        // extender may hand back with a GPU that nothing else holds.
-        plan.serving().forEach((p, path) -> {
-            if (path == RevisionPods.Path.KEPT) {
-                serving(pa, ns, p, path, now);
-            }
-        });
-        for (RevisionPods.PodState p : plan.park()) {
-            if (write(pa, p, "park", () -> writer.park(ns, p.name(), p.uid(), now))) {
-                r.written.put(p.uid(), new RevisionPods.Written(true, now));
-            }
-        }
-        plan.serving().forEach((p, path) -> {
-            if (path != RevisionPods.Path.KEPT) {
-                serving(pa, ns, p, path, now);
-            }
-        });
-        for (RevisionPods.PodState p : plan.delete()) {
-            if (write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()))) {
-                wakeFailed.increment();
+        for (RevisionPods.Intent intent : plan.intents()) {
+            RevisionPods.PodState p = intent.pod();
+            switch (intent) {
+                case RevisionPods.Intent.Wake waking -> {
+                    if (write(pa, p, "wake", () -> writer.wake(ns, p.name(), p.uid(), now))) {
+                        r.waking.put(p.uid(), now);
+                        r.written.put(p.uid(), new RevisionPods.Written(false, now));
+                    }
+                }
+                case RevisionPods.Intent.Park parking -> {
+                    if (write(pa, p, "park", () -> writer.park(ns, p.name(), p.uid(), now))) {
+                        r.written.put(p.uid(), new RevisionPods.Written(true, now));
+                    }
+                }
+                case RevisionPods.Intent.Serving s -> serving(pa, ns, p, s.path(), now);
+                case RevisionPods.Intent.Delete refused -> {
+                    if (write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()))) {
+                        wakeFailed.increment();
+                    }
+                }
             }
         }
         LOG.infof("%s: woke %s, parked %s, deleted %s after a failed wake (%d serving and %d parked asked)", pa.key(),

@@ -2,6 +2,7 @@ package io.dilu.autoscaler.decide;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.dilu.autoscaler.decide.RevisionPods.Intent;
 import io.dilu.autoscaler.decide.RevisionPods.Path;
 import io.dilu.autoscaler.decide.RevisionPods.PodState;
 import java.time.Instant;
@@ -82,6 +83,25 @@ class RevisionPodsTest {
         assertThat(after.plan(0, 2, false).serving()).as("the revision may reach zero now: in the path, not kept")
                 .isEqualTo(Map.of(kept, Path.IN));
         assertThat(after.scraped()).as("scraped as any in the path").containsExactly("10.0.0.9");
+    }
+
+    @Test
+    void theKeptMarkIsWrittenBeforeAnyParkAndTheOtherConditionsAfterThem() {
+        RevisionPods pods = new RevisionPods(List.of(serving("a", 100), serving("b", 10), parked("older", 600)));
+        PodState a = pods.pods().get(0), b = pods.pods().get(1);
+        assertThat(pods.plan(0, 3, true).intents()).containsExactly(new Intent.Serving(b, Path.KEPT), new Intent.Park(b),
+                new Intent.Park(a), new Intent.Serving(a, Path.OUT));
+        assertThat(pods.plan(0, 3, false).intents()).as("not kept: its condition stays True, nothing to write first")
+                .containsExactly(new Intent.Park(b), new Intent.Park(a), new Intent.Serving(a, Path.OUT));
+    }
+
+    @Test
+    void wakesAreWrittenFirstAndTheDeletionsOfRefusedWakesLast() {
+        PodState refused = new PodState("refused", "uid-refused", T0, false, "10.0.0.2", Optional.empty(), false, true, true,
+                Path.OUT, false);
+        RevisionPods pods = new RevisionPods(List.of(refused, serving("a", 100), parked("p", 60)));
+        assertThat(pods.plan(2, 0, false).intents()).containsExactly(new Intent.Wake(pods.pods().get(2)),
+                new Intent.Delete(refused));
     }
 
     @Test
