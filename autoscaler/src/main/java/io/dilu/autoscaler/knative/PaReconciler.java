@@ -2,7 +2,7 @@ package io.dilu.autoscaler.knative;
 
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.ActivatorCap;
-import io.dilu.autoscaler.decide.RevisionPods;
+import io.dilu.core.lifecycle.InstanceLifecycle;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.contract.DiluNames;
@@ -94,7 +94,7 @@ public final class PaReconciler {
         /** Pods asked to wake, by UID, and when: counted woken once they serve. */
         final Map<String, Instant> waking = new HashMap<>();
         /** Parks and wakes written, by UID, until the watch shows them (or {@link #WRITE_LAG} has passed). */
-        final Map<String, RevisionPods.Written> written = new HashMap<>();
+        final Map<String, InstanceLifecycle.Written> written = new HashMap<>();
         final AtomicInteger desiredGauge = new AtomicInteger();
         final AtomicInteger parkedGauge = new AtomicInteger();
         final AtomicInteger readyGauge = new AtomicInteger();
@@ -258,7 +258,7 @@ public final class PaReconciler {
     }
 
     /** A revision's pods as the pod informer has them (for tests). */
-    RevisionPods pods(String namespace, String revision) {
+    InstanceLifecycle pods(String namespace, String revision) {
         return revisionPods(pas.getStore().getByKey(namespace + "/" + revision));
     }
 
@@ -274,10 +274,10 @@ public final class PaReconciler {
 
     private void reconcile(List<PodAutoscaler> mine, Instant now) {
         Map<String, List<CompletableFuture<StatScraper.Reading>>> scrapes = new HashMap<>();
-        Map<String, RevisionPods> pods = new HashMap<>();
+        Map<String, InstanceLifecycle> pods = new HashMap<>();
         try (StatScraper.Round round = scraper.round()) {
             for (PodAutoscaler pa : mine) {
-                RevisionPods revisionPods = revisionPods(pa, revisions.get(pa.getMetadata().getUid()), now);
+                InstanceLifecycle revisionPods = revisionPods(pa, revisions.get(pa.getMetadata().getUid()), now);
                 pods.put(pa.getMetadata().getUid(), revisionPods);
                 List<String> addresses = new ArrayList<>(revisionPods.scraped());
                 Collections.shuffle(addresses);
@@ -287,7 +287,7 @@ public final class PaReconciler {
             for (PodAutoscaler pa : mine) {
                 String uid = pa.getMetadata().getUid();
                 try {
-                    RevisionPods revisionPods = pods.get(uid);
+                    InstanceLifecycle revisionPods = pods.get(uid);
                     reconcile(pa, revisionPods, readings(pa, scrapes.get(uid), revisionPods, now), cluster, now);
                 } catch (KubernetesClientException e) {
                     LOG.warnf("PodAutoscaler %s: %s (next tick retries)", pa.key(), e.getMessage());
@@ -296,7 +296,7 @@ public final class PaReconciler {
         }
     }
 
-    private void reconcile(PodAutoscaler pa, RevisionPods pods, Readings read, KnativeAutoscalerConfig cluster, Instant now) {
+    private void reconcile(PodAutoscaler pa, InstanceLifecycle pods, Readings read, KnativeAutoscalerConfig cluster, Instant now) {
         Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
         Knobs knobs = knobs(pa, r, cluster);
         Readings readings = ActivatorCap.capped(read, knobs);
@@ -376,15 +376,15 @@ public final class PaReconciler {
     }
 
     /**
-     * Brings the revision's pods to the decision ({@link RevisionPods#plan}): wakes, parks, the serving conditions of
+     * Brings the revision's pods to the decision ({@link InstanceLifecycle#plan}): wakes, parks, the serving conditions of
      * parked pods, and the deletion of pods whose wake found no room (a cold start elsewhere, counted as a failed wake).
      * Each write that fails is logged and left to the next tick, which plans again from what the pods then say.
      */
-    private void park(PodAutoscaler pa, Revision r, RevisionPods pods, RevisionScaler.Decision d, Instant now) {
-        Map<String, RevisionPods.PodState> byUid = pods.pods().stream()
-                .collect(Collectors.toMap(RevisionPods.PodState::uid, p -> p, (a, b) -> a));
+    private void park(PodAutoscaler pa, Revision r, InstanceLifecycle pods, RevisionScaler.Decision d, Instant now) {
+        Map<String, InstanceLifecycle.Instance> byUid = pods.instances().stream()
+                .collect(Collectors.toMap(InstanceLifecycle.Instance::uid, p -> p, (a, b) -> a));
         r.waking.entrySet().removeIf(e -> {
-            RevisionPods.PodState p = byUid.get(e.getKey());
+            InstanceLifecycle.Instance p = byUid.get(e.getKey());
             if (p != null && p.ready() && p.parkedAt().isEmpty() && !p.wakeAsked() && !p.wakeFailed()) {
                 woken.increment();
                 LOG.infof("%s: pod %s serves again %d ms after its wake was asked", pa.key(), p.name(),
@@ -393,27 +393,27 @@ public final class PaReconciler {
             }
             return p == null || p.deleting() || p.wakeFailed();
         });
-        RevisionPods.Plan plan = pods.plan(d.desired(), d.parked(), d.lastKept());
+        InstanceLifecycle.Plan plan = pods.plan(d.desired(), d.parked(), d.lastKept());
         if (!plan.any()) {
             return;
         }
         String ns = pa.getMetadata().getNamespace();
-        for (RevisionPods.Intent intent : plan.intents()) {
-            RevisionPods.PodState p = intent.pod();
+        for (InstanceLifecycle.Intent intent : plan.intents()) {
+            InstanceLifecycle.Instance p = intent.pod();
             switch (intent) {
-                case RevisionPods.Intent.Wake waking -> {
+                case InstanceLifecycle.Intent.Wake waking -> {
                     if (write(pa, p, "wake", () -> writer.wake(ns, p.name(), p.uid(), now))) {
                         r.waking.put(p.uid(), now);
-                        r.written.put(p.uid(), new RevisionPods.Written(false, now));
+                        r.written.put(p.uid(), new InstanceLifecycle.Written(false, now));
                     }
                 }
-                case RevisionPods.Intent.Park parking -> {
+                case InstanceLifecycle.Intent.Park parking -> {
                     if (write(pa, p, "park", () -> writer.park(ns, p.name(), p.uid(), now))) {
-                        r.written.put(p.uid(), new RevisionPods.Written(true, now));
+                        r.written.put(p.uid(), new InstanceLifecycle.Written(true, now));
                     }
                 }
-                case RevisionPods.Intent.Serving s -> serving(pa, ns, p, s.path(), now);
-                case RevisionPods.Intent.Delete refused -> {
+                case InstanceLifecycle.Intent.Serving s -> serving(pa, ns, p, s.path(), now);
+                case InstanceLifecycle.Intent.Delete refused -> {
                     if (write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()))) {
                         wakeFailed.increment();
                     }
@@ -425,7 +425,7 @@ public final class PaReconciler {
     }
 
     /** Writes a parked pod's {@code dilu.io/serving} condition as {@code path} says. */
-    private void serving(PodAutoscaler pa, String ns, RevisionPods.PodState p, RevisionPods.Path path, Instant now) {
+    private void serving(PodAutoscaler pa, String ns, InstanceLifecycle.Instance p, InstanceLifecycle.Path path, Instant now) {
         write(pa, p, switch (path) {
             case OUT -> "take out of the path";
             case IN -> "leave in the request path";
@@ -439,7 +439,7 @@ public final class PaReconciler {
         return p == null || p.getStatus() == null ? null : p.getStatus().getConditions();
     }
 
-    private boolean write(PodAutoscaler pa, RevisionPods.PodState pod, String what, Runnable write) {
+    private boolean write(PodAutoscaler pa, InstanceLifecycle.Instance pod, String what, Runnable write) {
         try {
             write.run();
             return true;
@@ -449,15 +449,15 @@ public final class PaReconciler {
         }
     }
 
-    private static List<String> names(List<RevisionPods.PodState> pods) {
-        return pods.stream().map(RevisionPods.PodState::name).toList();
+    private static List<String> names(List<InstanceLifecycle.Instance> pods) {
+        return pods.stream().map(InstanceLifecycle.Instance::name).toList();
     }
 
     /**
      * The tick's readings of a revision: its pods' answers, estimated for all the pods scraped (those that serve, and a
      * parked one left in the request path), the parked pods, and the activators' reports.
      */
-    private Readings readings(PodAutoscaler pa, List<CompletableFuture<StatScraper.Reading>> scrapes, RevisionPods pods,
+    private Readings readings(PodAutoscaler pa, List<CompletableFuture<StatScraper.Reading>> scrapes, InstanceLifecycle pods,
             Instant now) {
         int ready = pods.scraped().size();
         // A pod without a sample (no answer, or one refused) is left out of the mean. The scrapes of every revision
@@ -494,33 +494,33 @@ public final class PaReconciler {
         return clusterConfig;
     }
 
-    private RevisionPods revisionPods(PodAutoscaler pa) {
-        return new RevisionPods(pods.getIndexer().byIndex(BY_REVISION, pa.key()).stream().map(PaReconciler::state).toList());
+    private InstanceLifecycle revisionPods(PodAutoscaler pa) {
+        return new InstanceLifecycle(pods.getIndexer().byIndex(BY_REVISION, pa.key()).stream().map(PaReconciler::state).toList());
     }
 
     /** The revision's pods with this autoscaler's writes that the watch does not show yet. */
-    private RevisionPods revisionPods(PodAutoscaler pa, Revision r, Instant now) {
-        RevisionPods seen = revisionPods(pa);
+    private InstanceLifecycle revisionPods(PodAutoscaler pa, Revision r, Instant now) {
+        InstanceLifecycle seen = revisionPods(pa);
         if (r == null || r.written.isEmpty()) {
             return seen;
         }
-        Map<String, RevisionPods.PodState> byUid = seen.pods().stream()
-                .collect(Collectors.toMap(RevisionPods.PodState::uid, p -> p, (a, b) -> a));
+        Map<String, InstanceLifecycle.Instance> byUid = seen.instances().stream()
+                .collect(Collectors.toMap(InstanceLifecycle.Instance::uid, p -> p, (a, b) -> a));
         r.written.entrySet().removeIf(e -> byUid.get(e.getKey()) == null || e.getValue().shownBy(byUid.get(e.getKey()))
                 || Duration.between(e.getValue().at(), now).compareTo(WRITE_LAG) > 0);
         return seen.with(r.written);
     }
 
     /** What parking needs to know of a pod, read from its annotations, spec and status. */
-    static RevisionPods.PodState state(Pod p) {
+    static InstanceLifecycle.Instance state(Pod p) {
         Map<String, String> a = p.getMetadata().getAnnotations() == null ? Map.of() : p.getMetadata().getAnnotations();
         boolean ready = p.getStatus() != null && p.getStatus().getConditions() != null && p.getStatus().getConditions().stream()
                 .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
-        return new RevisionPods.PodState(p.getMetadata().getName(), p.getMetadata().getUid(),
+        return new InstanceLifecycle.Instance(p.getMetadata().getName(), p.getMetadata().getUid(),
                 time(p.getMetadata().getCreationTimestamp()), ready, p.getStatus() == null ? null : p.getStatus().getPodIP(),
                 Optional.ofNullable(a.get(DiluNames.PARKED)).map(PaReconciler::time), a.get(DiluNames.WAKE) != null,
                 a.get(DiluNames.WAKE_FAILED) != null, PodShares.servingGate(p),
-                PodShares.kept(p) ? RevisionPods.Path.KEPT : PodShares.serving(p) ? RevisionPods.Path.IN : RevisionPods.Path.OUT,
+                PodShares.kept(p) ? InstanceLifecycle.Path.KEPT : PodShares.serving(p) ? InstanceLifecycle.Path.IN : InstanceLifecycle.Path.OUT,
                 p.getMetadata().getDeletionTimestamp() != null);
     }
 

@@ -1,6 +1,6 @@
 package io.dilu.autoscaler.knative;
 
-import io.dilu.autoscaler.decide.RevisionPods;
+import io.dilu.core.lifecycle.InstanceLifecycle;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.kube.ParkingPatch;
 import io.fabric8.kubernetes.api.model.ObjectReference;
@@ -59,7 +59,7 @@ public final class PaWriter {
      * A parked pod's {@code dilu.io/serving} condition: True to leave it in the request path (with {@link
      * DiluNames#SERVING_KEPT_REASON} where it is kept there), False to take it out.
      */
-    public void serving(String namespace, String name, List<PodCondition> conditions, RevisionPods.Path path, Instant now) {
+    public void serving(String namespace, String name, List<PodCondition> conditions, InstanceLifecycle.Path path, Instant now) {
         client.pods().inNamespace(namespace).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
                 switch (path) {
                     case IN -> ParkingPatch.servingCondition(conditions, true, "LastInstance", "parked, and left in the "

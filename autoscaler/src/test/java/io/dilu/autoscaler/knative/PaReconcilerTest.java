@@ -3,7 +3,7 @@ package io.dilu.autoscaler.knative;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.dilu.autoscaler.AutoscalerConfig;
-import io.dilu.autoscaler.decide.RevisionPods;
+import io.dilu.core.lifecycle.InstanceLifecycle;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.FakeQueueProxy;
 import io.dilu.autoscaler.scrape.StatScraper;
@@ -280,7 +280,7 @@ class PaReconcilerTest {
                 .endMetadata().withNewSpec().addNewReadinessGate(DiluNames.SERVING_CONDITION).endSpec().withNewStatus()
                 .withPodIP(ip).addNewCondition().withType("Ready").withStatus("True").endCondition().addNewCondition()
                 .withType(DiluNames.SERVING_CONDITION).withStatus("True").endCondition().endStatus().build()).create();
-        until(() -> reconciler.pods(NS, revision).pods().stream().anyMatch(p -> p.name().equals(revision + "-" + index)));
+        until(() -> reconciler.pods(NS, revision).instances().stream().anyMatch(p -> p.name().equals(revision + "-" + index)));
     }
 
     private Pod pod(String name) {
@@ -304,7 +304,7 @@ class PaReconcilerTest {
         ticks(45);
         assertThat(replicas("p")).as("one serving, one parked: the Deployment keeps both").isEqualTo(2);
         until(() -> reconciler.pods(NS, "p").parkedCount() == 1);
-        String parkedName = reconciler.pods(NS, "p").pods().stream().filter(p -> p.parkedAt().isPresent()).findFirst()
+        String parkedName = reconciler.pods(NS, "p").instances().stream().filter(p -> p.parkedAt().isPresent()).findFirst()
                 .orElseThrow().name();
         String servingName = parkedName.equals("p-1") ? "p-2" : "p-1";
         Pod parked = pod(parkedName);
@@ -328,7 +328,7 @@ class PaReconcilerTest {
         // The extender found no room on its GPU: the pod goes, its ReplicaSet places a new one elsewhere.
         client.pods().inNamespace(NS).withName(parkedName).edit(p -> new PodBuilder(p).editMetadata()
                 .removeFromAnnotations(DiluNames.WAKE).addToAnnotations(DiluNames.WAKE_FAILED, "no room").endMetadata().build());
-        until(() -> reconciler.pods(NS, "p").pods().stream().anyMatch(RevisionPods.PodState::wakeFailed));
+        until(() -> reconciler.pods(NS, "p").instances().stream().anyMatch(InstanceLifecycle.Instance::wakeFailed));
         ticks(1);
         until(() -> pod(parkedName) == null);
         assertThat(wakes(metrics, "failed")).isEqualTo(1);

@@ -1,10 +1,11 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.core.lifecycle.InstanceLifecycle;
 import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.simulator.ClusterShape;
 import java.util.ArrayDeque;
 import java.util.Deque;
-import java.util.Iterator;
+import java.util.List;
 
 /**
  * One function under one policy, one second at a time: the model {@link CoScalingSimulation} runs for a function on
@@ -13,11 +14,12 @@ import java.util.Iterator;
  * or for a wake (the parked instance then goes, and a new one is started: a failed wake).
  *
  * <p>Order within a second: instances that waited for room are placed if there is room now; instances whose cold start
- * or wake has elapsed become ready; the policy decides; parked instances are woken first — the most recently parked
- * whose GPU has room, and when none has, the least recently parked goes and a new instance starts — and new instances
- * start for the rest; surplus ones stop (waiting ones first, then starting ones, the newest first) and ready ones it
- * parks are parked (the newest first, as a ReplicaSet removes the pod ready the shortest time), the others go,
- * parked ones beyond what the policy keeps go least recently parked first; the second's requests are served.
+ * or wake has elapsed become ready; the policy decides; parked instances are woken first, by core's one wake rule
+ * ({@link InstanceLifecycle#wake}: the most recently parked whose GPU has room, and when none has, the least recently
+ * parked goes and a new instance starts), and new instances start for the rest; surplus ones stop (waiting ones first,
+ * then starting ones, the newest first) and ready ones it parks are parked (the newest first, as a ReplicaSet removes
+ * the pod ready the shortest time), the others go, parked ones beyond what the policy keeps go least recently parked
+ * first; the second's requests are served.
  */
 final class FunctionRun {
 
@@ -247,22 +249,20 @@ final class FunctionRun {
         }
     }
 
-    /** Wakes the most recently parked instance whose GPU has room; when none has, the least recently parked goes. */
+    /** Wakes a parked instance by the one wake rule ({@link InstanceLifecycle#wake}), here knowing where there is room. */
     private void wake(int t, double wake) {
-        for (Iterator<Instance> it = parked.descendingIterator(); it.hasNext(); ) {
-            Instance instance = it.next();
-            if (pool.wake(instance)) {
-                it.remove();
-                instance.readyAt = t + wake;
-                waking.addLast(instance);
-                wakes++;
-                wakeTime += wake;
-                return;
-            }
+        InstanceLifecycle.Wake<Instance> w = InstanceLifecycle.wake(List.copyOf(parked), pool::wake).orElseThrow();
+        parked.remove(w.instance());
+        if (w.woken()) {
+            w.instance().readyAt = t + wake;
+            waking.addLast(w.instance());
+            wakes++;
+            wakeTime += wake;
+        } else {
+            pool.release(w.instance());
+            failedWakes++;
+            start(t);
         }
-        pool.release(parked.removeFirst());
-        failedWakes++;
-        start(t);
     }
 
     private void park(int t, Instance instance) {
