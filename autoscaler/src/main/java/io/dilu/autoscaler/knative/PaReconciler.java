@@ -3,6 +3,7 @@ package io.dilu.autoscaler.knative;
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.ActivatorCap;
 import io.dilu.core.lifecycle.InstanceLifecycle;
+import io.dilu.core.lifecycle.UnseenWrites;
 import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.contract.DiluNames;
@@ -93,8 +94,8 @@ public final class PaReconciler {
         boolean initialized;
         /** Pods asked to wake, by UID, and when: counted woken once they serve. */
         final Map<String, Instant> waking = new HashMap<>();
-        /** Parks and wakes written, by UID, until the watch shows them (or {@link #WRITE_LAG} has passed). */
-        final Map<String, InstanceLifecycle.Written> written = new HashMap<>();
+        /** Parks and wakes written until the watch shows them (or {@link #WRITE_LAG} has passed). */
+        final UnseenWrites written = new UnseenWrites(WRITE_LAG);
         final AtomicInteger desiredGauge = new AtomicInteger();
         final AtomicInteger parkedGauge = new AtomicInteger();
         final AtomicInteger readyGauge = new AtomicInteger();
@@ -378,7 +379,8 @@ public final class PaReconciler {
     /**
      * Brings the revision's pods to the decision ({@link InstanceLifecycle#plan}): wakes, parks, the serving conditions of
      * parked pods, and the deletion of pods whose wake found no room (a cold start elsewhere, counted as a failed wake).
-     * Each write that fails is logged and left to the next tick, which plans again from what the pods then say.
+     * Each write that fails is logged, the pod's later writes are not made ({@link InstanceLifecycle.Plan#realize}), and
+     * the next tick plans again from what the pods then say.
      */
     private void park(PodAutoscaler pa, Revision r, InstanceLifecycle pods, RevisionScaler.Decision d, Instant now) {
         Map<String, InstanceLifecycle.Instance> byUid = pods.instances().stream()
@@ -398,35 +400,42 @@ public final class PaReconciler {
             return;
         }
         String ns = pa.getMetadata().getNamespace();
-        for (InstanceLifecycle.Intent intent : plan.intents()) {
+        plan.realize(intent -> {
             InstanceLifecycle.Instance p = intent.pod();
-            switch (intent) {
+            return switch (intent) {
                 case InstanceLifecycle.Intent.Wake waking -> {
-                    if (write(pa, p, "wake", () -> writer.wake(ns, p.name(), p.uid(), now))) {
+                    boolean made = write(pa, p, "wake", () -> writer.wake(ns, p.name(), p.uid(), now));
+                    if (made) {
                         r.waking.put(p.uid(), now);
-                        r.written.put(p.uid(), new InstanceLifecycle.Written(false, now));
+                        r.written.wrote(p.uid(), new InstanceLifecycle.Written(false, now));
                     }
+                    yield made;
                 }
                 case InstanceLifecycle.Intent.Park parking -> {
-                    if (write(pa, p, "park", () -> writer.park(ns, p.name(), p.uid(), now))) {
-                        r.written.put(p.uid(), new InstanceLifecycle.Written(true, now));
+                    boolean made = write(pa, p, "park", () -> writer.park(ns, p.name(), p.uid(), now));
+                    if (made) {
+                        r.written.wrote(p.uid(), new InstanceLifecycle.Written(true, now));
                     }
+                    yield made;
                 }
                 case InstanceLifecycle.Intent.Serving s -> serving(pa, ns, p, s.path(), now);
                 case InstanceLifecycle.Intent.Delete refused -> {
-                    if (write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()))) {
+                    boolean made = write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()));
+                    if (made) {
                         wakeFailed.increment();
                     }
+                    yield made;
                 }
-            }
-        }
+            };
+        });
         LOG.infof("%s: woke %s, parked %s, deleted %s after a failed wake (%d serving and %d parked asked)", pa.key(),
                 names(plan.wake()), names(plan.park()), names(plan.delete()), d.desired(), d.parked());
     }
 
     /** Writes a parked pod's {@code dilu.io/serving} condition as {@code path} says. */
-    private void serving(PodAutoscaler pa, String ns, InstanceLifecycle.Instance p, InstanceLifecycle.Path path, Instant now) {
-        write(pa, p, switch (path) {
+    private boolean serving(PodAutoscaler pa, String ns, InstanceLifecycle.Instance p, InstanceLifecycle.Path path,
+            Instant now) {
+        return write(pa, p, switch (path) {
             case OUT -> "take out of the path";
             case IN -> "leave in the request path";
             case KEPT -> "keep in the request path";
@@ -501,14 +510,7 @@ public final class PaReconciler {
     /** The revision's pods with this autoscaler's writes that the watch does not show yet. */
     private InstanceLifecycle revisionPods(PodAutoscaler pa, Revision r, Instant now) {
         InstanceLifecycle seen = revisionPods(pa);
-        if (r == null || r.written.isEmpty()) {
-            return seen;
-        }
-        Map<String, InstanceLifecycle.Instance> byUid = seen.instances().stream()
-                .collect(Collectors.toMap(InstanceLifecycle.Instance::uid, p -> p, (a, b) -> a));
-        r.written.entrySet().removeIf(e -> byUid.get(e.getKey()) == null || e.getValue().shownBy(byUid.get(e.getKey()))
-                || Duration.between(e.getValue().at(), now).compareTo(WRITE_LAG) > 0);
-        return seen.with(r.written);
+        return r == null ? seen : r.written.over(seen, now);
     }
 
     /** What parking needs to know of a pod, read from its annotations, spec and status. */

@@ -39,7 +39,7 @@ class OneLifecycleTest {
                 .anyMatch(c -> c.getTarget().getOwner().isEquivalentTo(InstanceLifecycle.class)
                         && c.getTarget().getName().equals("plan"))
                 .anyMatch(c -> c.getTarget().getOwner().isEquivalentTo(InstanceLifecycle.Plan.class)
-                        && c.getTarget().getName().equals("intents"));
+                        && c.getTarget().getName().equals("realize"));
     }
 
     @Test

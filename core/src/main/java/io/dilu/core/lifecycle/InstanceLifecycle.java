@@ -4,6 +4,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -77,7 +78,8 @@ public record InstanceLifecycle(List<Instance> instances) {
 
     /**
      * Every move an instance may make; any other is a bug in whoever made it. A park leaves the condition as it was
-     * (True: it served), so a parked instance enters {@link Phase#PARKED_IN} and its path is written after; an
+     * (True: it served), so a parked instance enters {@link Phase#PARKED_IN} and its path is written after, or {@link
+     * Phase#KEPT} where the kept mark was written before the park (a serving instance may carry it a moment); an
      * instance refused a wake is parked again (or deleted) by the autoscaler, one waking only once its wake is answered.
      */
     public static final List<Transition> TRANSITIONS = transitions();
@@ -86,10 +88,12 @@ public record InstanceLifecycle(List<Instance> instances) {
         List<Transition> t = new ArrayList<>(List.of(
                 new Transition(Phase.STARTING, Cause.READY, Phase.SERVING),
                 new Transition(Phase.SERVING, Cause.PARK, Phase.PARKED_IN),
+                new Transition(Phase.SERVING, Cause.PARK, Phase.KEPT),
                 new Transition(Phase.WAKING, Cause.READY, Phase.SERVING),
                 new Transition(Phase.WAKING, Cause.REFUSE, Phase.REFUSED),
                 new Transition(Phase.REFUSED, Cause.PARK, Phase.PARKED_OUT),
-                new Transition(Phase.REFUSED, Cause.PARK, Phase.PARKED_IN)));
+                new Transition(Phase.REFUSED, Cause.PARK, Phase.PARKED_IN),
+                new Transition(Phase.REFUSED, Cause.PARK, Phase.KEPT)));
         Set<Phase> parked = EnumSet.of(Phase.PARKED_OUT, Phase.PARKED_IN, Phase.KEPT);
         for (Phase from : parked) {
             t.add(new Transition(from, Cause.WAKE, Phase.WAKING));
@@ -157,15 +161,12 @@ public record InstanceLifecycle(List<Instance> instances) {
 
         /** Refused a wake and not deleted yet: booked at its memory, as a parked one is. */
         boolean refused() {
-            return !deleting && wakeFailed;
+            return !deleting && wakeFailed && parkedAt.isEmpty();
         }
 
         public Phase phase() {
             if (deleting) {
                 return Phase.TERMINATING;
-            }
-            if (wakeFailed) {
-                return Phase.REFUSED;
             }
             if (parkedAt.isPresent()) {
                 return switch (path) {
@@ -173,6 +174,9 @@ public record InstanceLifecycle(List<Instance> instances) {
                     case IN -> Phase.PARKED_IN;
                     case KEPT -> Phase.KEPT;
                 };
+            }
+            if (wakeFailed) {
+                return Phase.REFUSED;
             }
             if (wakeAsked) {
                 return Phase.WAKING;
@@ -244,6 +248,29 @@ public record InstanceLifecycle(List<Instance> instances) {
             delete.forEach(p -> in.add(new Intent.Delete(p)));
             return List.copyOf(in);
         }
+
+        /**
+         * Carries the intents out in their order by {@code write}, which makes one and says whether it was made. A pod
+         * whose write failed gets none of its later ones: were a failed park followed by its move out of the request
+         * path, the pod would serve with its condition False. The next tick plans again from what the pods then say.
+         *
+         * @return the intents made
+         */
+        public List<Intent> realize(Predicate<Intent> write) {
+            List<Intent> made = new ArrayList<>();
+            Set<String> failed = new HashSet<>();
+            for (Intent intent : intents()) {
+                if (failed.contains(intent.pod().uid())) {
+                    continue;
+                }
+                if (write.test(intent)) {
+                    made.add(intent);
+                } else {
+                    failed.add(intent.pod().uid());
+                }
+            }
+            return List.copyOf(made);
+        }
     }
 
     /** One write of a {@link Plan}, to one pod. */
@@ -285,7 +312,7 @@ public record InstanceLifecycle(List<Instance> instances) {
                 return p;
             }
             return new Instance(p.name(), p.uid(), p.created(), p.ready(), p.address(),
-                    w.parked() ? Optional.of(w.at()) : Optional.empty(), !w.parked(), p.wakeFailed(), p.gated(),
+                    w.parked() ? Optional.of(w.at()) : Optional.empty(), !w.parked(), false, p.gated(),
                     p.path(), p.deleting());
         }).toList());
     }
