@@ -3,10 +3,7 @@ package io.dilu.autoscaler.knative;
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.ActivatorCap;
 import io.dilu.core.lifecycle.InstanceLifecycle;
-import io.dilu.core.lifecycle.UnseenWrites;
-import io.dilu.autoscaler.decide.ServingRate;
 import io.dilu.autoscaler.scrape.StatScraper;
-import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
@@ -15,14 +12,11 @@ import io.dilu.core.scaling.Knobs;
 import io.dilu.core.scaling.Readings;
 import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.core.scaling.ScalingParameters;
-import io.dilu.kube.PodShares;
 import io.dilu.kube.profile.GpuFunctionProfile;
-import io.dilu.kube.profile.ProfileSettings;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -46,7 +40,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
@@ -66,8 +59,6 @@ public final class PaReconciler {
     static final String BY_REVISION = "revision";
     /** The longest {@link #start} waits for the first listing. */
     static final Duration SYNC_WAIT = Duration.ofSeconds(30);
-    /** How long a park or wake written is believed over a watch that does not show it yet. */
-    static final Duration WRITE_LAG = Duration.ofSeconds(10);
 
     /** What Knative's activators reported proxying to a revision, fresh at {@code now}; zero without a report. */
     @FunctionalInterface
@@ -80,22 +71,16 @@ public final class PaReconciler {
         }
     }
 
-    /** A revision's knobs as last read, and the versions they were read from: read again only when one changes. */
-    private record KnobsRead(String paVersion, String clusterVersion, long profilesVersion, Knobs knobs) {}
-
     /** What the reconciler remembers of one revision between ticks. */
     private static final class Revision {
         RevisionScaler scaler;
-        KnobsRead knobs;
+        RevisionKnobs.Read knobs;
         /** The scale last written to the target (serving and parked instances); -1 before the first. */
         int applied = -1;
         /** The serving instances last decided; -1 before the first. */
         int lastDesired = -1;
         boolean initialized;
-        /** Pods asked to wake, by UID, and when: counted woken once they serve. */
-        final Map<String, Instant> waking = new HashMap<>();
-        /** Parks and wakes written until the watch shows them (or {@link #WRITE_LAG} has passed). */
-        final UnseenWrites written = new UnseenWrites(WRITE_LAG);
+        final PodLifecycle.Tracked pods = new PodLifecycle.Tracked();
         final AtomicInteger desiredGauge = new AtomicInteger();
         final AtomicInteger parkedGauge = new AtomicInteger();
         final AtomicInteger readyGauge = new AtomicInteger();
@@ -120,12 +105,10 @@ public final class PaReconciler {
     private final MeterRegistry metrics;
     private final Counter scaledUp;
     private final Counter scaledDown;
-    private final Counter woken;
-    private final Counter wakeFailed;
+    private final PodLifecycle lifecycle;
     private String clusterConfigVersion;
     private KnativeAutoscalerConfig clusterConfig = KnativeAutoscalerConfig.DEFAULTS;
-    /** Counts the profile watch's events: a revision's serving rate may come from any profile of its namespace. */
-    private final AtomicLong profilesVersion = new AtomicLong();
+    private final RevisionKnobs revisionKnobs;
 
     public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
             MeterRegistry metrics, PaWriter writer, ActivatorLoad activators) {
@@ -142,34 +125,16 @@ public final class PaReconciler {
                 .description("changes of a revision's desired scale").register(metrics);
         this.scaledDown = Counter.builder("dilu_autoscaler_scale_decisions_total").tag("direction", "down")
                 .description("changes of a revision's desired scale").register(metrics);
-        String wakes = "parked pods asked to serve again, by how it ended";
-        this.woken = Counter.builder("dilu_autoscaler_wakes_total").tag("result", "woken").description(wakes).register(metrics);
-        this.wakeFailed = Counter.builder("dilu_autoscaler_wakes_total").tag("result", "failed").description(wakes)
-                .register(metrics);
         this.pas = client.resources(PodAutoscaler.class).inAnyNamespace().runnableInformer(0);
         this.pods = client.pods().inAnyNamespace().withLabel(KnativeNames.REVISION_LABEL).runnableInformer(0);
+        this.lifecycle = new PodLifecycle(writer, key -> pods.getStore().getByKey(key), metrics);
         // Every tick asks for one revision's pods: an index keeps that from walking every pod of the cluster.
         pods.addIndexers(Map.of(BY_REVISION, p -> List.of(p.getMetadata().getNamespace() + "/"
                 + p.getMetadata().getLabels().get(KnativeNames.REVISION_LABEL))));
         // ServerlessServices are watched, not fetched: a tick makes no API call for a revision that is in line.
         this.services = client.resources(ServerlessService.class).inAnyNamespace().runnableInformer(0);
         this.profiles = client.resources(GpuFunctionProfile.class).inAnyNamespace().runnableInformer(0);
-        profiles.addEventHandler(new ResourceEventHandler<>() {
-            @Override
-            public void onAdd(GpuFunctionProfile p) {
-                profilesVersion.incrementAndGet();
-            }
-
-            @Override
-            public void onUpdate(GpuFunctionProfile before, GpuFunctionProfile after) {
-                profilesVersion.incrementAndGet();
-            }
-
-            @Override
-            public void onDelete(GpuFunctionProfile p, boolean unknownFinalState) {
-                profilesVersion.incrementAndGet();
-            }
-        });
+        this.revisionKnobs = new RevisionKnobs(config, profiles);
         this.clusterConfigs = client.configMaps().inNamespace(config.knativeNamespace())
                 .withField("metadata.name", KnativeNames.CONFIG_AUTOSCALER).runnableInformer(0);
         for (SharedIndexInformer<?> i : List.of(pas, pods, services, profiles, clusterConfigs)) {
@@ -265,7 +230,7 @@ public final class PaReconciler {
 
     /** What one instance of a revision serves, as a tick reads it now, with the problems met reading it (for tests). */
     InstanceRate servingRate(String namespace, String revision, List<FieldError> problems) {
-        return servingRate(pas.getStore().getByKey(namespace + "/" + revision), clusterConfig(), problems);
+        return revisionKnobs.servingRate(pas.getStore().getByKey(namespace + "/" + revision), clusterConfig(), problems);
     }
 
     /** Whether config-autoscaler is in the ConfigMap informer's store (for tests). */
@@ -299,7 +264,8 @@ public final class PaReconciler {
 
     private void reconcile(PodAutoscaler pa, InstanceLifecycle pods, Readings read, KnativeAutoscalerConfig cluster, Instant now) {
         Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
-        Knobs knobs = knobs(pa, r, cluster);
+        r.knobs = revisionKnobs.read(pa, r.knobs, cluster, clusterConfigVersion);
+        Knobs knobs = r.knobs.knobs();
         Readings readings = ActivatorCap.capped(read, knobs);
         if (r.scaler == null || !r.scaler.fits(knobs.policy())) {
             // A new revision, or one whose class or window changed: a new window, the scale asked so far kept.
@@ -331,7 +297,7 @@ public final class PaReconciler {
         }
         r.parkedGauge.set(d.parked());
         // Wakes first (they serve within a second), parking next; the Deployment keeps serving and parked pods alike.
-        park(pa, r, pods, d, now);
+        lifecycle.bring(pa.key(), pa.getMetadata().getNamespace(), r.pods, pods, d, now);
         if (d.instances() != r.applied) {
             writer.scale(pa, d.instances());
             r.applied = d.instances();
@@ -345,121 +311,6 @@ public final class PaReconciler {
                 d.desired() > 0 && readings.readyPods() > 0, r.initialized, sks == null ? null : sks.ready(),
                 Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L));
         writer.status(pa, status.build(pa.getStatus(), now));
-    }
-
-    /**
-     * The revision's knobs, read from its annotations, the cluster's config-autoscaler and its profile only when one of
-     * them changed since the last read (a tick reads every revision; reading them every second cost as much as the
-     * decision, and logged the same malformed annotation every second). Problems are logged once per read.
-     */
-    private Knobs knobs(PodAutoscaler pa, Revision r, KnativeAutoscalerConfig cluster) {
-        String paVersion = pa.getMetadata().getResourceVersion();
-        long profilesSeen = profilesVersion.get();
-        KnobsRead read = r.knobs;
-        if (read == null || !java.util.Objects.equals(read.paVersion(), paVersion)
-                || !java.util.Objects.equals(read.clusterVersion(), clusterConfigVersion) || read.profilesVersion() != profilesSeen) {
-            List<FieldError> problems = new ArrayList<>();
-            read = new KnobsRead(paVersion, clusterConfigVersion, profilesSeen, knobs(pa, cluster, problems));
-            problems.forEach(p -> LOG.warnf("PodAutoscaler %s: %s", pa.key(), p.message()));
-            r.knobs = read;
-        }
-        return read.knobs();
-    }
-
-    private Knobs knobs(PodAutoscaler pa, KnativeAutoscalerConfig cluster, List<FieldError> problems) {
-        boolean toZero = config.scaleToZero(cluster);
-        if (KnativeNames.KPA_CLASS.equals(pa.paClass()) && !KnativeNames.KPA_CLASS.equals(config.paClass())) {
-            long cc = pa.getSpec() == null || pa.getSpec().containerConcurrency() == null ? 0 : pa.getSpec().containerConcurrency();
-            return Knobs.kpa(pa.annotations(), Math.max(0, cc), cluster, toZero, problems);
-        }
-        return Knobs.lazy(pa.annotations(), cluster, lazyDefaults.windowSeconds(), servingRate(pa, cluster, problems), toZero,
-                config.parking(), problems);
-    }
-
-    /**
-     * Brings the revision's pods to the decision ({@link InstanceLifecycle#plan}): wakes, parks, the serving conditions of
-     * parked pods, and the deletion of pods whose wake found no room (a cold start elsewhere, counted as a failed wake).
-     * Each write that fails is logged, the pod's later writes are not made ({@link InstanceLifecycle.Plan#realize}), and
-     * the next tick plans again from what the pods then say.
-     */
-    private void park(PodAutoscaler pa, Revision r, InstanceLifecycle pods, RevisionScaler.Decision d, Instant now) {
-        Map<String, InstanceLifecycle.Instance> byUid = pods.instances().stream()
-                .collect(Collectors.toMap(InstanceLifecycle.Instance::uid, p -> p, (a, b) -> a));
-        r.waking.entrySet().removeIf(e -> {
-            InstanceLifecycle.Instance p = byUid.get(e.getKey());
-            if (p != null && p.ready() && p.parkedAt().isEmpty() && !p.wakeAsked() && !p.wakeFailed()) {
-                woken.increment();
-                LOG.infof("%s: pod %s serves again %d ms after its wake was asked", pa.key(), p.name(),
-                        Duration.between(e.getValue(), now).toMillis());
-                return true;
-            }
-            return p == null || p.deleting() || p.wakeFailed();
-        });
-        InstanceLifecycle.Plan plan = pods.plan(d.desired(), d.parked(), d.lastKept());
-        if (!plan.any()) {
-            return;
-        }
-        String ns = pa.getMetadata().getNamespace();
-        plan.realize(intent -> {
-            InstanceLifecycle.Instance p = intent.pod();
-            return switch (intent) {
-                case InstanceLifecycle.Intent.Wake waking -> {
-                    boolean made = write(pa, p, "wake", () -> writer.wake(ns, p.name(), p.uid(), now));
-                    if (made) {
-                        r.waking.put(p.uid(), now);
-                        r.written.wrote(p.uid(), new InstanceLifecycle.Written(false, now));
-                    }
-                    yield made;
-                }
-                case InstanceLifecycle.Intent.Park parking -> {
-                    boolean made = write(pa, p, "park", () -> writer.park(ns, p.name(), p.uid(), now));
-                    if (made) {
-                        r.written.wrote(p.uid(), new InstanceLifecycle.Written(true, now));
-                    }
-                    yield made;
-                }
-                case InstanceLifecycle.Intent.Serving s -> serving(pa, ns, p, s.path(), now);
-                case InstanceLifecycle.Intent.Delete refused -> {
-                    boolean made = write(pa, p, "delete after its failed wake", () -> writer.delete(ns, p.name()));
-                    if (made) {
-                        wakeFailed.increment();
-                    }
-                    yield made;
-                }
-            };
-        });
-        LOG.infof("%s: woke %s, parked %s, deleted %s after a failed wake (%d serving and %d parked asked)", pa.key(),
-                names(plan.wake()), names(plan.park()), names(plan.delete()), d.desired(), d.parked());
-    }
-
-    /** Writes a parked pod's {@code dilu.io/serving} condition as {@code path} says. */
-    private boolean serving(PodAutoscaler pa, String ns, InstanceLifecycle.Instance p, InstanceLifecycle.Path path,
-            Instant now) {
-        return write(pa, p, switch (path) {
-            case OUT -> "take out of the path";
-            case IN -> "leave in the request path";
-            case KEPT -> "keep in the request path";
-        }, () -> writer.serving(ns, p.name(), conditions(ns, p.name()), path, now));
-    }
-
-    /** A pod's conditions as the watch has them, for a JSON Patch that replaces one of them where it is. */
-    private List<io.fabric8.kubernetes.api.model.PodCondition> conditions(String namespace, String name) {
-        Pod p = pods.getStore().getByKey(namespace + "/" + name);
-        return p == null || p.getStatus() == null ? null : p.getStatus().getConditions();
-    }
-
-    private boolean write(PodAutoscaler pa, InstanceLifecycle.Instance pod, String what, Runnable write) {
-        try {
-            write.run();
-            return true;
-        } catch (KubernetesClientException e) {
-            LOG.warnf("%s: cannot %s pod %s (the next tick plans again): %s", pa.key(), what, pod.name(), e.getMessage());
-            return false;
-        }
-    }
-
-    private static List<String> names(List<InstanceLifecycle.Instance> pods) {
-        return pods.stream().map(InstanceLifecycle.Instance::name).toList();
     }
 
     /**
@@ -504,53 +355,12 @@ public final class PaReconciler {
     }
 
     private InstanceLifecycle revisionPods(PodAutoscaler pa) {
-        return new InstanceLifecycle(pods.getIndexer().byIndex(BY_REVISION, pa.key()).stream().map(PaReconciler::state).toList());
+        return new InstanceLifecycle(pods.getIndexer().byIndex(BY_REVISION, pa.key()).stream().map(PodLifecycle::instance).toList());
     }
 
     /** The revision's pods with this autoscaler's writes that the watch does not show yet. */
     private InstanceLifecycle revisionPods(PodAutoscaler pa, Revision r, Instant now) {
         InstanceLifecycle seen = revisionPods(pa);
-        return r == null ? seen : r.written.over(seen, now);
-    }
-
-    /** What parking needs to know of a pod, read from its annotations, spec and status. */
-    static InstanceLifecycle.Instance state(Pod p) {
-        Map<String, String> a = p.getMetadata().getAnnotations() == null ? Map.of() : p.getMetadata().getAnnotations();
-        boolean ready = p.getStatus() != null && p.getStatus().getConditions() != null && p.getStatus().getConditions().stream()
-                .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
-        return new InstanceLifecycle.Instance(p.getMetadata().getName(), p.getMetadata().getUid(),
-                time(p.getMetadata().getCreationTimestamp()), ready, p.getStatus() == null ? null : p.getStatus().getPodIP(),
-                Optional.ofNullable(a.get(DiluNames.PARKED)).map(PaReconciler::time), a.get(DiluNames.WAKE) != null,
-                a.get(DiluNames.WAKE_FAILED) != null, PodShares.servingGate(p),
-                PodShares.kept(p) ? InstanceLifecycle.Path.KEPT : PodShares.serving(p) ? InstanceLifecycle.Path.IN : InstanceLifecycle.Path.OUT,
-                p.getMetadata().getDeletionTimestamp() != null);
-    }
-
-    /** An RFC 3339 time; the epoch when there is none or it does not parse (it sorts first: the oldest). */
-    private static Instant time(String rfc3339) {
-        try {
-            return rfc3339 == null ? Instant.EPOCH : Instant.parse(rfc3339);
-        } catch (java.time.DateTimeException e) {
-            return Instant.EPOCH;
-        }
-    }
-
-    private InstanceRate servingRate(PodAutoscaler pa, KnativeAutoscalerConfig cluster, List<FieldError> problems) {
-        String ns = pa.getMetadata().getNamespace();
-        return ServingRate.of(pa.annotations(), pa.labels(), cluster,
-                name -> Optional.ofNullable(profiles.getStore().getByKey(ns + "/" + name)).flatMap(p -> settings(p, problems)),
-                function -> profiles.getStore().list().stream().filter(p -> ns.equals(p.getMetadata().getNamespace()))
-                        .filter(p -> p.getSpec() != null && function.equals(p.getSpec().function())).findFirst()
-                        .flatMap(p -> settings(p, problems)),
-                config.defaultServingRps(), problems);
-    }
-
-    /** A profile's settings; a value it refuses is reported with the profile's name. */
-    private static Optional<ProfileSettings> settings(GpuFunctionProfile p, List<FieldError> problems) {
-        List<FieldError> own = new ArrayList<>();
-        Optional<ProfileSettings> s = p.settings(own);
-        own.forEach(e -> problems.add(new FieldError("GpuFunctionProfile " + p.getMetadata().getName() + " " + e.field(),
-                e.value(), e.allowed())));
-        return s;
+        return r == null ? seen : lifecycle.seen(seen, r.pods, now);
     }
 }

@@ -12,14 +12,13 @@ import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
-import io.dilu.autoscaler.knative.PaReconciler;
 import io.dilu.autoscaler.knative.PaWriter;
 import io.dilu.core.lifecycle.InstanceLifecycle;
 import org.junit.jupiter.api.Test;
 
 /**
  * The autoscaler moves an instance through its lifecycle (parks, wakes, moves its serving condition, replaces it after
- * a refused wake) only as core's {@link InstanceLifecycle} plans it, as the co-scaling model wakes by its rule (the
+ * a refused wake) only as core's {@link InstanceLifecycle} plans it, by its Kubernetes realizer ({@code PodLifecycle}), as the co-scaling model wakes by its rule (the
  * model's own OneLifecycleTest): which pod wakes, what a refused wake does and the order of the writes are then one
  * rule, not a copy per module.
  */
@@ -32,10 +31,13 @@ class OneLifecycleTest {
     static final DescribedPredicate<JavaClass> WRITER = DescribedPredicate.describe("PaWriter",
             c -> c.isEquivalentTo(PaWriter.class));
 
+    /** The Kubernetes realizer, which carries the plan out as pod writes. */
+    static final String REALIZER = "io.dilu.autoscaler.knative.PodLifecycle";
+
     @Test
-    void theReconcilerWritesWhatTheLifecyclePlans() {
-        assertThat(AUTOSCALER.contain(PaReconciler.class)).as("the autoscaler's classes imported").isTrue();
-        assertThat(AUTOSCALER.get(PaReconciler.class).getMethodCallsFromSelf()).as("PaReconciler plans with core")
+    void theRealizerWritesWhatTheLifecyclePlans() {
+        assertThat(AUTOSCALER.contain(REALIZER)).as("the autoscaler's classes imported").isTrue();
+        assertThat(AUTOSCALER.get(REALIZER).getMethodCallsFromSelf()).as("PodLifecycle plans with core")
                 .anyMatch(c -> c.getTarget().getOwner().isEquivalentTo(InstanceLifecycle.class)
                         && c.getTarget().getName().equals("plan"))
                 .anyMatch(c -> c.getTarget().getOwner().isEquivalentTo(InstanceLifecycle.Plan.class)
@@ -44,7 +46,7 @@ class OneLifecycleTest {
 
     @Test
     void nothingElseParksWakesOrReplacesAnInstance() {
-        noClasses().that().doNotHaveSimpleName("PaReconciler").should()
+        noClasses().that().doNotHaveFullyQualifiedName(REALIZER).should()
                 .callMethodWhere(target(nameMatching("park|wake|serving|delete")).and(target(owner(WRITER))))
                 .because("an instance's lifecycle is written only as InstanceLifecycle plans it").check(AUTOSCALER);
     }
