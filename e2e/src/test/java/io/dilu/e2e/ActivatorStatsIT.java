@@ -8,6 +8,7 @@ import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
+import io.dilu.testing.TestApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
@@ -15,16 +16,15 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import java.net.ServerSocket;
 import java.net.http.WebSocketHandshakeException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -38,11 +38,13 @@ import org.junit.jupiter.api.io.TempDir;
 class ActivatorStatsIT {
 
     static final String NS = "fns";
-    static final Path LOGS = Path.of("target", "it-logs");
+    static final Path LOGS = TestApiServer.LOGS;
 
     static final String ACTIVATOR = "activator-7d9f-x2x4z";
     static final String ACTIVATOR_ADDRESS = "127.0.0.30";
 
+    @RegisterExtension
+    static final TestApiServer API = TestApiServer.withNamespaces(NS, "dilu-system", KnativeNames.SERVING_NAMESPACE);
     static RealApiServer api;
     static KubernetesClient client;
     static ChildProcess autoscaler;
@@ -54,13 +56,9 @@ class ActivatorStatsIT {
 
     @BeforeAll
     static void start() throws Exception {
-        Files.createDirectories(LOGS);
-        api = RealApiServer.start();
-        client = api.client();
+        api = API.api();
+        client = API.client();
         KnativeCrds.install(api);
-        for (String ns : List.of(NS, "dilu-system", KnativeNames.SERVING_NAMESPACE)) {
-            api.createNamespace(ns, Map.of());
-        }
         // The revisions exist before the autoscaler starts: it lists them before it leads, and its first tick
         // (the only one within the test, the tick being an hour) settles both at zero.
         revision("sleepy", Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS,
@@ -91,9 +89,6 @@ class ActivatorStatsIT {
     static void stop() throws Exception {
         if (autoscaler != null) {
             autoscaler.close();
-        }
-        if (api != null) {
-            api.close();
         }
     }
 

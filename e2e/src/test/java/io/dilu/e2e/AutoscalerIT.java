@@ -10,6 +10,7 @@ import io.dilu.testing.ChildProcess;
 import io.dilu.testing.DocumentedMetrics;
 import io.dilu.testing.MetricsPage;
 import io.dilu.testing.RealApiServer;
+import io.dilu.testing.TestApiServer;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -25,7 +26,6 @@ import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -38,6 +38,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -50,7 +51,7 @@ class AutoscalerIT {
 
     static final String NS = "fns";
     static final String REVISION = "resnet-00001";
-    static final Path LOGS = Path.of("target", "it-logs");
+    static final Path LOGS = TestApiServer.LOGS;
     static final ResourceDefinitionContext PA = new ResourceDefinitionContext.Builder()
             .withGroup(KnativeNames.PODAUTOSCALER_GROUP).withVersion(KnativeNames.INTERNAL_VERSION).withKind(KnativeNames.PODAUTOSCALER_KIND)
             .withPlural("podautoscalers").withNamespaced(true).build();
@@ -58,6 +59,8 @@ class AutoscalerIT {
             .withGroup(KnativeNames.SERVERLESSSERVICE_GROUP).withVersion(KnativeNames.INTERNAL_VERSION).withKind(KnativeNames.SERVERLESSSERVICE_KIND)
             .withPlural("serverlessservices").withNamespaced(true).build();
 
+    @RegisterExtension
+    static final TestApiServer API = TestApiServer.withNamespaces(NS, "dilu-system");
     static RealApiServer api;
     static KubernetesClient client;
     static ChildProcess autoscaler;
@@ -78,13 +81,9 @@ class AutoscalerIT {
 
     @BeforeAll
     static void start() throws Exception {
-        Files.createDirectories(LOGS);
-        api = RealApiServer.start();
-        client = api.client();
+        api = API.api();
+        client = API.client();
         KnativeCrds.install(api);
-        for (String ns : List.of(NS, "dilu-system")) {
-            api.createNamespace(ns, Map.of());
-        }
         queueProxyPort = freePort();
         metricsPort = freePort();
         autoscaler = ChildProcess.quarkusApp("autoscaler", Map.of("KUBECONFIG", api.writeKubeconfig(tmp.resolve("kubeconfig")).toString(),
@@ -106,9 +105,6 @@ class AutoscalerIT {
         }
         if (standby != null) {
             standby.close();
-        }
-        if (api != null) {
-            api.close();
         }
     }
 

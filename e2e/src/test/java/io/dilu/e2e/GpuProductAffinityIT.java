@@ -9,6 +9,7 @@ import io.dilu.core.placement.GpuDevice;
 import io.dilu.kube.GpuProductLabel;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
+import io.dilu.testing.TestApiServer;
 import io.fabric8.kubernetes.api.model.NodeSelectorRequirement;
 import io.fabric8.kubernetes.api.model.NodeSelectorRequirementBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -16,16 +17,15 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -44,8 +44,10 @@ class GpuProductAffinityIT {
     static final String A100 = "NVIDIA A100-SXM4-40GB";
     static final String V100 = "Tesla V100-SXM2-16GB";
     static final String HOSTNAME = "kubernetes.io/hostname";
-    static final Path LOGS = Path.of("target", "it-logs");
+    static final Path LOGS = TestApiServer.LOGS;
 
+    @RegisterExtension
+    static final TestApiServer API = TestApiServer.withNamespaces(NS);
     static RealApiServer api;
     static KubernetesClient client;
 
@@ -54,17 +56,8 @@ class GpuProductAffinityIT {
 
     @BeforeAll
     static void start() throws Exception {
-        Files.createDirectories(LOGS);
-        api = RealApiServer.start();
-        client = api.client();
-        api.createNamespace(NS, Map.of());
-    }
-
-    @AfterAll
-    static void stop() {
-        if (api != null) {
-            api.close();
-        }
+        api = API.api();
+        client = API.client();
     }
 
     static GpuDevice gpu(String node, int index, String model) {

@@ -10,21 +10,21 @@ import io.dilu.kube.ParkingPatch;
 import io.dilu.kube.PodShares;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
+import io.dilu.testing.TestApiServer;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -38,26 +38,19 @@ import org.junit.jupiter.api.io.TempDir;
 class ParkingIT {
 
     static final String NS = "parking";
+    @RegisterExtension
+    static final TestApiServer API = TestApiServer.withNamespaces(NS);
     static RealApiServer api;
     static KubernetesClient client;
 
     @TempDir
     static Path tmp;
-    static final Path LOGS = Path.of("target", "it-logs");
+    static final Path LOGS = TestApiServer.LOGS;
 
     @BeforeAll
     static void start() throws Exception {
-        Files.createDirectories(LOGS);
-        api = RealApiServer.start();
-        client = api.client();
-        api.createNamespace(NS, Map.of());
-    }
-
-    @AfterAll
-    static void stop() {
-        if (api != null) {
-            api.close();
-        }
+        api = API.api();
+        client = API.client();
     }
 
     static void node(String name) {

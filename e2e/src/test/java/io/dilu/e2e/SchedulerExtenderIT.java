@@ -8,13 +8,13 @@ import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.RealApiServer;
+import io.dilu.testing.TestApiServer;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,9 +24,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -42,27 +42,20 @@ class SchedulerExtenderIT {
     static final int NODES = 24;
     static final int GPUS_PER_NODE = 4;
     static final long GPU_MEMORY = 40_960;
+    @RegisterExtension
+    static final TestApiServer API = TestApiServer.withNamespaces(NS);
     static RealApiServer api;
     static KubernetesClient client;
 
     @TempDir
     static Path tmp;
     /** Process logs stay after the run, for whoever reads a failure. */
-    static final Path LOGS = Path.of("target", "it-logs");
+    static final Path LOGS = TestApiServer.LOGS;
 
     @BeforeAll
     static void start() throws IOException {
-        Files.createDirectories(LOGS);
-        api = RealApiServer.start();
-        client = api.client();
-        api.createNamespace(NS, Map.of());
-    }
-
-    @AfterAll
-    static void stop() {
-        if (api != null) {
-            api.close();
-        }
+        api = API.api();
+        client = API.client();
     }
 
     /**

@@ -11,6 +11,7 @@ import io.dilu.kube.InventoryAnnotation;
 import io.dilu.testing.ChildProcess;
 import io.dilu.testing.KubeClients;
 import io.dilu.testing.RealApiServer;
+import io.dilu.testing.TestApiServer;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
@@ -20,7 +21,6 @@ import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -30,6 +30,7 @@ import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -48,7 +49,11 @@ class WebhookIT {
     static final String TENANTS = "tenants";
     static final String NODE_AGENT = "system:serviceaccount:dilu-system:dilu-node-agent";
     static final String PLAIN = "plain";
-    static final Path LOGS = Path.of("target", "it-logs");
+    static final Path LOGS = TestApiServer.LOGS;
+    @RegisterExtension
+    static final TestApiServer API = TestApiServer.withNamespaces(PLAIN)
+            .namespace(NS, Map.of("dilu.io/webhook", "enabled", "dilu.io/allow-slo", "true"))
+            .namespace(TENANTS, Map.of("dilu.io/webhook", "enabled"));
     static RealApiServer api;
     static KubernetesClient client;
     static ChildProcess webhook;
@@ -58,15 +63,11 @@ class WebhookIT {
 
     @BeforeAll
     static void start() throws Exception {
-        Files.createDirectories(LOGS);
-        api = RealApiServer.start();
-        client = api.client();
+        api = API.api();
+        client = API.client();
         api.installCrd(RealApiServer.manifests().resolve("crds/gpufunctionprofiles.dilu.io.yaml"));
         Path kubeconfig = api.writeKubeconfig(tmp.resolve("kubeconfig"));
 
-        api.createNamespace(NS, Map.of("dilu.io/webhook", "enabled", "dilu.io/allow-slo", "true"));
-        api.createNamespace(TENANTS, Map.of("dilu.io/webhook", "enabled"));
-        api.createNamespace(PLAIN, Map.of());
         client.nodes().resource(new NodeBuilder().withNewMetadata().withName("gpu-node").withAnnotations(Map.of(
                 DiluNames.GPU_INVENTORY, InventoryAnnotation.write(List.of(new GpuDevice("GPU-0", 0, "A100-40GB", 40_960, 108)))))
                 .endMetadata().build()).create();
@@ -90,9 +91,6 @@ class WebhookIT {
     static void stop() throws Exception {
         if (webhook != null) {
             webhook.close();
-        }
-        if (api != null) {
-            api.close();
         }
     }
 
