@@ -4,6 +4,7 @@ import io.dilu.core.contract.DiluNames;
 import io.dilu.extender.api.PodRef;
 import io.dilu.extender.state.ParkingAnswer;
 import io.dilu.extender.state.PlacementBook;
+import io.dilu.extender.state.Standing;
 import io.dilu.kube.ParkingPatch;
 import io.dilu.kube.PodShares;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -67,7 +68,7 @@ public class ParkingWriter {
     }
 
     /** After the book observed {@code pod}: writes what it asks for, counting a wake it decided. */
-    public void answer(Pod pod, PlacementBook.Standing standing, long eventNanos) {
+    public void answer(Pod pod, Standing standing, long eventNanos) {
         if (standing.wakeDecided()) {
             (standing.wakeRefusal().isPresent() ? failed : woken).increment();
         }

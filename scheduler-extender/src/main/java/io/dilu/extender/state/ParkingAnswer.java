@@ -3,7 +3,7 @@ package io.dilu.extender.state;
 import java.util.Optional;
 
 /**
- * What the extender writes on a pod after the book has placed it ({@link PlacementBook.Standing}): a pure function of
+ * What the extender writes on a pod after the book has placed it ({@link Standing}): a pure function of
  * the standing and what the pod already says, so that a pod in line costs no API call and a repeated watch event
  * asks for nothing new.
  *
@@ -22,7 +22,7 @@ public record ParkingAnswer(boolean servingTrue, boolean woken, Optional<String>
      * @param servingGate the pod declares a readiness gate on {@code dilu.io/serving}
      * @param servingTrue its {@code dilu.io/serving} condition is True
      */
-    public static ParkingAnswer of(PlacementBook.Standing standing, boolean wakeAnnotated, boolean wakeFailedAnnotated,
+    public static ParkingAnswer of(Standing standing, boolean wakeAnnotated, boolean wakeFailedAnnotated,
             boolean servingGate, boolean servingTrue) {
         return switch (standing.kind()) {
             case SERVING -> new ParkingAnswer(servingGate && !servingTrue, wakeAnnotated, Optional.empty());

@@ -1,17 +1,14 @@
 package io.dilu.extender.state;
 
 import io.dilu.core.contract.AssignedGpus;
-import io.dilu.core.contract.PodQuotaAnnotations;
-import io.dilu.core.placement.Apportion;
 import io.dilu.core.placement.ClusterState;
 import io.dilu.core.placement.ComplementaryPlacement;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.core.placement.InstanceRequest;
 import io.dilu.core.placement.NodeInventory;
-import io.dilu.core.placement.ParkedEviction;
+import io.dilu.core.placement.InstanceBook;
 import io.dilu.core.placement.PlacementDecision;
 import io.dilu.core.placement.PlacementParameters;
-import io.dilu.core.placement.Slot;
 import io.dilu.kube.GpuProductSelection;
 import io.dilu.kube.PodShare;
 import java.time.Duration;
@@ -36,13 +33,14 @@ import org.jboss.logging.Logger;
  * reservation is booked at once, so two pods in flight never get the same room; it expires when no bind
  * follows, and is taken back when the bind fails.
  *
- * <p><b>Parking.</b> A pod the autoscaler parked ({@code dilu.io/parked}) is booked at its memory alone: its SM
- * request and limit go to new placements, its memory stays hard (Algorithm 1's constraint 4). Unparked — a wake, asked
- * by {@code dilu.io/wake} — it takes its SM request and limit back where its GPUs have room by the placement's own
- * rule ({@link ComplementaryPlacement#refusal}); where they have none the wake is refused, with the reason, and the pod
- * stays booked at its memory ({@code dilu.io/wake-failed}) until the autoscaler deletes it. A placement that finds no
- * room takes parked pods whose memory would make it ({@link ParkedEviction}) out of the book first, and tells the
- * caller to delete them; if it still finds none they are booked again.
+ * <p><b>Parking.</b> What a pod books, parked or not, is core's {@link InstanceBook}, the book the co-scaling fleet model
+ * keeps too: a pod the autoscaler parked ({@code dilu.io/parked}) is booked at its memory alone (its SM request and
+ * limit go to new placements, its memory stays hard: Algorithm 1's constraint 4). Unparked — a wake, asked by {@code
+ * dilu.io/wake} — it takes its SM request and limit back where its GPUs have room by the placement's own rule; where
+ * they have none the wake is refused, with the reason, and the pod stays booked at its memory ({@code
+ * dilu.io/wake-failed}) until the autoscaler parks it again or deletes it. A placement that finds no room takes parked
+ * pods whose memory would make it out of the book, and tells the caller to delete them; a GPU that only parked pods
+ * hold goes back ({@link #handBack}).
  *
  * <p>Kubernetes-free: the adapters feed it {@link PodShare}s and inventories and pass the time in. All
  * methods are serialised: kube-scheduler decides one pod at a time and a decision takes microseconds.
@@ -62,41 +60,15 @@ public final class PlacementBook {
     }
 
     /**
-     * A booking, with the pod it was made for: bind must name that same pod, not only its UID.
+     * A booking's pod and how far its booking has come: bind must name that same pod, not only its UID. What it books is
+     * the core book's ({@link InstanceBook}).
      *
-     * @param placed what the pod holds when it serves; parked, only the slots' memory is booked
-     * @param parked booked at its memory alone: parked, or its wake refused
-     * @param parkedAt when it was parked, for the least recently parked to go first
-     * @param wakeRefusal why its wake found no room, once decided
+     * @param split a split container's placement, written as stages
      */
-    private record Entry(String namespace, String name, String function, PlacementDecision.Placed placed, boolean split,
-            Phase phase, Instant expires, boolean parked, Instant parkedAt, Optional<String> wakeRefusal) {
-
-        Entry(String namespace, String name, String function, PlacementDecision.Placed placed, boolean split, Phase phase,
-                Instant expires) {
-            this(namespace, name, function, placed, split, phase, expires, false, Instant.EPOCH, Optional.empty());
-        }
+    private record Entry(String namespace, String name, boolean split, Phase phase, Instant expires) {
 
         Entry in(Phase next, Instant until) {
-            return new Entry(namespace, name, function, placed, split, next, until, parked, parkedAt, wakeRefusal);
-        }
-
-        Entry parkedSince(Instant at) {
-            return new Entry(namespace, name, function, placed, split, phase, expires, true, at, Optional.empty());
-        }
-
-        Entry serving() {
-            return new Entry(namespace, name, function, placed, split, phase, expires, false, parkedAt, Optional.empty());
-        }
-
-        Entry refused(String reason) {
-            return new Entry(namespace, name, function, placed, split, phase, expires, true, parkedAt, Optional.of(reason));
-        }
-
-        /** What is booked of it: all of {@link #placed}, or parked its slots' memory alone. */
-        PlacementDecision.Placed booked() {
-            return parked ? new PlacementDecision.Placed(placed.node(), placed.slots().stream()
-                    .map(s -> new Slot(s.gpuUuid(), 0, 0, s.memoryMib())).toList()) : placed;
+            return new Entry(namespace, name, split, next, until);
         }
     }
 
@@ -116,21 +88,6 @@ public final class PlacementBook {
 
     /** A parked pod evicted for a placement: its memory on {@code gpu} went to the pod placed. */
     public record Evicted(String uid, String namespace, String name, String gpu, long memoryMib, Instant parkedAt) {}
-
-    /**
-     * Where a pod stands in the book after an observation.
-     *
-     * @param kind not booked, booked in full (its SM request held: it may serve), or at its memory alone
-     * @param wakeRefusal a parked pod's refused wake, with why: to be written as {@code dilu.io/wake-failed}
-     * @param wakeDecided this observation decided a wake (woken or refused), for counting
-     */
-    public record Standing(Kind kind, Optional<String> wakeRefusal, boolean wakeDecided) {
-
-        public enum Kind { NONE, SERVING, PARKED }
-
-        static final Standing NONE = new Standing(Kind.NONE, Optional.empty(), false);
-        static final Standing SERVING = new Standing(Kind.SERVING, Optional.empty(), false);
-    }
 
     /** What to do at bind. */
     public sealed interface BindPlan {
@@ -153,24 +110,17 @@ public final class PlacementBook {
         }
     }
 
-    private final ComplementaryPlacement policy;
+    private final InstanceBook book;
     private final long defaultMemoryMib;
     private final Duration reservationTtl;
     private final TreeMap<String, NodeInventory> nodes = new TreeMap<>();
     private final Map<String, Entry> entries = new LinkedHashMap<>();
-    private final Set<String> inState = new HashSet<>();
     /** Parked pods evicted for a placement, until the watch shows them gone: they are not booked again. */
     private final Set<String> evicted = new HashSet<>();
-    /**
-     * Parked pods kept in the request path as the last instance of a revision that may not reach zero: never handed back
-     * with their GPU.
-     */
-    private final Set<String> kept = new HashSet<>();
-    private ClusterState state = new ClusterState(List.of());
     private boolean dirty;
 
     public PlacementBook(PlacementParameters params, long defaultMemoryMib, Duration reservationTtl) {
-        this.policy = new ComplementaryPlacement(params);
+        this.book = new InstanceBook(new ComplementaryPlacement(params), new ClusterState(List.of()));
         this.defaultMemoryMib = defaultMemoryMib;
         this.reservationTtl = reservationTtl;
     }
@@ -206,27 +156,13 @@ public final class PlacementBook {
                 LOG.warnf("node %s reports a GPU UUID another node reports too; its GPUs are left out", n.name());
             }
         }
-        state = new ClusterState(usable);
-        inState.clear();
-        entries.forEach((uid, e) -> book(uid, e));
-    }
-
-    private boolean book(String uid, Entry e) {
-        try {
-            state.apply(uid, e.function(), e.booked());
-            inState.add(uid);
-            return true;
-        } catch (IllegalArgumentException | IllegalStateException ex) {
-            // A GPU that no inventory lists (yet) or a node that is over its memory: keep the entry, book it
-            // when the node is back, and let nothing else onto those GPUs meanwhile.
-            LOG.debugf("cannot book %s on %s: %s", uid, e.placed().node(), ex.getMessage());
-            return false;
-        }
+        // A booking on a GPU that no inventory lists (yet) or a node over its memory is kept, and booked again here.
+        book.rebuild(new ClusterState(usable));
     }
 
     private void drop(String uid) {
-        if (entries.remove(uid) != null && inState.remove(uid)) {
-            state.release(uid);
+        if (entries.remove(uid) != null) {
+            book.release(uid);
         }
     }
 
@@ -250,142 +186,54 @@ public final class PlacementBook {
         if (pod.terminal()) {
             drop(pod.uid());
             evicted.remove(pod.uid());
-            kept.remove(pod.uid());
             return Standing.NONE;
-        }
-        if (pod.parkedKept()) {
-            kept.add(pod.uid());
-        } else {
-            kept.remove(pod.uid());
         }
         if (evicted.contains(pod.uid()) || pod.nodeName().isEmpty() || pod.assigned().isEmpty()) {
             // evicted (its memory is another pod's), not bound yet, or bound without Dilu (the node agent will annotate it)
             return Standing.NONE;
         }
-        Optional<PlacementDecision.Placed> actual = placedOf(pod, pod.nodeName().get(), pod.assigned().get());
+        Optional<PlacementDecision.Placed> actual = PodSlots.held(pod, pod.nodeName().get(), pod.assigned().get(), defaultMemoryMib);
         if (actual.isEmpty()) {
             return Standing.NONE;
         }
         refresh();
         boolean memoryOnly = pod.parked() || pod.wakeFailed();
         Entry before = entries.get(pod.uid());
-        Entry e;
-        if (before != null && before.placed().equals(actual.get())) {
-            e = before.in(Phase.BOUND, before.expires());
-            entries.put(pod.uid(), e);
+        if (before != null && book.booking(pod.uid()).orElseThrow().placed().equals(actual.get())) {
+            entries.put(pod.uid(), before.in(Phase.BOUND, before.expires()));
         } else {
             drop(pod.uid());
             // Seen for the first time (or a restart): parked, or asked to wake, it is booked at its memory first, and a
             // wake takes its SMs back only where there is room.
-            e = new Entry(pod.namespace(), pod.name(), pod.function(), actual.get(), pod.assigned().get().isSplit(),
-                    Phase.BOUND, Instant.MAX);
+            entries.put(pod.uid(), new Entry(pod.namespace(), pod.name(), pod.assigned().get().isSplit(), Phase.BOUND,
+                    Instant.MAX));
             if (memoryOnly || pod.wakeAsked()) {
-                e = e.parkedSince(pod.parkedAt());
+                book.bookParked(pod.uid(), pod.namespace(), pod.function(), actual.get(), pod.parkedAt());
+            } else {
+                book.book(pod.uid(), pod.namespace(), pod.function(), actual.get());
             }
-            entries.put(pod.uid(), e);
-            book(pod.uid(), e);
         }
-        if (pod.parked() && (!e.parked() || e.wakeRefusal().isPresent() || !e.parkedAt().equals(pod.parkedAt()))) {
-            rebook(pod.uid(), e.parkedSince(pod.parkedAt())); // parked (again): its SMs go back to the placement
+        book.keep(pod.uid(), pod.parkedKept());
+        InstanceBook.Booking b = book.booking(pod.uid()).orElseThrow();
+        if (pod.parked() && (!b.parked() || b.refusal().isPresent() || !b.parkedAt().equals(pod.parkedAt()))) {
+            book.park(pod.uid(), pod.parkedAt()); // parked (again): its SMs go back to the placement
             return new Standing(Standing.Kind.PARKED, Optional.empty(), false);
         }
-        if (memoryOnly) {
-            return new Standing(Standing.Kind.PARKED, e.wakeRefusal(), false);
+        if (memoryOnly || b.parked() && b.refusal().isPresent()) {
+            // Refused already, the answer perhaps not yet written: the decision stands until it is parked again or goes.
+            return new Standing(Standing.Kind.PARKED, b.refusal(), false);
         }
-        if (e.parked() && e.wakeRefusal().isPresent()) {
-            // Refused already, the answer not yet written: the decision stands until the pod is parked again or goes.
-            return new Standing(Standing.Kind.PARKED, e.wakeRefusal(), false);
+        if (!b.parked()) {
+            return Standing.SERVING;
         }
-        return e.parked() ? wake(pod.uid(), e) : Standing.SERVING;
-    }
-
-    /**
-     * A parked pod no longer parked: its SM request and limit back on each of its GPUs where the placement's rule finds
-     * room beside what is booked there now (its memory is booked already); refused, with the reasons, otherwise.
-     */
-    private Standing wake(String uid, Entry e) {
-        List<String> refusals = new ArrayList<>();
-        if (!inState.contains(uid)) {
-            refusals.add("its GPUs " + e.placed().slots().stream().map(Slot::gpuUuid).toList()
-                    + " are not in the book (no node agent lists them)");
-        } else {
-            for (Slot s : e.placed().slots()) {
-                policy.refusal(state, new Slot(s.gpuUuid(), s.requestMilli(), s.limitMilli(), 0)).ifPresent(refusals::add);
-            }
-        }
-        if (!refusals.isEmpty()) {
-            String reason = "no room to serve again: " + String.join("; ", refusals);
-            entries.put(uid, e.refused(reason));
-            return new Standing(Standing.Kind.PARKED, Optional.of(reason), true);
-        }
-        rebook(uid, e.serving());
-        return new Standing(Standing.Kind.SERVING, Optional.empty(), true);
-    }
-
-    private void rebook(String uid, Entry e) {
-        if (inState.remove(uid)) {
-            state.release(uid);
-        }
-        entries.put(uid, e);
-        book(uid, e);
+        Optional<String> refusal = book.wake(pod.uid());
+        return new Standing(refusal.isPresent() ? Standing.Kind.PARKED : Standing.Kind.SERVING, refusal, true);
     }
 
     /** The pod is gone from the API server. */
     public synchronized void forget(String uid) {
         drop(uid);
         evicted.remove(uid);
-        kept.remove(uid);
-    }
-
-    /**
-     * The annotation for a placement: one GPU per container, or for a split container each stage's GPU with its
-     * percent and memory (core apportions a whole-percent request in whole percents).
-     */
-    static AssignedGpus assignment(PlacementDecision.Placed placed, boolean split) {
-        if (split && placed.slots().size() > 1) {
-            return AssignedGpus.split(placed.slots().stream()
-                    .map(s -> new AssignedGpus.Stage(s.gpuUuid(), s.requestMilli() / 10, s.memoryMib())).toList());
-        }
-        return AssignedGpus.ofContainers(placed.slots().stream().map(Slot::gpuUuid).toList());
-    }
-
-    /** What a split container holds: each stage as written, its limit as core's placement gave it. */
-    private static Optional<PlacementDecision.Placed> stagesOf(PodShare pod, String node, AssignedGpus assigned) {
-        if (pod.containers().size() != 1) {
-            return Optional.empty();
-        }
-        int limit = PodQuotaAnnotations.smLimit(pod.annotations(), pod.containers().getFirst().smPercent());
-        int[] requests = assigned.stages().stream().mapToInt(AssignedGpus.Stage::smPercent).toArray();
-        long[] memory = assigned.stages().stream().mapToLong(AssignedGpus.Stage::memoryMib).toArray();
-        int[] limits = Apportion.stageLimits(limit, requests, memory);
-        List<Slot> slots = new ArrayList<>();
-        for (int i = 0; i < assigned.stages().size(); i++) {
-            AssignedGpus.Stage s = assigned.stages().get(i);
-            slots.add(new Slot(s.uuid(), s.smPercent() * 10, limits[i] * 10, s.memoryMib()));
-        }
-        return Optional.of(new PlacementDecision.Placed(node, slots));
-    }
-
-    /** What a bound pod holds: container i on the i-th GPU of its assignment, shares on one GPU summed. */
-    private Optional<PlacementDecision.Placed> placedOf(PodShare pod, String node, AssignedGpus assigned) {
-        if (assigned.isSplit()) {
-            return stagesOf(pod, node, assigned);
-        }
-        Map<String, long[]> perGpu = new LinkedHashMap<>();
-        for (int i = 0; i < pod.containers().size(); i++) {
-            PodShare.Container c = pod.containers().get(i);
-            Optional<String> gpu = assigned.forContainer(i);
-            if (gpu.isEmpty() || c.smPercent() < 1 || c.smPercent() > 100) {
-                return Optional.empty();
-            }
-            long[] sum = perGpu.computeIfAbsent(gpu.get(), g -> new long[3]);
-            sum[0] += c.smPercent() * 10L;
-            sum[1] += PodQuotaAnnotations.smLimit(pod.annotations(), c.smPercent()) * 10L;
-            sum[2] += c.memoryMib().orElse(defaultMemoryMib);
-        }
-        List<Slot> slots = new ArrayList<>();
-        perGpu.forEach((gpu, s) -> slots.add(new Slot(gpu, (int) s[0], (int) s[1], s[2])));
-        return Optional.of(new PlacementDecision.Placed(node, slots));
     }
 
     // ---- the scheduler's calls ----
@@ -405,7 +253,7 @@ public final class PlacementBook {
         refresh();
         Entry held = entries.get(pod.uid());
         if (held != null && held.phase() != Phase.RESERVED) {
-            return chosen(held.placed().node(), candidates);
+            return chosen(placement(pod.uid()).orElseThrow().node(), candidates);
         }
         drop(pod.uid()); // a new attempt replaces the last one's reservation
         Map<String, String> failed = new TreeMap<>();
@@ -433,92 +281,37 @@ public final class PlacementBook {
         if (known.isEmpty()) {
             return new Filtered(Optional.empty(), failed);
         }
-        PlacementDecision decision = policy.decide(state, request, known);
-        List<Evicted> gone = List.of();
-        if (decision instanceof PlacementDecision.Infeasible) {
-            List<String> victims = ParkedEviction.victims(state, pod.namespace(), request.memoryMib(),
-                    parkedBeside(request, known)).stream().map(ParkedEviction.Parked::id).distinct().toList();
-            if (!victims.isEmpty()) {
-                victims.forEach(uid -> {
-                    if (inState.remove(uid)) {
-                        state.release(uid);
-                    }
-                });
-                PlacementDecision again = policy.decide(state, request, known);
-                if (again instanceof PlacementDecision.Placed) {
-                    decision = again;
-                    gone = victims.stream().map(this::evict).toList();
-                } else {
-                    victims.forEach(uid -> book(uid, entries.get(uid)));
-                }
-            }
-        }
+        InstanceBook.Placement placement = book.place(request, pod.namespace(), Optional.of(known));
+        PlacementDecision decision = placement.decision();
+        List<Evicted> gone = placement.evicted().stream().map(this::evicted).toList();
         if (decision instanceof PlacementDecision.Infeasible infeasible) {
             known.forEach(n -> failed.put(n, infeasible.reason()));
             return new Filtered(Optional.empty(), failed);
         }
         PlacementDecision.Placed placed = (PlacementDecision.Placed) decision;
-        Entry e = new Entry(pod.namespace(), pod.name(), request.function(), placed, request.splittable(),
-                Phase.RESERVED, now.plus(reservationTtl));
-        entries.put(pod.uid(), e);
-        book(pod.uid(), e);
+        entries.put(pod.uid(), new Entry(pod.namespace(), pod.name(), request.splittable(), Phase.RESERVED,
+                now.plus(reservationTtl)));
+        book.book(pod.uid(), pod.namespace(), request.function(), placed);
         return new Filtered(Optional.of(placed.node()), failed, gone);
     }
 
     /**
-     * The parked pods on the candidate nodes, one per GPU they hold memory on, where that GPU has room for the request's
-     * SMs: freeing memory on a GPU whose SMs are booked up would evict for nothing.
-     */
-    private List<ParkedEviction.Parked> parkedBeside(InstanceRequest request, Collection<String> nodes) {
-        Set<String> candidates = Set.copyOf(nodes);
-        List<ParkedEviction.Parked> parked = new ArrayList<>();
-        entries.forEach((uid, e) -> {
-            if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid) && candidates.contains(e.placed().node())) {
-                for (Slot s : e.placed().slots()) {
-                    if (policy.refusal(state, new Slot(s.gpuUuid(), request.requestMilli(), request.limitMilli(), 0)).isEmpty()) {
-                        parked.add(new ParkedEviction.Parked(uid, e.namespace(), s.gpuUuid(), s.memoryMib(), e.parkedAt()));
-                    }
-                }
-            }
-        });
-        return parked;
-    }
-
-    /**
-     * Parked pods on GPUs that nothing but parked pods holds ({@link ParkedEviction#alone}; a revision's last one kept in
+     * Parked pods on GPUs that nothing but parked pods holds ({@link InstanceBook#handBack}; a revision's last one kept in
      * the request path holds its GPU), taken out of the book for good: the caller deletes them, and their GPUs go back.
      * Asked after every change the watch shows, so that a GPU is handed back as soon as its last serving or reserved pod
      * leaves it.
      */
     public synchronized List<Evicted> handBack() {
-        List<ParkedEviction.Parked> parked = new ArrayList<>();
-        entries.forEach((uid, e) -> {
-            if (e.parked() && e.phase() == Phase.BOUND && inState.contains(uid)) {
-                e.placed().slots().forEach(s -> parked.add(new ParkedEviction.Parked(uid, e.namespace(), s.gpuUuid(),
-                        s.memoryMib(), e.parkedAt(), kept.contains(uid))));
-            }
-        });
-        if (parked.isEmpty()) {
-            return List.of();
-        }
-        List<String> alone = ParkedEviction.alone(state, parked).stream().map(ParkedEviction.Parked::id).distinct().toList();
-        alone.forEach(uid -> {
-            inState.remove(uid);
-            state.release(uid);
-        });
-        return alone.stream().map(this::evict).toList();
+        return book.handBack().stream().map(this::evicted).toList();
     }
 
-    /** Takes a parked pod out of the book for good: it is to be deleted, and is not booked again while it goes. */
-    private Evicted evict(String uid) {
-        kept.remove(uid);
-        Entry e = entries.remove(uid);
-        evicted.add(uid);
-        Slot first = e.placed().slots().getFirst();
-        LOG.infof("parked pod %s/%s evicted: its %d MiB on GPU %s are freed", e.namespace(), e.name(),
-                e.placed().slots().stream().mapToLong(Slot::memoryMib).sum(), first.gpuUuid());
-        return new Evicted(uid, e.namespace(), e.name(), first.gpuUuid(),
-                e.placed().slots().stream().mapToLong(Slot::memoryMib).sum(), e.parkedAt());
+    /** A parked pod the core book took out for good: it is to be deleted, and is not booked again while it goes. */
+    private Evicted evicted(InstanceBook.Evicted gone) {
+        Entry e = entries.remove(gone.id());
+        evicted.add(gone.id());
+        LOG.infof("parked pod %s/%s evicted: its %d MiB on GPU %s are freed", e.namespace(), e.name(), gone.memoryMib(),
+                gone.gpu());
+        return new Evicted(gone.id(), e.namespace(), e.name(), gone.gpu(), gone.memoryMib(), gone.parkedAt());
     }
 
     /**
@@ -535,7 +328,7 @@ public final class PlacementBook {
 
     /** The node reserved for the pod, if any: it gets the top score. */
     public synchronized Optional<String> reservedNode(String uid) {
-        return Optional.ofNullable(entries.get(uid)).map(e -> e.placed().node());
+        return placement(uid).map(PlacementDecision.Placed::node);
     }
 
     /**
@@ -556,15 +349,16 @@ public final class PlacementBook {
         }
         if (e.phase() != Phase.RESERVED) {
             return new BindPlan.Refuse(BindPlan.Cause.BINDING_OR_BOUND, "pod " + namespace + "/" + name + " is "
-                    + (e.phase() == Phase.BINDING ? "being bound" : "bound") + " to node " + e.placed().node()
-                    + " already");
+                    + (e.phase() == Phase.BINDING ? "being bound" : "bound") + " to node "
+                    + placement(uid).map(PlacementDecision.Placed::node).orElse("?") + " already");
         }
-        if (!e.placed().node().equals(node)) {
+        PlacementDecision.Placed placed = placement(uid).orElseThrow();
+        if (!placed.node().equals(node)) {
             return new BindPlan.Refuse(BindPlan.Cause.OTHER_NODE,
-                    "the pod's GPUs are reserved on node " + e.placed().node() + ", not " + node);
+                    "the pod's GPUs are reserved on node " + placed.node() + ", not " + node);
         }
         entries.put(uid, e.in(Phase.BINDING, Instant.MAX));
-        return new BindPlan.Assign(assignment(e.placed(), e.split()));
+        return new BindPlan.Assign(PodSlots.assignment(placed, e.split()));
     }
 
     public synchronized void bindSucceeded(String uid) {
@@ -583,7 +377,7 @@ public final class PlacementBook {
 
     public synchronized List<ClusterState.GpuUsage> activeUsage() {
         refresh();
-        return state.activeUsage();
+        return book.state().activeUsage();
     }
 
     public synchronized Map<Phase, Long> bookings() {
@@ -597,6 +391,6 @@ public final class PlacementBook {
     }
 
     public synchronized Optional<PlacementDecision.Placed> placement(String uid) {
-        return Optional.ofNullable(entries.get(uid)).map(Entry::placed);
+        return book.booking(uid).map(InstanceBook.Booking::placed);
     }
 }

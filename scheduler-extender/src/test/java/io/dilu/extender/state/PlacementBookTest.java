@@ -251,11 +251,11 @@ class PlacementBookTest {
     @Test
     void aParkedPodIsBookedAtItsMemoryAloneAndItsSmsGoToANewPod() {
         PlacementBook b = solo();
-        assertThat(b.observe(onSolo("a", 60, 10_240, Map.of())).kind()).isEqualTo(PlacementBook.Standing.Kind.SERVING);
+        assertThat(b.observe(onSolo("a", 60, 10_240, Map.of())).kind()).isEqualTo(Standing.Kind.SERVING);
         assertThat(b.filter(pod("n", 60, 10_240, Map.of()), List.of("solo"), T0).node()).as("Σ request 120% > Ω").isEmpty();
 
-        PlacementBook.Standing parked = b.observe(onSolo("a", 60, 10_240, parkedAt(T0)));
-        assertThat(parked.kind()).isEqualTo(PlacementBook.Standing.Kind.PARKED);
+        Standing parked = b.observe(onSolo("a", 60, 10_240, parkedAt(T0)));
+        assertThat(parked.kind()).isEqualTo(Standing.Kind.PARKED);
         assertThat(usage(b).requestMilli()).as("its SMs given back").isZero();
         assertThat(usage(b).limitMilli()).isZero();
         assertThat(usage(b).memoryMib()).as("its memory kept").isEqualTo(10_240);
@@ -269,8 +269,8 @@ class PlacementBookTest {
     void aWakeTakesItsSmsBackWhereItsGpuHasRoom() {
         PlacementBook b = solo();
         b.observe(onSolo("a", 60, 10_240, parkedAt(T0)));
-        PlacementBook.Standing woken = b.observe(onSolo("a", 60, 10_240, WAKE));
-        assertThat(woken).isEqualTo(new PlacementBook.Standing(PlacementBook.Standing.Kind.SERVING, Optional.empty(), true));
+        Standing woken = b.observe(onSolo("a", 60, 10_240, WAKE));
+        assertThat(woken).isEqualTo(new Standing(Standing.Kind.SERVING, Optional.empty(), true));
         assertThat(usage(b).requestMilli()).isEqualTo(600);
         assertThat(usage(b).limitMilli()).isEqualTo(1000);
         assertThat(ParkingAnswer.of(woken, true, false, true, false)).as("condition True, the wake removed")
@@ -286,18 +286,18 @@ class PlacementBookTest {
         b.observe(onSolo("a", 60, 10_240, parkedAt(T0)));
         placeAndBind(b, pod("n", 60, 10_240, Map.of()));
 
-        PlacementBook.Standing refused = b.observe(onSolo("a", 60, 10_240, WAKE));
+        Standing refused = b.observe(onSolo("a", 60, 10_240, WAKE));
         String reason = "no room to serve again: GPU solo-gpu0 would hold SM request 120% (Ω = 100%), limit 200% "
                 + "(γ = 150%), 20480 of 40960 MiB";
-        assertThat(refused).isEqualTo(new PlacementBook.Standing(PlacementBook.Standing.Kind.PARKED, Optional.of(reason), true));
+        assertThat(refused).isEqualTo(new Standing(Standing.Kind.PARKED, Optional.of(reason), true));
         assertThat(usage(b).requestMilli()).as("the new pod's alone").isEqualTo(600);
         assertThat(usage(b).memoryMib()).isEqualTo(20_480);
         assertThat(ParkingAnswer.of(refused, true, false, true, true)).isEqualTo(new ParkingAnswer(false, false, Optional.of(reason)));
 
-        PlacementBook.Standing again = b.observe(onSolo("a", 60, 10_240, WAKE));
+        Standing again = b.observe(onSolo("a", 60, 10_240, WAKE));
         assertThat(again.wakeRefusal()).as("the decision stands until the answer is written").contains(reason);
         assertThat(again.wakeDecided()).isFalse();
-        PlacementBook.Standing answered = b.observe(onSolo("a", 60, 10_240, Map.of(DiluNames.WAKE_FAILED, reason)));
+        Standing answered = b.observe(onSolo("a", 60, 10_240, Map.of(DiluNames.WAKE_FAILED, reason)));
         assertThat(ParkingAnswer.of(answered, false, true, true, true)).isEqualTo(ParkingAnswer.NOTHING);
         assertThat(usage(b).memoryMib()).isEqualTo(20_480);
     }
@@ -309,9 +309,9 @@ class PlacementBookTest {
         b.observe(onSolo("s", 70, 8_192, Map.of()));
         assertThat(usage(b).requestMilli()).isEqualTo(700);
         assertThat(usage(b).memoryMib()).isEqualTo(16_384);
-        PlacementBook.Standing w = b.observe(onSolo("w", 20, 8_192, WAKE));
+        Standing w = b.observe(onSolo("w", 20, 8_192, WAKE));
         assertThat(w.kind()).as("booked at its memory first, then woken: 20% fits beside 70%")
-                .isEqualTo(PlacementBook.Standing.Kind.SERVING);
+                .isEqualTo(Standing.Kind.SERVING);
         assertThat(usage(b).requestMilli()).isEqualTo(900);
         assertThat(b.observe(onSolo("x", 20, 8_192, WAKE)).wakeRefusal()).as("a second one does not")
                 .hasValueSatisfying(r -> assertThat(r).contains("SM request 110% (Ω = 100%)"));
@@ -335,7 +335,7 @@ class PlacementBookTest {
         });
         assertThat(usage(b).memoryMib()).isEqualTo(15_000 + 8_000 + 12_000);
         assertThat(b.observe(onSolo("old", 10, 15_000, parkedAt(T0)))).as("seen again while it is deleted: not booked")
-                .isEqualTo(PlacementBook.Standing.NONE);
+                .isEqualTo(Standing.NONE);
         assertThat(usage(b).memoryMib()).isEqualTo(35_000);
     }
 
@@ -353,7 +353,7 @@ class PlacementBookTest {
         assertThat(b.activeUsage().stream().filter(u -> u.uuid().equals("solo-gpu0")).mapToLong(ClusterState.GpuUsage::memoryMib)
                 .sum()).as("the GPU free").isZero();
         assertThat(b.observe(onSolo("p1", 10, 10_000, parkedAt(T0)))).as("seen again while it is deleted: not booked")
-                .isEqualTo(PlacementBook.Standing.NONE);
+                .isEqualTo(Standing.NONE);
         assertThat(b.handBack()).as("asked again: nothing more").isEmpty();
     }
 
@@ -380,7 +380,7 @@ class PlacementBookTest {
         assertThat(f.node()).as("Σ request 110%: its memory would not help").isEmpty();
         assertThat(f.evicted()).isEmpty();
         assertThat(usage(b).memoryMib()).isEqualTo(38_000);
-        assertThat(b.observe(onSolo("parked", 10, 30_000, parkedAt(T0))).kind()).isEqualTo(PlacementBook.Standing.Kind.PARKED);
+        assertThat(b.observe(onSolo("parked", 10, 30_000, parkedAt(T0))).kind()).isEqualTo(Standing.Kind.PARKED);
     }
 
     @Test

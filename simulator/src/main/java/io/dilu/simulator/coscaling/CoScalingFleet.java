@@ -2,6 +2,7 @@ package io.dilu.simulator.coscaling;
 
 import io.dilu.core.placement.ClusterState;
 import io.dilu.core.placement.ComplementaryPlacement;
+import io.dilu.core.placement.InstanceBook;
 import io.dilu.core.placement.InstanceRequest;
 import io.dilu.core.placement.NodeInventory;
 import io.dilu.core.placement.ParkedEviction;
@@ -12,10 +13,10 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Function;
 
 /**
@@ -165,11 +166,11 @@ public final class CoScalingFleet {
                 run.step(t);
             }
             pool.handBackParkedOnly();
-            int active = pool.state.activeGpuCount();
+            int active = pool.book.state().activeGpuCount();
             peak = Math.max(peak, active);
             gpuSeconds += active;
-            parkedOnly += pool.parkedOnlyGpus;
-            sm += pool.bookedSmMilli / 1000.0;
+            parkedOnly += pool.book.parkedOnlyGpus();
+            sm += pool.book.smRequestMilli() / 1000.0;
         }
         Map<FleetFunctions.Kind, KindBooks> kinds = new EnumMap<>(FleetFunctions.Kind.class);
         Map<String, CoScalingSimulation.Result> results = new LinkedHashMap<>();
@@ -198,24 +199,18 @@ public final class CoScalingFleet {
     /** What each instance of a function asks of placement. */
     private record Shares(int requestMilli, int limitMilli, long memoryMiB, boolean splittable) {}
 
-    /** The pool's side of {@link FunctionRun.Pool}: bookings on one {@link ClusterState}. */
+    /** The pool's side of {@link FunctionRun.Pool}: core's {@link InstanceBook} on one {@link ClusterState}. */
     private static final class SharedPool implements FunctionRun.Pool {
-        final ClusterState state;
-        final ComplementaryPlacement placement;
+        final InstanceBook book;
         /** By function name. */
         final Map<String, Shares> shares = new HashMap<>();
-        /** Each booked instance's placement at its full shares (a parked one's too: it wakes into it). */
-        final Map<FunctionRun.Instance, PlacementDecision.Placed> placed = new IdentityHashMap<>();
-        /** Parked instances by id, the least recently parked first. */
+        /** The instances booked, by id: the book's evictions name them. */
+        final Map<String, FunctionRun.Instance> instances = new HashMap<>();
+        /** Parked instances by id, the least recently parked first, whose kept mark the book is told each second. */
         final Map<String, FunctionRun.Instance> parked = new LinkedHashMap<>();
-        /** Per GPU: slots of serving (or starting) instances, and of parked ones. */
-        final Map<String, int[]> slots = new HashMap<>();
-        int parkedOnlyGpus;
-        long bookedSmMilli;
 
         SharedPool(ClusterState state, ComplementaryPlacement placement) {
-            this.state = state;
-            this.placement = placement;
+            this.book = new InstanceBook(placement, state);
         }
 
         private InstanceRequest request(FunctionRun.Instance instance) {
@@ -226,19 +221,11 @@ public final class CoScalingFleet {
 
         @Override
         public boolean place(FunctionRun.Instance instance) {
-            InstanceRequest req = request(instance);
-            PlacementDecision d = placement.decide(state, req);
-            if (d instanceof PlacementDecision.Infeasible && !parked.isEmpty()) {
-                List<ParkedEviction.Parked> victims = ParkedEviction.victims(state, FLEET_TENANT, req.memoryMib(),
-                        parkedWhereSharesFit(req));
-                victims.stream().map(ParkedEviction.Parked::id).distinct().forEach(this::evict);
-                if (!victims.isEmpty()) {
-                    d = placement.decide(state, req);
-                }
-            }
-            if (d instanceof PlacementDecision.Placed p) {
-                book(instance, p, false);
-                placed.put(instance, p);
+            InstanceBook.Placement p = book.place(request(instance), FLEET_TENANT, Optional.empty());
+            p.evicted().forEach(this::evicted);
+            if (p.decision() instanceof PlacementDecision.Placed placed) {
+                book.book(instance.id, FLEET_TENANT, instance.function.name(), placed);
+                instances.put(instance.id, instance);
                 return true;
             }
             return false;
@@ -246,105 +233,48 @@ public final class CoScalingFleet {
 
         /** Places and books {@code resident} for the whole run. */
         void reside(InstanceRequest resident) {
-            if (!(placement.decide(state, resident) instanceof PlacementDecision.Placed p)) {
+            if (!(book.policy().decide(book.state(), resident) instanceof PlacementDecision.Placed p)) {
                 throw new IllegalArgumentException("no room for resident " + resident.id() + " on the pool");
             }
-            book(resident.id(), resident.function(), p, false);
-        }
-
-        /** Parked instances' memory on GPUs where {@code req}'s shares fit: memory there is all it lacks. */
-        private List<ParkedEviction.Parked> parkedWhereSharesFit(InstanceRequest req) {
-            List<ParkedEviction.Parked> out = new ArrayList<>();
-            for (FunctionRun.Instance instance : parked.values()) {
-                for (Slot s : placed.get(instance).slots()) {
-                    if (placement.fits(state, new Slot(s.gpuUuid(), req.requestMilli(), req.limitMilli(), 0))) {
-                        out.add(new ParkedEviction.Parked(instance.id, FLEET_TENANT, s.gpuUuid(), s.memoryMib(),
-                                Instant.ofEpochSecond(instance.parkedAt)));
-                    }
-                }
-            }
-            return out;
+            book.book(resident.id(), FLEET_TENANT, resident.function(), p);
         }
 
         /** Lets go the parked instances that alone hold their GPUs, so the GPUs go back, as the scheduler extender does. */
         void handBackParkedOnly() {
-            if (parkedOnlyGpus == 0) {
+            if (book.parkedOnlyGpus() == 0) {
                 return;
             }
-            List<ParkedEviction.Parked> all = new ArrayList<>();
-            for (FunctionRun.Instance instance : parked.values()) {
-                boolean kept = instance.function.kept(instance);
-                for (Slot s : placed.get(instance).slots()) {
-                    all.add(new ParkedEviction.Parked(instance.id, FLEET_TENANT, s.gpuUuid(), s.memoryMib(),
-                            Instant.ofEpochSecond(instance.parkedAt), kept));
-                }
-            }
-            ParkedEviction.alone(state, all).stream().map(ParkedEviction.Parked::id).distinct().forEach(this::evict);
+            parked.values().forEach(i -> book.keep(i.id, i.function.kept(i)));
+            book.handBack().forEach(this::evicted);
         }
 
-        private void evict(String id) {
-            FunctionRun.Instance instance = parked.get(id);
-            release(instance);
+        /** The book took a parked instance's memory: it is gone. */
+        private void evicted(InstanceBook.Evicted gone) {
+            FunctionRun.Instance instance = instances.remove(gone.id());
+            parked.remove(gone.id());
             instance.function.evicted(instance);
         }
 
         @Override
         public boolean wake(FunctionRun.Instance instance) {
-            PlacementDecision.Placed p = placed.get(instance);
-            unbook(instance, true);
-            if (p.slots().stream().allMatch(s -> placement.fits(state, s))) {
-                book(instance, p, false);
-                parked.remove(instance.id);
-                return true;
+            if (book.wake(instance.id).isPresent()) {
+                return false;
             }
-            book(instance, memoryOnly(p), true);
-            return false;
+            parked.remove(instance.id);
+            return true;
         }
 
         @Override
         public void park(FunctionRun.Instance instance) {
-            unbook(instance, false);
-            book(instance, memoryOnly(placed.get(instance)), true);
+            book.park(instance.id, Instant.ofEpochSecond(instance.parkedAt));
             parked.put(instance.id, instance);
         }
 
         @Override
         public void release(FunctionRun.Instance instance) {
-            boolean wasParked = parked.remove(instance.id) != null;
-            unbook(instance, wasParked);
-            placed.remove(instance);
-        }
-
-        private static PlacementDecision.Placed memoryOnly(PlacementDecision.Placed p) {
-            return new PlacementDecision.Placed(p.node(), p.slots().stream().map(s -> new Slot(s.gpuUuid(), 0, 0, s.memoryMib()))
-                    .toList());
-        }
-
-        private void book(FunctionRun.Instance instance, PlacementDecision.Placed p, boolean parking) {
-            book(instance.id, instance.function.name(), p, parking);
-        }
-
-        private void book(String id, String function, PlacementDecision.Placed p, boolean parking) {
-            state.apply(id, function, p);
-            count(p, parking, +1);
-        }
-
-        private void unbook(FunctionRun.Instance instance, boolean parking) {
-            if (state.release(instance.id)) {
-                count(placed.get(instance), parking, -1);
-            }
-        }
-
-        /** Keeps the SM booked and the GPUs that hold parked instances alone, as slots come and go. */
-        private void count(PlacementDecision.Placed p, boolean parking, int delta) {
-            for (Slot s : p.slots()) {
-                int[] c = slots.computeIfAbsent(s.gpuUuid(), k -> new int[2]);
-                boolean parkedOnlyBefore = c[0] == 0 && c[1] > 0;
-                c[parking ? 1 : 0] += delta;
-                boolean parkedOnlyAfter = c[0] == 0 && c[1] > 0;
-                parkedOnlyGpus += (parkedOnlyAfter ? 1 : 0) - (parkedOnlyBefore ? 1 : 0);
-                bookedSmMilli += parking ? 0 : (long) delta * s.requestMilli();
-            }
+            parked.remove(instance.id);
+            instances.remove(instance.id);
+            book.release(instance.id);
         }
     }
 }

@@ -266,8 +266,8 @@ final class FunctionRun {
     }
 
     private void park(int t, Instance instance) {
-        pool.park(instance);
         instance.parkedAt = t;
+        pool.park(instance);
         parked.addLast(instance);
     }
 
