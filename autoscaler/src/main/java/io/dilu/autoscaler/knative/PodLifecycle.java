@@ -88,7 +88,8 @@ final class PodLifecycle {
                 names(plan.wake()), names(plan.park()), names(plan.delete()), d.desired(), d.parked());
     }
 
-    private boolean write(String revision, String ns, Tracked tracked, Intent intent, Instant now) {
+    /** Carries one intent out as a pod write; false when the API server refused it (logged). */
+    boolean write(String revision, String ns, Tracked tracked, Intent intent, Instant now) {
         Instance p = intent.pod();
         try {
             switch (intent) {

@@ -25,14 +25,26 @@ import java.util.Random;
  * as PaReconciler plays it: plan over the pods as watched with its own writes not yet seen, then carry the intents out
  * in order. Hostile settings are the caller's, by a seeded {@link Random}: a sequence is reproduced by its seed.
  */
-final class LifecycleWorld {
+public final class LifecycleWorld {
 
-    /** How much goes wrong: each a probability per write, per wake answered, or per parked pod and second. */
-    record Trouble(double failedWrite, double refusedWake, double eviction, int maxWatchLag) {
-        static final Trouble NONE = new Trouble(0, 0, 0, 0);
+    /**
+     * A second realizer run beside the world's own, on a copy of its pods: the cluster's changes are mirrored to it,
+     * and each intent is carried out by it too; the pod it reads back after a write must say what the world's says.
+     */
+    public interface Mirror {
+        /** The cluster created or changed a pod (a deleting one: its deletion began). */
+        void cluster(Instance pod);
+
+        /** Carries {@code intent} out on {@code pod} as it is; returns the pod as read back, or empty once it is gone. */
+        Optional<Instance> realize(Intent intent, Instance pod, Instant now);
     }
 
-    static final Instant T0 = Instant.parse("2026-12-02T00:00:00Z");
+    /** How much goes wrong: each a probability per write, per wake answered, or per parked pod and second. */
+    public record Trouble(double failedWrite, double refusedWake, double eviction, int maxWatchLag) {
+        public static final Trouble NONE = new Trouble(0, 0, 0, 0);
+    }
+
+    public static final Instant T0 = Instant.parse("2026-12-02T00:00:00Z");
     /** As PaReconciler.WRITE_LAG: how long a write is believed over a watch that does not show it. */
     static final Duration WRITE_LAG = Duration.ofSeconds(10);
 
@@ -54,9 +66,16 @@ final class LifecycleWorld {
     /** Moves an instance made that {@link InstanceLifecycle#TRANSITIONS} does not allow, and second wakes. */
     final List<String> violations = new ArrayList<>();
 
+    private final Optional<Mirror> mirror;
+
     LifecycleWorld(Random random, Trouble trouble) {
+        this(random, trouble, Optional.empty());
+    }
+
+    LifecycleWorld(Random random, Trouble trouble, Optional<Mirror> mirror) {
         this.random = random;
         this.trouble = trouble;
+        this.mirror = mirror;
     }
 
     Instant now() {
@@ -106,7 +125,21 @@ final class LifecycleWorld {
                     p.deleting()));
             case Intent.Delete delete -> put(with(p, p.parkedAt(), p.wakeAsked(), p.wakeFailed(), p.path(), true));
         }
+        mirror.ifPresent(m -> {
+            Instance expected = pods.get(p.uid());
+            Optional<Instance> actual = m.realize(intent, p, now());
+            if (!actual.map(LifecycleWorld::facts).orElse("gone").equals(expected.deleting() ? "gone" : facts(expected))) {
+                violations.add(second + ": " + intent.getClass().getSimpleName() + " on " + p.name() + " realized as "
+                        + actual.map(LifecycleWorld::facts).orElse("gone") + ", not " + facts(expected));
+            }
+        });
         return true;
+    }
+
+    /** What a realizer writes of a pod's lifecycle. */
+    static String facts(Instance p) {
+        return "parkedAt=" + p.parkedAt().map(Instant::toString).orElse("-") + " wake=" + p.wakeAsked() + " refused="
+                + p.wakeFailed() + " path=" + p.path() + (p.deleting() ? " deleting" : "");
     }
 
     /** The kubelets, the extender and the ReplicaSet, for a Deployment scaled to {@code scale}. */
@@ -142,6 +175,9 @@ final class LifecycleWorld {
 
     private void put(Instance p) {
         Instance before = pods.put(p.uid(), p);
+        if (acting.equals("cluster")) {
+            mirror.ifPresent(m -> m.cluster(p));
+        }
         if (before != null && !InstanceLifecycle.allows(before.phase(), p.phase())) {
             violations.add(second + ": " + p.name() + " " + before.phase() + " -> " + p.phase() + " by " + acting);
         }
