@@ -4,6 +4,8 @@ import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.ActivatorCap;
 import io.dilu.autoscaler.decide.RevisionPods;
 import io.dilu.autoscaler.decide.ServingRate;
+import io.dilu.autoscaler.history.HistoryKeeper;
+import io.dilu.autoscaler.history.HistoryStore;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.KnativeNames;
@@ -11,6 +13,7 @@ import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
 import io.dilu.core.scaling.Knobs;
+import io.dilu.core.scaling.LearnedHistory;
 import io.dilu.core.scaling.Readings;
 import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.core.scaling.ScalingParameters;
@@ -82,9 +85,14 @@ public final class PaReconciler {
     /** A revision's knobs as last read, and the versions they were read from: read again only when one changes. */
     private record KnobsRead(String paVersion, String clusterVersion, long profilesVersion, Knobs knobs) {}
 
+    /** A revision's last decision and what it was decided from (for tests: a control scaler fed the same). */
+    record Decided(Instant at, Readings readings, Knobs knobs, RevisionScaler.Decision decision,
+            Optional<LearnedHistory> learned) {}
+
     /** What the reconciler remembers of one revision between ticks. */
     private static final class Revision {
         RevisionScaler scaler;
+        Decided decided;
         KnobsRead knobs;
         /** The scale last written to the target (serving and parked instances); -1 before the first. */
         int applied = -1;
@@ -115,6 +123,7 @@ public final class PaReconciler {
     private final SharedIndexInformer<GpuFunctionProfile> profiles;
     private final SharedIndexInformer<ServerlessService> services;
     private final SharedIndexInformer<ConfigMap> clusterConfigs;
+    private final HistoryKeeper history;
     private final Map<String, Revision> revisions = new ConcurrentHashMap<>();
     private final MeterRegistry metrics;
     private final Counter scaledUp;
@@ -126,9 +135,17 @@ public final class PaReconciler {
     /** Counts the profile watch's events: a revision's serving rate may come from any profile of its namespace. */
     private final AtomicLong profilesVersion = new AtomicLong();
 
+    /** A reconciler that keeps no history: every leader learns afresh. */
     public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
             MeterRegistry metrics, PaWriter writer, ActivatorLoad activators) {
+        this(client, config, scraper, clock, metrics, writer, activators, HistoryStore.NONE);
+    }
+
+    /** @param store where the revisions' learned histories are kept for the next leader ({@link HistoryKeeper}) */
+    public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
+            MeterRegistry metrics, PaWriter writer, ActivatorLoad activators, HistoryStore store) {
         this.config = config;
+        this.history = new HistoryKeeper(store, config.historySavePeriod(), metrics);
         this.scraper = scraper;
         this.clock = clock;
         this.metrics = metrics;
@@ -186,17 +203,30 @@ public final class PaReconciler {
                 .map(i -> i.start().toCompletableFuture()).toArray(CompletableFuture[]::new);
         profiles.start();
         clusterConfigs.start();
+        boolean listed = false;
         try {
             CompletableFuture.allOf(synced).get(SYNC_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            listed = true;
         } catch (TimeoutException | ExecutionException e) {
             LOG.warnf("PodAutoscalers, pods or ServerlessServices not listed yet (%s): the first ticks may see fewer", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        if (!history.start(SYNC_WAIT)) {
+            LOG.warn("the stored histories are not listed yet: revisions met before they are learn from zero");
+        } else if (listed) {
+            history.prune(handledUids()); // the histories of PodAutoscalers that went while no leader ticked
+        }
     }
 
     public void close() {
         List.of(pas, pods, services, profiles, clusterConfigs).forEach(SharedIndexInformer::close);
+        history.close();
+    }
+
+    private Set<String> handledUids() {
+        return pas.getStore().list().stream().filter(this::handles).map(p -> p.getMetadata().getUid())
+                .collect(Collectors.toSet());
     }
 
     /** Whether this autoscaler scales the PodAutoscaler (its class is one it handles). */
@@ -219,6 +249,9 @@ public final class PaReconciler {
             e.getValue().meters.forEach(metrics::remove); // a revision that went takes its gauges along
             return true;
         });
+        if (pas.hasSynced()) {
+            history.prune(live); // and its stored history, as do those that went while another leader ticked
+        }
     }
 
     /**
@@ -267,6 +300,13 @@ public final class PaReconciler {
         return servingRate(pas.getStore().getByKey(namespace + "/" + revision), clusterConfig(), problems);
     }
 
+    /** The revision's last decision and what it was decided from; null before its first (for tests). */
+    Decided decided(String namespace, String revision) {
+        PodAutoscaler pa = pas.getStore().getByKey(namespace + "/" + revision);
+        Revision r = pa == null ? null : revisions.get(pa.getMetadata().getUid());
+        return r == null ? null : r.decided;
+    }
+
     /** Whether config-autoscaler is in the ConfigMap informer's store (for tests). */
     boolean clusterConfigSeen() {
         return !clusterConfigs.getStore().list().isEmpty();
@@ -300,9 +340,15 @@ public final class PaReconciler {
         Revision r = revisions.computeIfAbsent(pa.getMetadata().getUid(), k -> new Revision());
         Knobs knobs = knobs(pa, r, cluster);
         Readings readings = ActivatorCap.capped(read, knobs);
+        HistoryStore.Owner owner = new HistoryStore.Owner(pa.getMetadata().getUid(), pa.getMetadata().getNamespace(),
+                pa.getMetadata().getName());
         if (r.scaler == null || !r.scaler.fits(knobs.policy())) {
-            // A new revision, or one whose class or window changed: a new window, the scale asked so far kept.
-            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, r.scaler == null ? -1 : r.scaler.desired());
+            // A revision met for the first time takes up its stored history, if a former leader left one, and the scale
+            // that leader asked (the status it wrote); one whose class or window changed keeps its own. Either way a
+            // new window, the scale asked so far kept.
+            Optional<LearnedHistory> learned = r.scaler == null ? history.restore(owner, now) : r.scaler.learned();
+            int carried = r.scaler != null ? r.scaler.desired() : learned.isPresent() ? desiredInStatus(pa) : -1;
+            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, carried, learned);
         }
         if (r.meters.isEmpty()) {
             Tags tags = Tags.of("namespace", pa.getMetadata().getNamespace(), "revision", pa.getMetadata().getName());
@@ -320,6 +366,9 @@ public final class PaReconciler {
         r.readyGauge.set(readings.readyPods());
         readings.rps().ifPresent(r.rateGauge::set);
         RevisionScaler.Decision d = r.scaler.decide(readings, knobs, now);
+        Optional<LearnedHistory> learned = r.scaler.learned();
+        r.decided = new Decided(now, readings, knobs, d, learned);
+        history.offer(owner, learned, now);
         if (d.desired() != r.lastDesired) {
             LOG.infof("%s: %d -> %d instances (%s)", pa.key(), Math.max(0, r.lastDesired), d.desired(), d.reason());
             if (r.lastDesired >= 0) {
@@ -344,6 +393,11 @@ public final class PaReconciler {
                 d.desired() > 0 && readings.readyPods() > 0, r.initialized, sks == null ? null : sks.ready(),
                 Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L));
         writer.status(pa, status.build(pa.getStatus(), now));
+    }
+
+    /** The serving instances the PodAutoscaler's status asks for (a former leader's last word); -1 for none. */
+    private static int desiredInStatus(PodAutoscaler pa) {
+        return pa.getStatus() == null || pa.getStatus().desiredScale() == null ? -1 : Math.max(0, pa.getStatus().desiredScale());
     }
 
     /**
