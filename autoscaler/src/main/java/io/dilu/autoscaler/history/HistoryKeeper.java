@@ -11,7 +11,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
@@ -106,7 +109,7 @@ public final class HistoryKeeper {
         }
         saved.put(uid, new Saved(last == null ? null : last.text(), now));
         busy.add(uid);
-        store.write(owner, text).whenComplete((ok, failure) -> {
+        attempt(() -> store.write(owner, text)).whenComplete((ok, failure) -> {
             if (failure == null) {
                 saved.computeIfPresent(uid, (k, s) -> new Saved(text, s.tried()));
                 written.increment();
@@ -119,6 +122,15 @@ public final class HistoryKeeper {
         });
     }
 
+    /** The store's answer; a store that throws instead of answering fails the same way, never the caller's tick. */
+    private static CompletionStage<Void> attempt(Supplier<CompletionStage<Void>> call) {
+        try {
+            return call.get();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
     /**
      * Removes the states of PodAutoscalers not in {@code live} (the UIDs of those the reconciler handles), and forgets
      * them here: a revision that went takes its history along. A delete that fails is tried again at the next call.
@@ -127,7 +139,7 @@ public final class HistoryKeeper {
         saved.keySet().retainAll(live);
         for (String uid : store.owners()) {
             if (!live.contains(uid) && busy.add(uid)) {
-                store.delete(uid).whenComplete((ok, failure) -> {
+                attempt(() -> store.delete(uid)).whenComplete((ok, failure) -> {
                     if (failure != null) {
                         LOG.warnf("the stored history of PodAutoscaler %s, which is gone, was not removed (tried again "
                                 + "at the next tick): %s", uid, failure.getMessage());

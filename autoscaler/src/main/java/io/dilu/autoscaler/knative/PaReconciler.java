@@ -213,7 +213,7 @@ public final class PaReconciler {
             Thread.currentThread().interrupt();
         }
         if (!history.start(SYNC_WAIT)) {
-            LOG.warn("the stored histories are not listed yet: revisions met before they are learn from zero");
+            LOG.warn("the stored histories are not listed yet: revisions met before then learn from zero");
         } else if (listed) {
             history.prune(handledUids()); // the histories of PodAutoscalers that went while no leader ticked
         }

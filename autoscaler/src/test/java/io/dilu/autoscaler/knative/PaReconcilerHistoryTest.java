@@ -28,7 +28,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -80,8 +79,10 @@ class PaReconcilerHistoryTest {
         @Override
         public CompletionStage<Void> write(Owner owner, String state) {
             writes.add(state);
-            return failing ? CompletableFuture.failedFuture(new KubernetesClientException("the API server is away"))
-                    : inCluster.write(owner, state);
+            if (failing) {
+                throw new KubernetesClientException("the API server is away"); // thrown, not even a failed stage
+            }
+            return inCluster.write(owner, state);
         }
 
         @Override

@@ -181,7 +181,7 @@ public record LearnedHistory(FunctionHistory.Snapshot history, Optional<Instant>
         GapHistogram h;
         try {
             h = GapHistogram.decode(text);
-        } catch (IllegalArgumentException e) {
+        } catch (IllegalArgumentException | ArithmeticException e) { // a duration too long for nanoseconds overflows
             problems.add(new FieldError(field, quoted(text), "a histogram as GapHistogram.encode writes it (" + e.getMessage()
                     + ")"));
             return Optional.empty();

@@ -158,7 +158,9 @@ class LearnedHistoryTest {
                 Arguments.of(replaceLine(good, "bursts", "bin=PT10S range=PT4H out=0 counts=3:-1"), "bursts"),
                 Arguments.of(replaceLine(good, "bursts", "bin=PT10S range=PT4H out=" + (LearnedHistory.MAX_OUT_OF_RANGE + 1)
                         + " counts="), "bursts out"),
-                Arguments.of(replaceLine(good, "bursts", "garbage"), "bursts"));
+                Arguments.of(replaceLine(good, "bursts", "garbage"), "bursts"),
+                Arguments.of(replaceLine(good, "bursts", "bin=PT10S range=PT2562047788015216H out=0 counts="), "bursts"),
+                Arguments.of(good.replace("\n", "\r\n"), "version"));
     }
 
     @ParameterizedTest
