@@ -6,8 +6,6 @@ import static org.awaitility.Awaitility.await;
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.history.ConfigMapHistoryStore;
 import io.dilu.autoscaler.scrape.StatScraper;
-import io.dilu.core.contract.DiluNames;
-import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.scaling.FunctionHistory;
 import io.dilu.core.scaling.KeepAlive;
 import io.dilu.core.scaling.LearnedHistory;
@@ -16,8 +14,6 @@ import io.dilu.testing.KubeClients;
 import io.dilu.testing.RealApiServer;
 import io.dilu.testing.TestingClock;
 import io.fabric8.kubernetes.api.model.ConfigMap;
-import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
-import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.quarkus.runtime.configuration.DurationConverter;
@@ -54,7 +50,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class HistoryHandoverIT {
 
-    static final String NS = "fns";
+    static final String NS = PaReconcilerHistoryTest.NS;
     static final String OWN = "dilu-system";
     static final String EMPTY = "empty-system";
     static final String REVISION = "h";
@@ -117,25 +113,6 @@ class HistoryHandoverIT {
         return r;
     }
 
-    /** A revision of Dilu's class that may scale to zero, one instance serving 10 rps: its Deployment and its PA. */
-    static String revision() {
-        KubernetesClient client = api.client();
-        client.apps().deployments().inNamespace(NS).resource(new DeploymentBuilder().withNewMetadata()
-                .withName(REVISION + "-deployment").endMetadata().withNewSpec().withReplicas(0).withNewSelector()
-                .addToMatchLabels("app", REVISION).endSelector().withNewTemplate().withNewMetadata()
-                .addToLabels("app", REVISION).endMetadata().withNewSpec().addNewContainer().withName("user").withImage("fn")
-                .endContainer().endSpec().endTemplate().endSpec().build()).create();
-        PodAutoscaler pa = new PodAutoscaler();
-        pa.getMetadata().setName(REVISION);
-        pa.getMetadata().setNamespace(NS);
-        pa.getMetadata().setAnnotations(Map.of(KnativeNames.CLASS, DiluNames.AUTOSCALER_CLASS, KnativeNames.INITIAL_SCALE,
-                "0", DiluNames.SERVING_RPS, "10"));
-        pa.getMetadata().setLabels(Map.of(KnativeNames.REVISION_LABEL, REVISION));
-        pa.setSpec(new PodAutoscaler.Spec(new ObjectReferenceBuilder().withApiVersion("apps/v1").withKind("Deployment")
-                .withName(REVISION + "-deployment").build(), 0L, "http1", null));
-        return client.resources(PodAutoscaler.class).inNamespace(NS).resource(pa).create().getMetadata().getUid();
-    }
-
     /** Where cycle {@code c} starts, in seconds from T0: each is 2 s at 5 rps, then 80–82 s without a request. */
     static int cycleStart(int c) {
         int start = 0;
@@ -167,7 +144,7 @@ class HistoryHandoverIT {
 
     @Test
     void aNewLeaderDecidesFromTheStoredHistoryAsTheKilledLeaderWouldHaveAndOneWithAnEmptyStoreDoesNot() throws Exception {
-        String uid = revision();
+        String uid = PaReconcilerHistoryTest.revision(api.client(), REVISION);
         TestingClock clock = new TestingClock(T0);
         PaReconciler leader = replica(clock, OWN, new SimpleMeterRegistry());
         RevisionScaler control = null;

@@ -115,8 +115,15 @@ class PaReconcilerHistoryTest {
         return r;
     }
 
-    /** A revision of Dilu's class that may scale to zero, one instance serving 10 rps; its UID. */
     private String revision(String name) {
+        return revision(client, name);
+    }
+
+    /**
+     * A revision of Dilu's class in {@link #NS} that may scale to zero (initial scale 0), one instance serving 10 rps:
+     * its Deployment and its PodAutoscaler; the PA's UID. HistoryHandoverIT's too.
+     */
+    static String revision(KubernetesClient client, String name) {
         client.apps().deployments().inNamespace(NS).resource(new DeploymentBuilder().withNewMetadata()
                 .withName(name + "-deployment").endMetadata().withNewSpec().withReplicas(0).withNewSelector()
                 .addToMatchLabels("app", name).endSelector().withNewTemplate().withNewMetadata().addToLabels("app", name)

@@ -4,10 +4,13 @@ import io.dilu.core.quota.FieldError;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
-import java.util.LinkedHashMap;
+import java.util.Arrays;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Collectors;
 
 /**
  * What a revision's scaler of Dilu's class has learned that a new leader cannot read from the cluster: its {@link
@@ -44,13 +47,19 @@ public record LearnedHistory(FunctionHistory.Snapshot history, Optional<Instant>
     /** Most gaps beyond a histogram's range believed: more than a function's gaps of a minute in 4,000 years. */
     public static final long MAX_OUT_OF_RANGE = Integer.MAX_VALUE;
 
-    static final String VERSION_KEY = "version";
-    static final String PARKED_UNTIL = "parked-until";
-    static final String IDLE_TRACKER = "idle-tracker";
-    static final String IDLE = "idle";
-    static final String BURST_TRACKER = "burst-tracker";
-    static final String BURSTS = "bursts";
-    private static final List<String> KEYS = List.of(VERSION_KEY, PARKED_UNTIL, IDLE_TRACKER, IDLE, BURST_TRACKER, BURSTS);
+    /** The state's lines, in the order written; each begins with its key. */
+    enum Line {
+        VERSION, PARKED_UNTIL, IDLE_TRACKER, IDLE, BURST_TRACKER, BURSTS;
+
+        /** As written: lower case, words joined by '-'. */
+        final String key = name().toLowerCase(Locale.ROOT).replace('_', '-');
+
+        static Optional<Line> of(String key) {
+            return Arrays.stream(values()).filter(l -> l.key.equals(key)).findFirst();
+        }
+    }
+
+    private static final String KEYS = Arrays.stream(Line.values()).map(l -> l.key).collect(Collectors.joining(", "));
     private static final String NONE = "none";
     /** The most of a refused value quoted in a problem: a log line stays a line. */
     private static final int QUOTED = 80;
@@ -68,12 +77,16 @@ public record LearnedHistory(FunctionHistory.Snapshot history, Optional<Instant>
      * writes it.
      */
     public String encode() {
-        return VERSION_KEY + " " + VERSION + "\n"
-                + PARKED_UNTIL + " " + parkedUntil.map(Instant::toString).orElse(NONE) + "\n"
-                + IDLE_TRACKER + " " + encode(history.idleTracker()) + "\n"
-                + IDLE + " " + history.idle().encode() + "\n"
-                + BURST_TRACKER + " " + encode(history.burstTracker()) + "\n"
-                + BURSTS + " " + history.bursts().encode() + "\n";
+        Map<Line, String> lines = new EnumMap<>(Line.class);
+        lines.put(Line.VERSION, Integer.toString(VERSION));
+        lines.put(Line.PARKED_UNTIL, parkedUntil.map(Instant::toString).orElse(NONE));
+        lines.put(Line.IDLE_TRACKER, encode(history.idleTracker()));
+        lines.put(Line.IDLE, history.idle().encode());
+        lines.put(Line.BURST_TRACKER, encode(history.burstTracker()));
+        lines.put(Line.BURSTS, history.bursts().encode());
+        StringBuilder text = new StringBuilder();
+        lines.forEach((line, value) -> text.append(line.key).append(' ').append(value).append('\n'));
+        return text.toString();
     }
 
     private static String encode(GapTracker.State s) {
@@ -96,7 +109,7 @@ public record LearnedHistory(FunctionHistory.Snapshot history, Optional<Instant>
             problems.add(new FieldError("state", text.length() + " characters", "at most " + MAX_CHARS + " characters"));
             return Optional.empty();
         }
-        Map<String, String> lines = new LinkedHashMap<>();
+        Map<Line, String> lines = new EnumMap<>(Line.class);
         for (String line : text.split("\n")) {
             if (line.isBlank()) {
                 continue;
@@ -104,31 +117,32 @@ public record LearnedHistory(FunctionHistory.Snapshot history, Optional<Instant>
             int space = line.indexOf(' ');
             String key = space < 0 ? line : line.substring(0, space);
             String value = space < 0 ? "" : line.substring(space + 1);
-            if (!KEYS.contains(key)) {
-                problems.add(new FieldError(quoted(key), quoted(value), "a line of " + String.join(", ", KEYS)));
-            } else if (lines.putIfAbsent(key, value) != null) {
+            Optional<Line> known = Line.of(key);
+            if (known.isEmpty()) {
+                problems.add(new FieldError(quoted(key), quoted(value), "a line of " + KEYS));
+            } else if (lines.putIfAbsent(known.get(), value) != null) {
                 problems.add(new FieldError(key, quoted(value), "given once"));
             }
         }
-        for (String key : KEYS) {
-            if (!lines.containsKey(key)) {
-                problems.add(new FieldError(key, "(missing)", "a line of the state"));
+        for (Line line : Line.values()) {
+            if (!lines.containsKey(line)) {
+                problems.add(new FieldError(line.key, "(missing)", "a line of the state"));
             }
         }
         if (problems.size() > before) {
             return Optional.empty();
         }
-        if (!Integer.toString(VERSION).equals(lines.get(VERSION_KEY))) {
-            problems.add(new FieldError(VERSION_KEY, quoted(lines.get(VERSION_KEY)), Integer.toString(VERSION)));
+        if (!Integer.toString(VERSION).equals(lines.get(Line.VERSION))) {
+            problems.add(new FieldError(Line.VERSION.key, quoted(lines.get(Line.VERSION)), Integer.toString(VERSION)));
             return Optional.empty(); // another version's lines may mean other things: read none of them
         }
         Instant latest = now.plus(CLOCK_SKEW);
-        Optional<Optional<Instant>> parkedUntil = instantOrNone(PARKED_UNTIL, lines.get(PARKED_UNTIL), latest.plus(LONGEST_KEEP),
-                problems);
-        Optional<GapTracker.State> idleTracker = tracker(IDLE_TRACKER, lines.get(IDLE_TRACKER), latest, problems);
-        Optional<GapHistogram> idle = histogram(IDLE, lines.get(IDLE), problems);
-        Optional<GapTracker.State> burstTracker = tracker(BURST_TRACKER, lines.get(BURST_TRACKER), latest, problems);
-        Optional<GapHistogram> bursts = histogram(BURSTS, lines.get(BURSTS), problems);
+        Optional<Optional<Instant>> parkedUntil = instantOrNone(Line.PARKED_UNTIL.key, lines.get(Line.PARKED_UNTIL),
+                latest.plus(LONGEST_KEEP), problems);
+        Optional<GapTracker.State> idleTracker = tracker(Line.IDLE_TRACKER, lines, latest, problems);
+        Optional<GapHistogram> idle = histogram(Line.IDLE, lines, problems);
+        Optional<GapTracker.State> burstTracker = tracker(Line.BURST_TRACKER, lines, latest, problems);
+        Optional<GapHistogram> bursts = histogram(Line.BURSTS, lines, problems);
         if (problems.size() > before) {
             return Optional.empty();
         }
@@ -155,7 +169,10 @@ public record LearnedHistory(FunctionHistory.Snapshot history, Optional<Instant>
         return Optional.empty();
     }
 
-    private static Optional<GapTracker.State> tracker(String field, String text, Instant latest, List<FieldError> problems) {
+    private static Optional<GapTracker.State> tracker(Line line, Map<Line, String> lines, Instant latest,
+            List<FieldError> problems) {
+        String field = line.key;
+        String text = lines.get(line);
         String[] parts = text.split(" ", -1);
         if (parts.length != 2 || !parts[0].startsWith("last-on=") || !parts[1].startsWith("off=")) {
             problems.add(new FieldError(field, quoted(text), "'last-on=<ISO-8601 instant or none> off=<true|false>'"));
@@ -177,7 +194,9 @@ public record LearnedHistory(FunctionHistory.Snapshot history, Optional<Instant>
         return Optional.of(new GapTracker.State(lastOn.get(), off.equals("true")));
     }
 
-    private static Optional<GapHistogram> histogram(String field, String text, List<FieldError> problems) {
+    private static Optional<GapHistogram> histogram(Line line, Map<Line, String> lines, List<FieldError> problems) {
+        String field = line.key;
+        String text = lines.get(line);
         GapHistogram h;
         try {
             h = GapHistogram.decode(text);
