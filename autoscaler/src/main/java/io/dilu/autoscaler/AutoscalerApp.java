@@ -6,6 +6,7 @@ import io.dilu.autoscaler.activator.ActivatorSender;
 import io.dilu.autoscaler.activator.ActivatorStats;
 import io.dilu.autoscaler.activator.ActivatorStatsServer;
 import io.dilu.autoscaler.activator.RevisionKey;
+import io.dilu.autoscaler.history.ConfigMapHistoryStore;
 import io.dilu.autoscaler.knative.PaReconciler;
 import io.dilu.autoscaler.knative.PaWriter;
 import io.dilu.autoscaler.profile.Profiler;
@@ -38,7 +39,8 @@ import org.jboss.logging.Logger;
  * Runs the PodAutoscaler reconciler and the profiler while this replica holds the Lease: two replicas never
  * scale the same revision or run the same trial. A replica that loses the Lease stops ticking at once and waits to win it again.
  * Installed to replace Knative's autoscaler, the leader also takes the activator's reports and decides a revision
- * at zero as soon as one reports requests for it.
+ * at zero as soon as one reports requests for it. What the revisions' scalers learn is kept in ConfigMaps beside the
+ * Lease ({@link ConfigMapHistoryStore}), so that the next leader continues from it.
  */
 @ApplicationScoped
 public class AutoscalerApp {
@@ -85,7 +87,8 @@ public class AutoscalerApp {
         reconciler = new PaReconciler(client, config, scraper, clock, metrics, new PaWriter(client),
                 (namespace, revision, now) -> reports.reading(new RevisionKey(namespace, revision), now)
                         .map(r -> new PaReconciler.ActivatorLoad.Load(r.requestsPerSecond(), r.concurrency()))
-                        .orElse(PaReconciler.ActivatorLoad.Load.NONE));
+                        .orElse(PaReconciler.ActivatorLoad.Load.NONE),
+                new ConfigMapHistoryStore(client, config.leaseNamespace()));
         reconciler.start();
         // Knative's activator reports to the autoscaler that replaced Knative's: only then are its reports taken, and
         // only from the address of a running activator pod unless authentication is off.

@@ -128,11 +128,20 @@ public interface AutoscalerConfig {
     @WithDefault("10")
     int livenessMissedTicks();
 
+    /**
+     * How often, at most, a revision's learned history (its keep-alive histograms, docs/autoscaler.md, "The revision's
+     * history") is written to its ConfigMap in {@link #leaseNamespace()}, and then only when it changed: a new leader
+     * continues from it. A leader that dies loses what it learned since its last write, at most this long of traffic;
+     * shorter costs one ConfigMap write per changing revision per period.
+     */
+    @WithDefault("10s")
+    Duration historySavePeriod();
+
     /** The Lease that makes one replica the active one. */
     @WithDefault("dilu-autoscaler")
     String leaseName();
 
-    /** Namespace of that Lease. */
+    /** Namespace of that Lease, and of the revisions' stored histories (tenants cannot write there). */
     @WithDefault("dilu-system")
     String leaseNamespace();
 

@@ -104,6 +104,14 @@ class ManifestsIT {
         assertThat(api.grantedInNamespace(KnativeNames.SERVING_NAMESPACE, "dilu-system", "dilu-autoscaler", "watch", "", "configmaps"))
                 .as("config-autoscaler, Knative's defaults").isTrue();
         assertThat(api.grantedInNamespace(KnativeNames.SERVING_NAMESPACE, "dilu-system", "dilu-autoscaler", "get", "", "secrets")).isFalse();
+        for (String verb : List.of("get", "list", "watch", "create", "update", "delete")) {
+            assertThat(allowed("dilu-autoscaler", verb, "", "configmaps")).as("its revisions' histories beside its Lease: %s", verb)
+                    .isTrue();
+        }
+        assertThat(api.grantedInNamespace("fns", "dilu-system", "dilu-autoscaler", "update", "", "configmaps"))
+                .as("no tenant's ConfigMaps").isFalse();
+        assertThat(api.grantedInNamespace(KnativeNames.SERVING_NAMESPACE, "dilu-system", "dilu-autoscaler", "update", "", "configmaps"))
+                .as("nor Knative's").isFalse();
         for (String sa : List.of("dilu-node-agent", "dilu-scheduler")) {
             assertThat(api.grantedInNamespace("fns", "dilu-system", sa, "create", "", "events"))
                     .as("%s writes events on pods in any namespace", sa).isTrue();

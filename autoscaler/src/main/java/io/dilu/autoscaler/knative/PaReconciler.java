@@ -2,13 +2,16 @@ package io.dilu.autoscaler.knative;
 
 import io.dilu.autoscaler.AutoscalerConfig;
 import io.dilu.autoscaler.decide.ActivatorCap;
-import io.dilu.core.lifecycle.InstanceLifecycle;
+import io.dilu.autoscaler.history.HistoryKeeper;
+import io.dilu.autoscaler.history.HistoryStore;
 import io.dilu.autoscaler.scrape.StatScraper;
 import io.dilu.core.contract.KnativeNames;
+import io.dilu.core.lifecycle.InstanceLifecycle;
 import io.dilu.core.quota.FieldError;
 import io.dilu.core.scaling.InstanceRate;
 import io.dilu.core.scaling.KnativeAutoscalerConfig;
 import io.dilu.core.scaling.Knobs;
+import io.dilu.core.scaling.LearnedHistory;
 import io.dilu.core.scaling.Readings;
 import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.core.scaling.ScalingParameters;
@@ -19,10 +22,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Tags;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -39,8 +39,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.jboss.logging.Logger;
 
@@ -71,9 +69,14 @@ public final class PaReconciler {
         }
     }
 
+    /** A revision's last decision and what it was decided from (for tests: a control scaler fed the same). */
+    record Decided(Instant at, Readings readings, Knobs knobs, RevisionScaler.Decision decision,
+            Optional<LearnedHistory> learned) {}
+
     /** What the reconciler remembers of one revision between ticks. */
     private static final class Revision {
         RevisionScaler scaler;
+        Decided decided;
         RevisionKnobs.Read knobs;
         /** The scale last written to the target (serving and parked instances); -1 before the first. */
         int applied = -1;
@@ -81,12 +84,7 @@ public final class PaReconciler {
         int lastDesired = -1;
         boolean initialized;
         final PodLifecycle.Tracked pods = new PodLifecycle.Tracked();
-        final AtomicInteger desiredGauge = new AtomicInteger();
-        final AtomicInteger parkedGauge = new AtomicInteger();
-        final AtomicInteger readyGauge = new AtomicInteger();
-        /** The request rate last measured (pods' own and the activators'), for operators. */
-        final AtomicReference<Double> rateGauge = new AtomicReference<>(0.0);
-        List<Meter> meters = List.of();
+        RevisionGauges gauges;
     }
 
     private final AutoscalerConfig config;
@@ -101,6 +99,7 @@ public final class PaReconciler {
     private final SharedIndexInformer<GpuFunctionProfile> profiles;
     private final SharedIndexInformer<ServerlessService> services;
     private final SharedIndexInformer<ConfigMap> clusterConfigs;
+    private final HistoryKeeper history;
     private final Map<String, Revision> revisions = new ConcurrentHashMap<>();
     private final MeterRegistry metrics;
     private final Counter scaledUp;
@@ -110,9 +109,17 @@ public final class PaReconciler {
     private KnativeAutoscalerConfig clusterConfig = KnativeAutoscalerConfig.DEFAULTS;
     private final RevisionKnobs revisionKnobs;
 
+    /** A reconciler that keeps no history: every leader learns afresh. */
     public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
             MeterRegistry metrics, PaWriter writer, ActivatorLoad activators) {
+        this(client, config, scraper, clock, metrics, writer, activators, HistoryStore.NONE);
+    }
+
+    /** @param store where the revisions' learned histories are kept for the next leader ({@link HistoryKeeper}) */
+    public PaReconciler(KubernetesClient client, AutoscalerConfig config, StatScraper scraper, InstantSource clock,
+            MeterRegistry metrics, PaWriter writer, ActivatorLoad activators, HistoryStore store) {
         this.config = config;
+        this.history = new HistoryKeeper(store, config.historySavePeriod(), metrics);
         this.scraper = scraper;
         this.clock = clock;
         this.metrics = metrics;
@@ -152,17 +159,30 @@ public final class PaReconciler {
                 .map(i -> i.start().toCompletableFuture()).toArray(CompletableFuture[]::new);
         profiles.start();
         clusterConfigs.start();
+        boolean listed = false;
         try {
             CompletableFuture.allOf(synced).get(SYNC_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            listed = true;
         } catch (TimeoutException | ExecutionException e) {
             LOG.warnf("PodAutoscalers, pods or ServerlessServices not listed yet (%s): the first ticks may see fewer", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        if (!history.start(SYNC_WAIT)) {
+            LOG.warn("the stored histories are not listed yet: revisions met before then learn from zero");
+        } else if (listed) {
+            history.prune(handledUids()); // the histories of PodAutoscalers that went while no leader ticked
+        }
     }
 
     public void close() {
         List.of(pas, pods, services, profiles, clusterConfigs).forEach(SharedIndexInformer::close);
+        history.close();
+    }
+
+    private Set<String> handledUids() {
+        return pas.getStore().list().stream().filter(this::handles).map(p -> p.getMetadata().getUid())
+                .collect(Collectors.toSet());
     }
 
     /** Whether this autoscaler scales the PodAutoscaler (its class is one it handles). */
@@ -182,9 +202,14 @@ public final class PaReconciler {
             if (live.contains(e.getKey())) {
                 return false;
             }
-            e.getValue().meters.forEach(metrics::remove); // a revision that went takes its gauges along
+            if (e.getValue().gauges != null) {
+                e.getValue().gauges.remove();
+            }
             return true;
         });
+        if (pas.hasSynced()) {
+            history.prune(live); // and its stored history, as do those that went while another leader ticked
+        }
     }
 
     /**
@@ -212,12 +237,6 @@ public final class PaReconciler {
         return pas.getStore().getByKey(namespace + "/" + revision) != null;
     }
 
-    /** Pods of a revision that would be scraped, as the pod informer has them (for tests). */
-    int readyPods(String namespace, String revision) {
-        PodAutoscaler pa = pas.getStore().getByKey(namespace + "/" + revision);
-        return pa == null ? 0 : revisionPods(pa).scraped().size();
-    }
-
     /** A pod as the pod informer has it (for tests). */
     Pod podSeen(String name) {
         return pods.getStore().list().stream().filter(p -> p.getMetadata().getName().equals(name)).findFirst().orElse(null);
@@ -231,6 +250,13 @@ public final class PaReconciler {
     /** What one instance of a revision serves, as a tick reads it now, with the problems met reading it (for tests). */
     InstanceRate servingRate(String namespace, String revision, List<FieldError> problems) {
         return revisionKnobs.servingRate(pas.getStore().getByKey(namespace + "/" + revision), clusterConfig(), problems);
+    }
+
+    /** The revision's last decision and what it was decided from; null before its first (for tests). */
+    Decided decided(String namespace, String revision) {
+        PodAutoscaler pa = pas.getStore().getByKey(namespace + "/" + revision);
+        Revision r = pa == null ? null : revisions.get(pa.getMetadata().getUid());
+        return r == null ? null : r.decided;
     }
 
     /** Whether config-autoscaler is in the ConfigMap informer's store (for tests). */
@@ -267,35 +293,34 @@ public final class PaReconciler {
         r.knobs = revisionKnobs.read(pa, r.knobs, cluster, clusterConfigVersion);
         Knobs knobs = r.knobs.knobs();
         Readings readings = ActivatorCap.capped(read, knobs);
+        HistoryStore.Owner owner = new HistoryStore.Owner(pa.getMetadata().getUid(), pa.getMetadata().getNamespace(),
+                pa.getMetadata().getName());
         if (r.scaler == null || !r.scaler.fits(knobs.policy())) {
-            // A new revision, or one whose class or window changed: a new window, the scale asked so far kept.
-            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, r.scaler == null ? -1 : r.scaler.desired());
+            // A revision met for the first time takes up its stored history, if a former leader left one, and the scale
+            // that leader asked (the status it wrote); one whose class or window changed keeps its own. Either way a
+            // new window, the scale asked so far kept.
+            Optional<LearnedHistory> learned = r.scaler == null ? history.restore(owner, now) : r.scaler.learned();
+            int carried = r.scaler != null ? r.scaler.desired() : learned.isPresent() ? desiredInStatus(pa) : -1;
+            r.scaler = RevisionScaler.of(knobs.policy(), lazyDefaults, carried, learned);
         }
-        if (r.meters.isEmpty()) {
-            Tags tags = Tags.of("namespace", pa.getMetadata().getNamespace(), "revision", pa.getMetadata().getName());
-            r.meters = List.of(
-                    Gauge.builder("dilu_autoscaler_desired_pods", r.desiredGauge, AtomicInteger::get).tags(tags)
-                            .description("instances the autoscaler asks for").register(metrics),
-                    Gauge.builder("dilu_autoscaler_parked_pods", r.parkedGauge, AtomicInteger::get).tags(tags)
-                            .description("parked instances the autoscaler asks for").register(metrics),
-                    Gauge.builder("dilu_autoscaler_ready_pods", r.readyGauge, AtomicInteger::get).tags(tags)
-                            .description("ready instances it sees").register(metrics),
-                    Gauge.builder("dilu_autoscaler_requests_per_second", r.rateGauge, AtomicReference::get).tags(tags)
-                            .description("the revision's request rate as last measured: what its pods served themselves "
-                                    + "and what the activators held").register(metrics));
+        if (r.gauges == null) {
+            r.gauges = new RevisionGauges(metrics, pa.getMetadata().getNamespace(), pa.getMetadata().getName());
         }
-        r.readyGauge.set(readings.readyPods());
-        readings.rps().ifPresent(r.rateGauge::set);
+        r.gauges.ready.set(readings.readyPods());
+        readings.rps().ifPresent(r.gauges.rate::set);
         RevisionScaler.Decision d = r.scaler.decide(readings, knobs, now);
+        Optional<LearnedHistory> learned = r.scaler.learned();
+        r.decided = new Decided(now, readings, knobs, d, learned);
+        history.offer(owner, learned, now);
         if (d.desired() != r.lastDesired) {
             LOG.infof("%s: %d -> %d instances (%s)", pa.key(), Math.max(0, r.lastDesired), d.desired(), d.reason());
             if (r.lastDesired >= 0) {
                 (d.desired() > r.lastDesired ? scaledUp : scaledDown).increment();
             }
             r.lastDesired = d.desired();
-            r.desiredGauge.set(d.desired());
+            r.gauges.desired.set(d.desired());
         }
-        r.parkedGauge.set(d.parked());
+        r.gauges.parked.set(d.parked());
         // Wakes first (they serve within a second), parking next; the Deployment keeps serving and parked pods alike.
         lifecycle.bring(pa.key(), pa.getMetadata().getNamespace(), r.pods, pods, d, now);
         if (d.instances() != r.applied) {
@@ -311,6 +336,11 @@ public final class PaReconciler {
                 d.desired() > 0 && readings.readyPods() > 0, r.initialized, sks == null ? null : sks.ready(),
                 Optional.ofNullable(pa.getMetadata().getGeneration()).orElse(0L));
         writer.status(pa, status.build(pa.getStatus(), now));
+    }
+
+    /** The serving instances the PodAutoscaler's status asks for (a former leader's last word); -1 for none. */
+    private static int desiredInStatus(PodAutoscaler pa) {
+        return pa.getStatus() == null || pa.getStatus().desiredScale() == null ? -1 : Math.max(0, pa.getStatus().desiredScale());
     }
 
     /**

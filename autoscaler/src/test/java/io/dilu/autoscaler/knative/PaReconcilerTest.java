@@ -127,7 +127,7 @@ class PaReconcilerTest {
         client.pods().inNamespace(NS).resource(new PodBuilder().withNewMetadata().withName(revision + "-" + index)
                 .addToLabels(KnativeNames.REVISION_LABEL, revision).endMetadata().withNewStatus().withPodIP(ip)
                 .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus().build()).create();
-        until(() -> reconciler.readyPods(NS, revision) > 0);
+        until(() -> reconciler.seen(NS, revision) && !reconciler.pods(NS, revision).scraped().isEmpty());
     }
 
     private static Stat stat(double rps, double concurrency) {

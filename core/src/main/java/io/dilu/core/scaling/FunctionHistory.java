@@ -8,7 +8,8 @@ import java.time.Instant;
  * RevisionScaler}): Shahrad et al.'s hybrid histogram ({@link KeepAlive}) over its idle times — from its last request
  * to its next — and over the gaps between its bursts — spells when the demand was beyond what one instance serves at
  * its SM limit. Fed every tick with the tick's rate; explicitly owned mutable state, one per function, kept by the
- * caller between ticks (the histograms survive a restart through {@link GapHistogram#encode()}).
+ * caller between ticks. What it has learned ({@link Snapshot}: both trackers and both histograms) can be taken out and
+ * put back, so that an autoscaler's new leader decides as the old one would have ({@link LearnedHistory}).
  *
  * <p>Where a histogram holds a pattern, a released instance stays until the tail of the function's gaps (99th
  * percentile, plus 10%); where it holds none yet, for the fixed keep-alive the paper compares against (10 minutes,
@@ -32,10 +33,46 @@ public final class FunctionHistory {
      * @param burstMinGap gaps between bursts shorter than this are one burst: the time a burst's instances stay anyway
      */
     public FunctionHistory(Duration idleMinGap, Duration burstMinGap) {
-        this.idleGaps = new GapTracker(idleMinGap);
-        this.burstGaps = new GapTracker(burstMinGap);
-        this.idle = policy.emptyHistogram();
-        this.bursts = policy.emptyHistogram();
+        this(idleMinGap, burstMinGap, Snapshot.empty());
+    }
+
+    /** A history that goes on from what {@link #snapshot()} gave; its histograms must be in {@link #PARAMETERS}' bins. */
+    public FunctionHistory(Duration idleMinGap, Duration burstMinGap, Snapshot learned) {
+        this.idleGaps = new GapTracker(idleMinGap, learned.idleTracker());
+        this.burstGaps = new GapTracker(burstMinGap, learned.burstTracker());
+        this.idle = learned.idle();
+        this.bursts = learned.bursts();
+    }
+
+    /**
+     * What a history has learned: each tracker's state (the decision reads since when the function is idle from it)
+     * and each histogram. The minimum gaps are not part of it: they follow from the revision's knobs, read afresh.
+     */
+    public record Snapshot(GapTracker.State idleTracker, GapHistogram idle, GapTracker.State burstTracker,
+            GapHistogram bursts) {
+
+        public Snapshot {
+            if (idleTracker == null || burstTracker == null) {
+                throw new IllegalArgumentException("both trackers' states are needed");
+            }
+            for (GapHistogram h : new GapHistogram[] {idle, bursts}) {
+                if (h == null || !h.bin().equals(PARAMETERS.bin()) || !h.range().equals(PARAMETERS.range())) {
+                    throw new IllegalArgumentException("histograms must have bin " + PARAMETERS.bin() + " and range "
+                            + PARAMETERS.range() + ", got " + (h == null ? null : h.bin() + " and " + h.range()));
+                }
+            }
+        }
+
+        /** A history that has learned nothing. */
+        public static Snapshot empty() {
+            GapHistogram none = GapHistogram.empty(PARAMETERS.bin(), PARAMETERS.range());
+            return new Snapshot(GapTracker.State.EMPTY, none, GapTracker.State.EMPTY, none);
+        }
+    }
+
+    /** What this history has learned so far (histograms are immutable: nothing shared changes later). */
+    public Snapshot snapshot() {
+        return new Snapshot(idleGaps.state(), idle, burstGaps.state(), bursts);
     }
 
     /**

@@ -13,7 +13,7 @@ import java.util.OptionalDouble;
  * product decides. Explicitly owned mutable state, one per revision; the decisions inside are pure functions.
  *
  * <p><b>Parking</b> (Dilu's class, {@link Knobs.Lazy#parking}). An instance the lazy rule would remove while the
- * revision's history ({@link FunctionHistory#expectedBack}) expects the function back with it is parked instead: it
+ * revision's history ({@link FunctionHistory#keepReleasedUntil}) expects the function back with it is parked instead: it
  * keeps its process, CUDA context and model in GPU memory, gives its SM booking back, leaves the request path and gets
  * no guaranteed tokens, so keeping it warm costs its memory and nothing else (the paper, §3.4.2: an instance kept by
  * lazy scaling "only occupies a small portion of GPU memory"). A scale-out wakes parked instances before it asks for
@@ -60,10 +60,25 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
     /** Whether this state can go on deciding for {@code policy} (same class, same window). */
     boolean fits(Knobs.Policy policy);
 
+    /**
+     * What this state has learned that a new leader could not read again ({@link LearnedHistory}): Dilu's class, once
+     * it has decided or been given one; empty for Knative's class, whose windows refill within a minute.
+     */
+    Optional<LearnedHistory> learned();
+
     /** A new revision's state, or one whose class or window changed (its scale asked so far carried over). */
     static RevisionScaler of(Knobs.Policy policy, ScalingParameters lazyDefaults, int carriedDesired) {
+        return of(policy, lazyDefaults, carriedDesired, Optional.empty());
+    }
+
+    /**
+     * As {@link #of(Knobs.Policy, ScalingParameters, int)}, going on from what a scaler learned before ({@link
+     * #learned()}, perhaps another leader's): Dilu's class takes it up, Knative's has nothing to take.
+     */
+    static RevisionScaler of(Knobs.Policy policy, ScalingParameters lazyDefaults, int carriedDesired,
+            Optional<LearnedHistory> learned) {
         return switch (policy) {
-            case Knobs.Lazy l -> new Lazy(lazyDefaults.withWindow(l.windowSeconds()), carriedDesired);
+            case Knobs.Lazy l -> new Lazy(lazyDefaults.withWindow(l.windowSeconds()), carriedDesired, learned);
             case Knobs.Kpa k -> new Kpa(k.parameters(), carriedDesired);
         };
     }
@@ -77,6 +92,8 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
         private final RateWindow window;
         private final ScaleDownDelay delay = new ScaleDownDelay();
         private FunctionHistory history;
+        /** What was learned before this state, taken up at the first tick (which knows the gaps that count). */
+        private final Optional<LearnedHistory> restored;
         private Optional<Instant> zeroWantedSince = Optional.empty();
         private Optional<Instant> burstOutAt = Optional.empty();
         private int desired;
@@ -84,10 +101,17 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
         /** Until when the parked instances stay: extended by every release, by the history's word on it. */
         private Instant parkedUntil = Instant.MIN;
 
-        Lazy(ScalingParameters params, int desired) {
+        Lazy(ScalingParameters params, int desired, Optional<LearnedHistory> restored) {
             this.params = params;
             this.window = new RateWindow(params.windowSeconds());
             this.desired = desired;
+            this.restored = restored;
+            restored.flatMap(LearnedHistory::parkedUntil).ifPresent(until -> {
+                parkedUntil = until;
+                // The instances parked before stay while their keep-until holds: the first tick takes as many as it
+                // finds parked (none were asked for by this state yet, and fewer found are simply fewer).
+                parked = Integer.MAX_VALUE;
+            });
         }
 
         @Override
@@ -97,7 +121,8 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
                 // Idle spells the scaler holds through anyway (its window and the grace), and gaps between bursts
                 // shorter than a burst's instances stay anyway (φ_in + 1 s), are part of the activity.
                 history = new FunctionHistory(Duration.ofSeconds(params.windowSeconds()).plus(knobs.grace()),
-                        Duration.ofSeconds(params.phiIn() + 1L));
+                        Duration.ofSeconds(params.phiIn() + 1L),
+                        restored.map(LearnedHistory::history).orElseGet(FunctionHistory.Snapshot::empty));
             }
             OptionalDouble rps = readings.rps();
             if (rps.isPresent()) {
@@ -161,6 +186,15 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
         public boolean fits(Knobs.Policy policy) {
             return policy instanceof Knobs.Lazy l && l.windowSeconds() == params.windowSeconds();
         }
+
+        @Override
+        public Optional<LearnedHistory> learned() {
+            if (history == null) {
+                return restored; // not decided yet: what it was given, unchanged
+            }
+            return Optional.of(new LearnedHistory(history.snapshot(),
+                    parkedUntil.equals(Instant.MIN) ? Optional.empty() : Optional.of(parkedUntil)));
+        }
     }
 
     /** Knative's class: stable and panic averages of the metric, as Knative's KPA decides on them. Nothing parks. */
@@ -206,6 +240,11 @@ public sealed interface RevisionScaler permits RevisionScaler.Lazy, RevisionScal
         @Override
         public boolean fits(Knobs.Policy policy) {
             return policy instanceof Knobs.Kpa k && k.parameters().stableWindow().equals(metric.capacity());
+        }
+
+        @Override
+        public Optional<LearnedHistory> learned() {
+            return Optional.empty();
         }
     }
 }
