@@ -70,14 +70,6 @@ public final class InstanceBook {
         this.state = state;
     }
 
-    public ClusterState state() {
-        return state;
-    }
-
-    public ComplementaryPlacement policy() {
-        return policy;
-    }
-
     /** Books everything again on {@code fresh} (the nodes changed). */
     public void rebuild(ClusterState fresh) {
         state = fresh;
@@ -206,6 +198,11 @@ public final class InstanceBook {
         List<String> alone = ParkedEviction.alone(state, parked).stream().map(ParkedEviction.Parked::id).distinct().toList();
         alone.forEach(id -> unapply(id, bookings.get(id)));
         return alone.stream().map(this::evict).toList();
+    }
+
+    /** The bookings as the state holds them. */
+    public ClusterState state() {
+        return state;
     }
 
     /** GPUs that hold parked instances and nothing else. */

@@ -24,22 +24,20 @@ import org.junit.jupiter.api.Test;
  */
 class OneBookTest {
 
-    private static final JavaClasses EXTENDER = new ClassFileImporter()
-            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS).importPackages("io.dilu.extender");
-
-    /** What only the core book may do with the bookings. */
-    static final DescribedPredicate<JavaClass> AROUND = DescribedPredicate.describe("booking, wake admission or eviction",
-            c -> c.isEquivalentTo(ClusterState.class) || c.isEquivalentTo(ParkedEviction.class)
-                    || c.isEquivalentTo(ComplementaryPlacement.class));
-
     @Test
     void theExtenderBooksOnlyThroughTheCoreBook() {
-        assertThat(EXTENDER.contain(PlacementBook.class)).as("the extender's classes imported").isTrue();
-        assertThat(EXTENDER.get(PlacementBook.class).getDirectDependenciesFromSelf())
+        JavaClasses extender = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+                .importPackages("io.dilu.extender");
+        // What only the core book may do with the bookings: book, admit a wake, evict, hand back, place.
+        DescribedPredicate<JavaClass> around = DescribedPredicate.describe("booking, wake admission or eviction",
+                c -> c.isEquivalentTo(ClusterState.class) || c.isEquivalentTo(ParkedEviction.class)
+                        || c.isEquivalentTo(ComplementaryPlacement.class));
+        assertThat(extender.contain(PlacementBook.class)).as("the extender's classes imported").isTrue();
+        assertThat(extender.get(PlacementBook.class).getDirectDependenciesFromSelf())
                 .anyMatch(d -> d.getTargetClass().isEquivalentTo(InstanceBook.class));
         noClasses().should().callMethodWhere(target(nameMatching("apply|release|victims|alone|refusal|fits|decide"))
-                        .and(target(owner(AROUND))))
+                        .and(target(owner(around))))
                 .because("an instance's booking is InstanceBook's: parked at its memory, woken where it fits, evicted or "
-                        + "handed back by one rule").check(EXTENDER);
+                        + "handed back by one rule").check(extender);
     }
 }

@@ -202,6 +202,7 @@ public final class CoScalingFleet {
     /** The pool's side of {@link FunctionRun.Pool}: core's {@link InstanceBook} on one {@link ClusterState}. */
     private static final class SharedPool implements FunctionRun.Pool {
         final InstanceBook book;
+        final ComplementaryPlacement placement;
         /** By function name. */
         final Map<String, Shares> shares = new HashMap<>();
         /** The instances booked, by id: the book's evictions name them. */
@@ -211,6 +212,7 @@ public final class CoScalingFleet {
 
         SharedPool(ClusterState state, ComplementaryPlacement placement) {
             this.book = new InstanceBook(placement, state);
+            this.placement = placement;
         }
 
         private InstanceRequest request(FunctionRun.Instance instance) {
@@ -233,7 +235,7 @@ public final class CoScalingFleet {
 
         /** Places and books {@code resident} for the whole run. */
         void reside(InstanceRequest resident) {
-            if (!(book.policy().decide(book.state(), resident) instanceof PlacementDecision.Placed p)) {
+            if (!(placement.decide(book.state(), resident) instanceof PlacementDecision.Placed p)) {
                 throw new IllegalArgumentException("no room for resident " + resident.id() + " on the pool");
             }
             book.book(resident.id(), FLEET_TENANT, resident.function(), p);
