@@ -89,7 +89,7 @@ class ParkingIT {
         client.pods().inNamespace(NS).withName(name).patch(PatchContext.of(PatchType.JSON_MERGE),
                 ParkingPatch.park(pod(name).getMetadata().getUid(), Instant.now()));
         client.pods().inNamespace(NS).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
-                ParkingPatch.servingCondition(pod(name).getStatus().getConditions(), false, "Parked", "parked", Instant.now()));
+                ParkingPatch.servingCondition(pod(name).getMetadata().getUid(), pod(name).getStatus().getConditions(), false, "Parked", "parked", Instant.now()));
     }
 
     /** Woken as the autoscaler wakes: returns System.nanoTime() of the write. */

@@ -44,27 +44,30 @@ public final class ParkingPatch {
 
     /**
      * {@code pods/status}: {@link DiluNames#SERVING_CONDITION} True (may serve) or False (parked), since {@code now}, for
-     * a pod whose conditions are {@code current}: replaced where it is (tested first: a condition list rewritten since
-     * fails the patch, and the caller retries from a fresh copy), added after the others where it is not.
+     * the pod {@code uid} whose conditions are {@code current}. The UID is tested first, so that a pod re-created under
+     * the name is not written for the one the caller decided on; the condition is replaced where it is (tested too: a
+     * condition list rewritten since fails the patch, and the caller retries from a fresh copy), added after the others
+     * where it is not.
      */
-    public static String servingCondition(List<PodCondition> current, boolean serving, String reason, String message,
-            Instant now) {
+    public static String servingCondition(String uid, List<PodCondition> current, boolean serving, String reason,
+            String message, Instant now) {
         Map<String, Object> condition = new LinkedHashMap<>();
         condition.put("type", DiluNames.SERVING_CONDITION);
         condition.put("status", serving ? "True" : "False");
         condition.put("reason", reason);
         condition.put("message", message);
         condition.put("lastTransitionTime", now.toString());
+        Map<String, Object> sameUid = op("test", "/metadata/uid", uid);
         if (current == null || current.isEmpty()) {
-            return write(List.of(op("add", "/status/conditions", List.of(condition))));
+            return write(List.of(sameUid, op("add", "/status/conditions", List.of(condition))));
         }
         for (int i = 0; i < current.size(); i++) {
             if (DiluNames.SERVING_CONDITION.equals(current.get(i).getType())) {
-                return write(List.of(op("test", "/status/conditions/" + i + "/type", DiluNames.SERVING_CONDITION),
+                return write(List.of(sameUid, op("test", "/status/conditions/" + i + "/type", DiluNames.SERVING_CONDITION),
                         op("replace", "/status/conditions/" + i, condition)));
             }
         }
-        return write(List.of(op("add", "/status/conditions/-", condition)));
+        return write(List.of(sameUid, op("add", "/status/conditions/-", condition)));
     }
 
     /** One JSON Patch operation, its members in the RFC's order. */

@@ -93,18 +93,19 @@ class PodSharesTest {
                 + "\"dilu.io/wake-failed\":null}}}");
         assertThat(ParkingPatch.wakeFailed("u1", "no \"room\"")).contains("\"dilu.io/wake-failed\":\"no \\\"room\\\"\"")
                 .contains("\"dilu.io/wake\":null");
-        assertThat(ParkingPatch.servingCondition(List.of(), false, "Parked", "m", java.time.Instant.EPOCH)).isEqualTo("[{"
+        assertThat(ParkingPatch.servingCondition("u1", List.of(), false, "Parked", "m", java.time.Instant.EPOCH))
+                .as("the UID tested first").isEqualTo("[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\"u1\"},{"
                 + "\"op\":\"add\",\"path\":\"/status/conditions\",\"value\":[{\"type\":\"dilu.io/serving\","
                 + "\"status\":\"False\",\"reason\":\"Parked\",\"message\":\"m\",\"lastTransitionTime\":"
                 + "\"1970-01-01T00:00:00Z\"}]}]");
         var ready = new io.fabric8.kubernetes.api.model.PodConditionBuilder().withType("Ready").withStatus("True").build();
         var serving = new io.fabric8.kubernetes.api.model.PodConditionBuilder().withType(DiluNames.SERVING_CONDITION)
                 .withStatus("True").build();
-        assertThat(ParkingPatch.servingCondition(List.of(ready, serving), false, "Parked", "m", java.time.Instant.EPOCH))
-                .as("replaced where it is, tested first").startsWith("[{\"op\":\"test\",\"path\":\"/status/conditions/1/type\","
+        assertThat(ParkingPatch.servingCondition("u1", List.of(ready, serving), false, "Parked", "m", java.time.Instant.EPOCH))
+                .as("replaced where it is, tested first").contains("{\"op\":\"test\",\"path\":\"/status/conditions/1/type\","
                         + "\"value\":\"dilu.io/serving\"},{\"op\":\"replace\",\"path\":\"/status/conditions/1\"");
-        assertThat(ParkingPatch.servingCondition(List.of(ready), true, "Booked", "m", java.time.Instant.EPOCH))
-                .startsWith("[{\"op\":\"add\",\"path\":\"/status/conditions/-\"");
+        assertThat(ParkingPatch.servingCondition("u1", List.of(ready), true, "Booked", "m", java.time.Instant.EPOCH))
+                .contains("},{\"op\":\"add\",\"path\":\"/status/conditions/-\"");
     }
 
     @Test

@@ -59,14 +59,15 @@ public final class PaWriter {
      * A parked pod's {@code dilu.io/serving} condition: True to leave it in the request path (with {@link
      * DiluNames#SERVING_KEPT_REASON} where it is kept there), False to take it out.
      */
-    public void serving(String namespace, String name, List<PodCondition> conditions, InstanceLifecycle.Path path, Instant now) {
+    public void serving(String namespace, String name, String uid, List<PodCondition> conditions, InstanceLifecycle.Path path,
+            Instant now) {
         client.pods().inNamespace(namespace).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
                 switch (path) {
-                    case IN -> ParkingPatch.servingCondition(conditions, true, "LastInstance", "parked, and left in the "
+                    case IN -> ParkingPatch.servingCondition(uid, conditions, true, "LastInstance", "parked, and left in the "
                             + "request path as the revision's last instance", now);
-                    case KEPT -> ParkingPatch.servingCondition(conditions, true, DiluNames.SERVING_KEPT_REASON, "parked, "
+                    case KEPT -> ParkingPatch.servingCondition(uid, conditions, true, DiluNames.SERVING_KEPT_REASON, "parked, "
                             + "and kept in the request path as the last instance of a revision that may not reach zero", now);
-                    case OUT -> ParkingPatch.servingCondition(conditions, false, "Parked", "parked by the Dilu autoscaler: "
+                    case OUT -> ParkingPatch.servingCondition(uid, conditions, false, "Parked", "parked by the Dilu autoscaler: "
                             + "its model stays in GPU memory, its SM booking is given back", now);
                 });
     }

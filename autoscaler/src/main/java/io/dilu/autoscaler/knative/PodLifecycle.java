@@ -102,7 +102,7 @@ final class PodLifecycle {
                     writer.park(ns, p.name(), p.uid(), now);
                     tracked.written.wrote(p.uid(), new InstanceLifecycle.Written(true, now));
                 }
-                case Intent.Serving s -> writer.serving(ns, p.name(), conditions(ns, p.name()), s.path(), now);
+                case Intent.Serving s -> writer.serving(ns, p.name(), p.uid(), conditions(ns, p.name()), s.path(), now);
                 case Intent.Delete refused -> {
                     writer.delete(ns, p.name());
                     wakeFailed.increment();

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
  * beside the world's own: every pod the world's cluster makes or changes is written to a fake API server (fabric8's,
  * in CRUD mode) as the kubelet and the scheduler extender would leave it, every intent is carried out there by {@link
  * PodLifecycle} through {@link PaWriter}'s patches, and the pod read back ({@link PodLifecycle#instance}) must say
- * what the world's realizer says: the same park time, wake, refusal, serving condition and deletion.
+ * what the world's realizer says: the same park time, wake, refusal, serving condition and deletion. Each write names
+ * the pod's UID as the API server gave it, as a watch would have shown it.
  */
 @EnableKubernetesMockClient(crud = true)
 class PodLifecycleConformanceTest {
@@ -45,11 +46,26 @@ class PodLifecycleConformanceTest {
         private final String revision;
         private final PodLifecycle realizer;
         private final PodLifecycle.Tracked tracked = new PodLifecycle.Tracked();
+        /** The world's UIDs, and the ones the API server gave its pods. */
+        private final Map<String, String> uids = new HashMap<>();
 
         ApiServerMirror(long seed) {
             this.revision = "conformance-" + seed;
             client.pods().inNamespace(NS).delete();
             this.realizer = new PodLifecycle(new PaWriter(client), this::pod, new SimpleMeterRegistry());
+        }
+
+        /** The intent for the pod as the API server knows it: under the UID it gave. */
+        private Intent asServed(Intent intent) {
+            Instance w = intent.pod();
+            Instance p = new Instance(w.name(), uids.getOrDefault(w.uid(), w.uid()), w.created(), w.ready(), w.address(),
+                    w.parkedAt(), w.wakeAsked(), w.wakeFailed(), w.gated(), w.path(), w.deleting());
+            return switch (intent) {
+                case Intent.Wake x -> new Intent.Wake(p);
+                case Intent.Park x -> new Intent.Park(p);
+                case Intent.Serving x -> new Intent.Serving(p, x.path());
+                case Intent.Delete x -> new Intent.Delete(p);
+            };
         }
 
         private Pod pod(String key) {
@@ -79,12 +95,13 @@ class PodLifecycleConformanceTest {
                     .withStatus(p.path() == Path.OUT ? "False" : "True")
                     .withReason(p.path() == Path.KEPT ? DiluNames.SERVING_KEPT_REASON : "Serving").endCondition()
                     .endStatus().build();
-            client.pods().inNamespace(NS).resource(pod).createOr(existing -> existing.update());
+            Pod written = client.pods().inNamespace(NS).resource(pod).createOr(existing -> existing.update());
+            uids.put(p.uid(), written.getMetadata().getUid());
         }
 
         @Override
         public Optional<Instance> realize(Intent intent, Instance p, Instant now) {
-            realizer.write(revision, NS, tracked, intent, now);
+            realizer.write(revision, NS, tracked, asServed(intent), now);
             return Optional.ofNullable(client.pods().inNamespace(NS).withName(p.name()).get()).map(PodLifecycle::instance);
         }
     }

@@ -505,7 +505,7 @@ class LocalClusterIT {
             autoscaler.pods().inNamespace(ns).withName(name).patch(PatchContext.of(PatchType.JSON_MERGE),
                     ParkingPatch.park(p.getMetadata().getUid(), java.time.Instant.now()));
             autoscaler.pods().inNamespace(ns).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
-                    ParkingPatch.servingCondition(p.getStatus().getConditions(), false, "Parked", "parked", java.time.Instant.now()));
+                    ParkingPatch.servingCondition(p.getMetadata().getUid(), p.getStatus().getConditions(), false, "Parked", "parked", java.time.Instant.now()));
         }
         await(Duration.ofSeconds(30), () -> !io.fabric8.kubernetes.client.readiness.Readiness.isPodReady(
                 client.pods().inNamespace(ns).withName(name).get()));

@@ -234,7 +234,7 @@ final class BookingAttacks {
         var resource = client.pods().inNamespace(ns).withName(name);
         resource.patch(PatchContext.of(PatchType.JSON_MERGE), ParkingPatch.park(pod.getMetadata().getUid(), Instant.now()));
         resource.subresource("status").patch(PatchContext.of(PatchType.JSON), ParkingPatch.servingCondition(
-                resource.get().getStatus().getConditions(), false, "Parked", "parked", Instant.now()));
+                pod.getMetadata().getUid(), resource.get().getStatus().getConditions(), false, "Parked", "parked", Instant.now()));
         Thread.sleep(1000);
         return resource.get();
     }

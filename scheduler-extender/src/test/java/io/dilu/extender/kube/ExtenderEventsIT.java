@@ -146,7 +146,7 @@ class ExtenderEventsIT {
         // Parked as the autoscaler parks: the annotation, and the condition False.
         patch("park-a", ParkingPatch.park(a.getMetadata().getUid(), clock.instant()));
         client.pods().inNamespace(NS).withName("park-a").subresource("status").patch(PatchContext.of(PatchType.JSON),
-                ParkingPatch.servingCondition(pod("park-a").getStatus().getConditions(), false, "Parked", "parked",
+                ParkingPatch.servingCondition(a.getMetadata().getUid(), pod("park-a").getStatus().getConditions(), false, "Parked", "parked",
                         clock.instant()));
         await().atMost(Duration.ofSeconds(10)).until(() -> requestOn("GPU-n1-0") == 100);
         long before = System.nanoTime();
