@@ -58,7 +58,7 @@ public class Binder {
                         .patch(PatchContext.of(PatchType.JSON), AssignedGpusPatch.json(uid, hasAnnotations, gpus.get()));
                 if (read != null && PodShares.servingGate(read)) {
                     within(deadline).pods().inNamespace(namespace).withName(name).subresource("status")
-                            .patch(PatchContext.of(PatchType.JSON), ParkingPatch.servingCondition(
+                            .patch(PatchContext.of(PatchType.JSON), ParkingPatch.servingCondition(uid,
                                     read.getStatus() == null ? null : read.getStatus().getConditions(), true, "Booked",
                                     "its SM request is booked on its GPUs by the Dilu scheduler extender", Instant.now()));
                 }

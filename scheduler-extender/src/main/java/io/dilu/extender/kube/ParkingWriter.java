@@ -103,7 +103,7 @@ public class ParkingWriter {
         var pod = client.pods().inNamespace(ns).withName(name);
         // The condition first: the pod is ready, and its endpoints serve, one write sooner.
         if (answer.servingTrue()) {
-            pod.subresource("status").patch(PatchContext.of(PatchType.JSON), ParkingPatch.servingCondition(conditions, true,
+            pod.subresource("status").patch(PatchContext.of(PatchType.JSON), ParkingPatch.servingCondition(uid, conditions, true,
                     "Booked", "its SM request is booked on its GPUs by the Dilu scheduler extender", clock.instant()));
         }
         if (answer.wakeFailed().isPresent()) {

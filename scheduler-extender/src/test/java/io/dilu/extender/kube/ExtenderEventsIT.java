@@ -216,7 +216,7 @@ class ExtenderEventsIT {
     /** Sets a pod's {@code dilu.io/serving} condition True with {@code reason} at {@code at}, as the autoscaler writes it. */
     private static void servingCondition(String name, String reason, Instant at) {
         client.pods().inNamespace(NS).withName(name).subresource("status").patch(PatchContext.of(PatchType.JSON),
-                ParkingPatch.servingCondition(pod(name).getStatus().getConditions(), true, reason, "parked, in the path", at));
+                ParkingPatch.servingCondition(pod(name).getMetadata().getUid(), pod(name).getStatus().getConditions(), true, reason, "parked, in the path", at));
     }
 
     private static double evictions(String reason) {
