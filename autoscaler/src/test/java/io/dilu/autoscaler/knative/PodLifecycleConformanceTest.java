@@ -1,5 +1,7 @@
 package io.dilu.autoscaler.knative;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.KnativeNames;
 import io.dilu.core.lifecycle.InstanceLifecycle.Instance;
@@ -13,7 +15,9 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
@@ -35,9 +39,12 @@ class PodLifecycleConformanceTest {
 
     @Test
     void theKubernetesRealizerGivesTheWorldsOutcomesOnEverySequence() {
+        List<Throwable> broken = new ArrayList<>();
         for (long seed = 1; seed <= LifecycleConformance.SEQUENCES; seed++) {
-            LifecycleConformance.sequence(seed, LifecycleConformance.TROUBLE, Optional.of(new ApiServerMirror(seed)));
+            broken.addAll(LifecycleConformance.sequence(seed, LifecycleConformance.TROUBLE,
+                    Optional.of(new ApiServerMirror(seed))));
         }
+        assertThat(broken).as("rules broken, each naming its seed").isEmpty();
     }
 
     /** The world's pods on the fake API server, the namespace's pods deleted at the start of each sequence. */

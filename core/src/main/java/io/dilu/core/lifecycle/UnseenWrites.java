@@ -8,7 +8,6 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Set;
 import java.util.stream.Collectors;
 
 /**
@@ -42,12 +41,13 @@ public final class UnseenWrites {
         }
         Map<String, Instance> watched = seen.instances().stream()
                 .collect(Collectors.toMap(Instance::uid, p -> p, (a, b) -> a));
-        Set<String> gone = byUid.keySet().stream().filter(uid -> !watched.containsKey(uid)).collect(Collectors.toSet());
-        byUid.keySet().removeAll(gone);
         Map<String, Written> latest = new HashMap<>();
         byUid.entrySet().removeIf(e -> {
-            Deque<Written> writes = e.getValue();
             Instance p = watched.get(e.getKey());
+            if (p == null) {
+                return true; // gone from the watch
+            }
+            Deque<Written> writes = e.getValue();
             writes.removeIf(w -> Duration.between(w.at(), now).compareTo(lag) > 0);
             while (!writes.isEmpty() && writes.peekFirst().shownBy(p)) {
                 writes.removeFirst();

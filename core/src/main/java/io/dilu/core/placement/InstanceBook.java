@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -53,7 +54,8 @@ public final class InstanceBook {
 
     private final ComplementaryPlacement policy;
     private ClusterState state;
-    private final Map<String, Booking> bookings = new HashMap<>();
+    /** In the order first booked: a rebuild books them again in that order, so the earliest keeps a node short of memory. */
+    private final Map<String, Booking> bookings = new LinkedHashMap<>();
     /** The ids booked on the state now. */
     private final Set<String> inState = new HashSet<>();
     /** Parked instances in the order they were parked, the least recently parked first. */

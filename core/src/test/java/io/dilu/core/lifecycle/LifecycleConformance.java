@@ -1,7 +1,5 @@
 package io.dilu.core.lifecycle;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import io.dilu.core.lifecycle.InstanceLifecycle.Instance;
 import io.dilu.core.lifecycle.InstanceLifecycle.Intent;
 import io.dilu.core.lifecycle.InstanceLifecycle.Path;
@@ -9,6 +7,7 @@ import io.dilu.core.lifecycle.InstanceLifecycle.Phase;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
+import org.assertj.core.api.SoftAssertions;
 
 /**
  * The lifecycle's conformance sequences ({@link InstanceLifecycleConformanceTest}), for any realizer: the world's own
@@ -25,9 +24,11 @@ public final class LifecycleConformance {
 
     /**
      * One seeded sequence: 60 seconds of changing decisions under {@code trouble}, then 30 calm ones with the last
-     * decision held; throws an AssertionError naming the seed where a rule is broken or the pods do not reach it.
+     * decision held; returns the rules it broke, each naming the seed, and where the pods did not reach the decision.
      */
-    public static void sequence(long seed, LifecycleWorld.Trouble trouble, Optional<LifecycleWorld.Mirror> mirror) {
+    public static List<Throwable> sequence(long seed, LifecycleWorld.Trouble trouble,
+            Optional<LifecycleWorld.Mirror> mirror) {
+        SoftAssertions softly = new SoftAssertions();
         Random random = new Random(seed);
         LifecycleWorld world = new LifecycleWorld(random, trouble, mirror);
         int desired = 1;
@@ -46,7 +47,7 @@ public final class LifecycleConformance {
             world.step(desired, parked, lastKept);
         }
         String as = "seed " + seed + " (" + desired + " serving, " + parked + " parked, kept " + lastKept + ")";
-        assertThat(world.violations).as(as).isEmpty();
+        softly.assertThat(world.violations).as(as).isEmpty();
         for (InstanceLifecycle.Plan plan : world.plans) {
             List<Intent> intents = plan.intents();
             int lastKeptMark = -1;
@@ -59,19 +60,21 @@ public final class LifecycleConformance {
                     firstPark = i;
                 }
             }
-            assertThat(lastKeptMark).as(as + ": the kept mark before the parks").isLessThan(firstPark);
-            assertThat(plan.delete()).as(as + ": only refused pods are replaced").allMatch(Instance::wakeFailed);
+            softly.assertThat(lastKeptMark).as(as + ": the kept mark before the parks").isLessThan(firstPark);
+            softly.assertThat(plan.delete()).as(as + ": only refused pods are replaced").allMatch(Instance::wakeFailed);
         }
         InstanceLifecycle end = world.truth();
-        assertThat(end.servingCount()).as(as + ": serving").isEqualTo(desired);
-        assertThat(end.parkedCount()).as(as + ": parked").isEqualTo(parked);
+        softly.assertThat(end.servingCount()).as(as + ": serving").isEqualTo(desired);
+        softly.assertThat(end.parkedCount()).as(as + ": parked").isEqualTo(parked);
         List<Instance> inPath = end.instances().stream().filter(p -> !p.deleting() && p.parkedAt().isPresent()
                 && p.path() != Path.OUT).toList();
         if (desired == 0 && parked > 0) {
-            assertThat(inPath).as(as + ": one parked pod left in the request path").hasSize(1);
-            assertThat(inPath.getFirst().phase()).as(as).isEqualTo(lastKept ? Phase.KEPT : Phase.PARKED_IN);
+            softly.assertThat(inPath).as(as + ": one parked pod left in the request path").hasSize(1);
+            Phase kept = lastKept ? Phase.KEPT : Phase.PARKED_IN;
+            softly.assertThat(inPath).as(as).allMatch(p -> p.phase() == kept);
         } else {
-            assertThat(inPath).as(as + ": no parked pod in the path beside serving ones").isEmpty();
+            softly.assertThat(inPath).as(as + ": no parked pod in the path beside serving ones").isEmpty();
         }
+        return softly.errorsCollected();
     }
 }

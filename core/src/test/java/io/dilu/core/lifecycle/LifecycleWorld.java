@@ -150,34 +150,37 @@ public final class LifecycleWorld {
             if (!p.ready() && p.parkedAt().isEmpty() && !p.wakeAsked() && !p.wakeFailed()) {
                 int left = readyIn.merge(p.uid(), -1, Integer::sum);
                 if (left <= 0) {
-                    put(new Instance(p.name(), p.uid(), p.created(), true, p.address(), p.parkedAt(), false, false,
+                    changed(new Instance(p.name(), p.uid(), p.created(), true, p.address(), p.parkedAt(), false, false,
                             p.gated(), Path.IN, false));
                 }
             } else if (p.wakeAsked()) {
                 boolean refused = random.nextDouble() < trouble.refusedWake();
-                put(with(p, Optional.empty(), false, refused, refused ? p.path() : Path.IN, false));
+                changed(with(p, Optional.empty(), false, refused, refused ? p.path() : Path.IN, false));
             } else if (p.parkedAt().isPresent() && random.nextDouble() < trouble.eviction()) {
-                put(with(p, p.parkedAt(), false, false, p.path(), true));
+                changed(with(p, p.parkedAt(), false, false, p.path(), true));
             }
         }
         List<Instance> live = pods.values().stream().filter(p -> !p.deleting()).toList();
         for (int i = live.size(); i < scale; i++) {
             String name = "pod-" + created++;
-            put(new Instance(name, "uid-" + name, now(), false, null, Optional.empty(), false, false, true, Path.OUT,
+            changed(new Instance(name, "uid-" + name, now(), false, null, Optional.empty(), false, false, true, Path.OUT,
                     false));
             readyIn.put("uid-" + name, 1 + random.nextInt(3));
         }
         // Not ready first (starting, parked out of the path, refused), then the newest first.
         live.stream().sorted(Comparator.comparing(Instance::ready).thenComparing(Instance::created, Comparator.reverseOrder()))
-                .limit(Math.max(0, live.size() - scale)).forEach(p -> put(with(p, p.parkedAt(), p.wakeAsked(),
+                .limit(Math.max(0, live.size() - scale)).forEach(p -> changed(with(p, p.parkedAt(), p.wakeAsked(),
                         p.wakeFailed(), p.path(), true)));
+    }
+
+    /** The cluster changed a pod: the mirror is told. */
+    private void changed(Instance p) {
+        put(p);
+        mirror.ifPresent(m -> m.cluster(p));
     }
 
     private void put(Instance p) {
         Instance before = pods.put(p.uid(), p);
-        if (acting.equals("cluster")) {
-            mirror.ifPresent(m -> m.cluster(p));
-        }
         if (before != null && !InstanceLifecycle.allows(before.phase(), p.phase())) {
             violations.add(second + ": " + p.name() + " " + before.phase() + " -> " + p.phase() + " by " + acting);
         }
