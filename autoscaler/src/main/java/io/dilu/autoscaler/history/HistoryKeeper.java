@@ -41,6 +41,8 @@ public final class HistoryKeeper {
     private final Map<String, Saved> saved = new ConcurrentHashMap<>();
     /** Owners with a write or delete under way: one at a time each, so a slow store never queues more. */
     private final Set<String> busy = ConcurrentHashMap.newKeySet();
+    /** Per owner under way, the newest save that came due meanwhile. */
+    private final Map<String, Due> due = new ConcurrentHashMap<>();
     private final Counter restored;
     private final Counter refused;
     private final Counter written;
@@ -95,12 +97,14 @@ public final class HistoryKeeper {
 
     /**
      * After a tick's decision: stores what the revision's scaler has learned if it changed since the last write and a
-     * period has passed since the last try (the first write of a revision comes at once).
+     * period has passed since the last try (the first write of a revision comes at once). A save that comes due while
+     * the revision's last write is still under way is kept, the newest one only, and made as soon as that write ends:
+     * ticks quicker than the store lose no state.
      */
     public void offer(HistoryStore.Owner owner, Optional<LearnedHistory> learned, Instant now) {
         String uid = owner.uid();
         Saved last = saved.get(uid);
-        if (learned.isEmpty() || busy.contains(uid) || (last != null && now.isBefore(last.tried().plus(savePeriod)))) {
+        if (learned.isEmpty() || (last != null && now.isBefore(last.tried().plus(savePeriod)))) {
             return;
         }
         String text = learned.get().encode(); // only once the period allows: a tick encodes few revisions
@@ -108,7 +112,20 @@ public final class HistoryKeeper {
             return;
         }
         saved.put(uid, new Saved(last == null ? null : last.text(), now));
-        busy.add(uid);
+        synchronized (due) { // against the writer thread's hand-over of the newest save due
+            if (!busy.add(uid)) {
+                due.put(uid, new Due(owner, text));
+                return;
+            }
+        }
+        write(owner, text);
+    }
+
+    /** A save that came due while the owner's last write was under way. */
+    private record Due(HistoryStore.Owner owner, String text) {}
+
+    private void write(HistoryStore.Owner owner, String text) {
+        String uid = owner.uid();
         attempt(() -> store.write(owner, text)).whenComplete((ok, failure) -> {
             if (failure == null) {
                 saved.computeIfPresent(uid, (k, s) -> new Saved(text, s.tried()));
@@ -118,7 +135,16 @@ public final class HistoryKeeper {
                 LOG.warnf("PodAutoscaler %s/%s: its history was not stored (tried again in %s): %s", owner.namespace(),
                         owner.name(), savePeriod, failure.getMessage());
             }
-            busy.remove(uid);
+            Due next;
+            synchronized (due) {
+                next = due.remove(uid);
+                if (next == null) {
+                    busy.remove(uid);
+                }
+            }
+            if (next != null) {
+                write(next.owner(), next.text());
+            }
         });
     }
 
@@ -137,6 +163,7 @@ public final class HistoryKeeper {
      */
     public void prune(Set<String> live) {
         saved.keySet().retainAll(live);
+        due.keySet().retainAll(live);
         for (String uid : store.owners()) {
             if (!live.contains(uid) && busy.add(uid)) {
                 attempt(() -> store.delete(uid)).whenComplete((ok, failure) -> {
