@@ -32,9 +32,10 @@ public final class HistoryKeeper {
 
     /**
      * What this leader knows of an owner's stored state: its text as last stored ({@code null}: not known, e.g. a
-     * refused one), and when a write was last tried (success or not): the period runs from there.
+     * refused one); the newest text handed over, under way or due (the stored one when none is): a state equal to it
+     * is not written again; and when a write was last tried (success or not): the period runs from there.
      */
-    private record Saved(String text, Instant tried) {}
+    private record Saved(String stored, String latest, Instant tried) {}
 
     private final HistoryStore store;
     private final Duration savePeriod;
@@ -89,7 +90,7 @@ public final class HistoryKeeper {
                     owner.name(), problems.stream().map(FieldError::message).collect(Collectors.joining("; ")));
             return Optional.empty();
         }
-        saved.put(owner.uid(), new Saved(text.get(), now));
+        saved.put(owner.uid(), new Saved(text.get(), text.get(), now));
         restored.increment();
         LOG.infof("PodAutoscaler %s/%s: continues from its stored history", owner.namespace(), owner.name());
         return learned;
@@ -108,10 +109,10 @@ public final class HistoryKeeper {
             return;
         }
         String text = learned.get().encode(); // only once the period allows: a tick encodes few revisions
-        if (last != null && text.equals(last.text())) {
+        if (last != null && text.equals(last.latest())) {
             return;
         }
-        saved.put(uid, new Saved(last == null ? null : last.text(), now));
+        saved.put(uid, new Saved(last == null ? null : last.stored(), text, now));
         synchronized (due) { // against the writer thread's hand-over of the newest save due
             if (!busy.add(uid)) {
                 due.put(uid, new Due(owner, text));
@@ -128,7 +129,6 @@ public final class HistoryKeeper {
         String uid = owner.uid();
         attempt(() -> store.write(owner, text)).whenComplete((ok, failure) -> {
             if (failure == null) {
-                saved.computeIfPresent(uid, (k, s) -> new Saved(text, s.tried()));
                 written.increment();
             } else {
                 failed.increment();
@@ -141,6 +141,12 @@ public final class HistoryKeeper {
                 if (next == null) {
                     busy.remove(uid);
                 }
+                // A failed write's state is not the stored one: the next save that comes due writes it again.
+                String stored = failure == null ? text : null;
+                saved.computeIfPresent(uid, (k, s) -> {
+                    String kept = stored != null ? stored : s.stored();
+                    return new Saved(kept, next != null ? next.text() : kept, s.tried());
+                });
             }
             if (next != null) {
                 write(next.owner(), next.text());
