@@ -30,6 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
 class VerticalScalingIT {
 
     private static final double INFERENCE_LIMIT = 0.90;
+    private static final int PLAYS = 3;
     private static final Path NATIVE = Path.of(System.getProperty("dilu.native.dir", "../hook-native/target/cmake"));
 
     @TempDir
@@ -41,19 +42,49 @@ class VerticalScalingIT {
         TokenParameters params = ColocationBench.shippedParameters();
         assertThat(params.etaViolation()).as("the shipped threshold").isEqualTo(1.6);
         assertThat(params.maxTokens()).as("108 SMs × 5 ms / 100 µs").isEqualTo(5_400);
-        ControlBlock inf = ControlBlock.create(tmp.resolve("inference"), 1);
-        ControlBlock train = ControlBlock.create(tmp.resolve("training"), 1);
+        // How many periods are emergencies depends on how the machine interleaves the two processes: 9 to 118 of
+        // ~800 in runs on one machine, and none in a fresh-clone CI run whose machine was building Kubernetes beside
+        // it. That there are some is the point: the scenario is played again, up to three times, until one has any;
+        // what an emergency does to training is asserted on that play.
+        Play play = null;
+        for (int attempt = 1; attempt <= PLAYS && (play == null || play.emergencies() == 0); attempt++) {
+            play = play(params, Files.createDirectories(tmp.resolve("play-" + attempt)));
+        }
+        assertThat(play.emergencies()).as("inference cycles stretched behind training kernels are emergencies, in one "
+                + "of %d plays (the last: %d emergency, %d contention periods)", PLAYS, play.emergencies(),
+                play.contention()).isGreaterThan(0);
+        ControlBlock inf = play.inference();
+        List<Long> trainingTokensInEmergency = play.trainingTokensInEmergency();
+        assertThat(inf.klcCount(0)).as("the inference hook reported its launch cycles").isGreaterThan(100);
+        long request = (long) (0.40 * params.maxTokens());
+        // An emergency holds training at most at its request at once, and below it once the stretched cycle is
+        // counted (a period may see the emergency before the cycle that shrinks it: then exactly the request), never
+        // below what the inference's limit leaves of the GPU.
+        long room = (long) Math.floor((1 - INFERENCE_LIMIT) * params.maxTokens());
+        assertThat(trainingTokensInEmergency).as("training shrinks while inference is hurt")
+                .isNotEmpty().allMatch(t -> t <= request, "at most its request")
+                .anyMatch(t -> t < request)
+                .allMatch(t -> t >= room - 1, "but keeps what the inference's limit leaves");
+    }
+
+    /** One play of the scenario: the inference's block, training's tokens in each emergency, the periods by state. */
+    private record Play(ControlBlock inference, List<Long> trainingTokensInEmergency, long emergencies,
+            long contention) {}
+
+    private Play play(TokenParameters params, Path dir) throws Exception {
+        ControlBlock inf = ControlBlock.create(dir.resolve("inference"), 1);
+        ControlBlock train = ControlBlock.create(dir.resolve("training"), 1);
         for (ControlBlock b : List.of(inf, train)) { // as the agent does at Allocate, before the first period
             b.setMemoryLimit(0, 1024L << 20);
             b.heartbeat(System.nanoTime());
         }
-        Path gpu = Files.createDirectories(tmp.resolve("gpu"));
+        Path gpu = Files.createDirectories(dir.resolve("gpu"));
         // Steady requests: every batch runs while the training loop keeps the GPU busy.
         StringBuilder arrivals = new StringBuilder();
         for (int i = 0; i < 400; i++) {
             arrivals.append(String.format(Locale.ROOT, "%.4f%n", 0.2 + i * 0.01));
         }
-        Path arrivalFile = Files.writeString(tmp.resolve("arrivals.txt"), arrivals);
+        Path arrivalFile = Files.writeString(dir.resolve("arrivals.txt"), arrivals);
         List<Long> trainingTokensInEmergency = new ArrayList<>();
         try (TokenManager manager = new TokenManager(1, params, ColocationBench.shippedRefillSteps(), InstantSource.system(), 1024)) {
             // An inference limit of 90% leaves training 10% of the GPU: room to shrink below its 40% request.
@@ -86,28 +117,14 @@ class VerticalScalingIT {
             assertThat(training.exitValue()).isZero();
             long emergencies = manager.gpu(0).periods(ControllerState.EMERGENCY);
             long contention = manager.gpu(0).periods(ControllerState.CONTENTION);
-            // How many periods are emergencies depends on how the machine interleaves the two processes: 9 to 118
-            // of ~800 in runs on one machine (more under load). That there are some is the point; what an
-            // emergency does to training is asserted below.
-            assertThat(emergencies).as("inference cycles stretched behind training kernels are emergencies "
-                    + "(%d emergency, %d contention periods)", emergencies, contention).isGreaterThan(0);
+            return new Play(inf, trainingTokensInEmergency, emergencies, contention);
         }
-        assertThat(inf.klcCount(0)).as("the inference hook reported its launch cycles").isGreaterThan(100);
-        long request = (long) (0.40 * params.maxTokens());
-        // An emergency holds training at most at its request at once, and below it once the stretched cycle is
-        // counted (a period may see the emergency before the cycle that shrinks it: then exactly the request), never
-        // below what the inference's limit leaves of the GPU.
-        long room = (long) Math.floor((1 - INFERENCE_LIMIT) * params.maxTokens());
-        assertThat(trainingTokensInEmergency).as("training shrinks while inference is hurt")
-                .isNotEmpty().allMatch(t -> t <= request, "at most its request")
-                .anyMatch(t -> t < request)
-                .allMatch(t -> t >= room - 1, "but keeps what the inference's limit leaves");
     }
 
     private Process start(ControlBlock block, Path gpu, String... command) throws Exception {
         ProcessBuilder pb = new ProcessBuilder(TestingContainers.contained(NATIVE, block, List.of(command)))
-                .redirectOutput(tmp.resolve(block.directory().getFileName() + ".out").toFile())
-                .redirectError(tmp.resolve(block.directory().getFileName() + ".err").toFile());
+                .redirectOutput(block.directory().resolveSibling(block.directory().getFileName() + ".out").toFile())
+                .redirectError(block.directory().resolveSibling(block.directory().getFileName() + ".err").toFile());
         pb.environment().put("DILU_EMU_DIR", gpu.toString());
         return pb.start();
     }
