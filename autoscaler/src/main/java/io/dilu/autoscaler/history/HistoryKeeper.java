@@ -142,10 +142,9 @@ public final class HistoryKeeper {
                     busy.remove(uid);
                 }
                 // A failed write's state is not the stored one: the next save that comes due writes it again.
-                String stored = failure == null ? text : null;
                 saved.computeIfPresent(uid, (k, s) -> {
-                    String kept = stored != null ? stored : s.stored();
-                    return new Saved(kept, next != null ? next.text() : kept, s.tried());
+                    String stored = failure == null ? text : s.stored();
+                    return new Saved(stored, next != null ? next.text() : stored, s.tried());
                 });
             }
             if (next != null) {
