@@ -18,8 +18,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The autoscaler moves an instance through its lifecycle (parks, wakes, moves its serving condition, replaces it after
- * a refused wake) only as core's {@link InstanceLifecycle} plans it, by its Kubernetes realizer ({@code PodLifecycle}), as the co-scaling model wakes by its rule (the
- * model's own OneLifecycleTest): which pod wakes, what a refused wake does and the order of the writes are then one
+ * a refused wake) only as core's {@link InstanceLifecycle} plans it, by its Kubernetes realizer ({@code PodLifecycle}), as the co-scaling model carries
+ * the same plan out in memory (the model's own OneLifecycleTest): which pod wakes, what a refused wake does and the order of the writes are then one
  * rule, not a copy per module.
  */
 class OneLifecycleTest {

@@ -164,6 +164,17 @@ public record InstanceLifecycle(List<Instance> instances) {
             return !deleting && wakeFailed && parkedAt.isEmpty();
         }
 
+        /**
+         * This instance with its lifecycle facts changed. Once it has started, Ready follows its {@code dilu.io/serving}
+         * condition, as the kubelet computes it for a pod with the readiness gate.
+         */
+        public Instance withFacts(Optional<Instant> parkedAt, boolean wakeAsked, boolean wakeFailed, Path path,
+                boolean deleting) {
+            boolean started = ready || this.parkedAt.isPresent() || this.wakeAsked || this.wakeFailed;
+            return new Instance(name, uid, created, started && path != Path.OUT, address, parkedAt, wakeAsked, wakeFailed,
+                    gated, path, deleting);
+        }
+
         public Phase phase() {
             if (deleting) {
                 return Phase.TERMINATING;
@@ -184,6 +195,15 @@ public record InstanceLifecycle(List<Instance> instances) {
             return ready ? Phase.SERVING : Phase.STARTING;
         }
     }
+
+    /**
+     * The order in which a ReplicaSet scaled down removes its pods, as far as their lifecycle tells them apart: those not
+     * ready first (starting, parked out of the request path, refused a wake), then the newest first. The parked pods a
+     * scale lowered by them lets go are therefore the ones out of the request path; the one left in it, Ready, goes
+     * after the serving ones.
+     */
+    public static final Comparator<Instance> REPLICA_SET_REMOVES_FIRST = Comparator.comparing(Instance::ready)
+            .thenComparing(Instance::created, Comparator.reverseOrder()).thenComparing(Instance::name);
 
     /**
      * The one wake rule, for the autoscaler and the co-scaling model alike: the parked instances are tried the most
@@ -366,7 +386,9 @@ public record InstanceLifecycle(List<Instance> instances) {
             (w.get().woken() ? wake : replace).add(w.get().instance());
         }
         List<Instance> repark = wanted == 0 ? candidates.stream().filter(Instance::refused).toList() : List.of();
-        int parks = (int) Math.min(Math.max(0, parked - candidates.size()), Math.max(0, active - desired));
+        // Only serving instances park, and never below the decision: were instances still starting or waking counted,
+        // a scale-in would park the ready ones and leave the revision nothing to serve with until the others are ready.
+        int parks = (int) Math.min(Math.max(0, parked - candidates.size()), Math.max(0, servingCount() - desired));
         List<Instance> park = instances.stream().filter(p -> p.serving() && p.gated())
                 .sorted(Comparator.comparing(Instance::created).reversed().thenComparing(Instance::name))
                 .limit(parks).toList();

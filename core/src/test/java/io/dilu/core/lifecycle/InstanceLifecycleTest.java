@@ -44,6 +44,18 @@ class InstanceLifecycleTest {
     }
 
     @Test
+    void aScaleInParksNoPodWhoseGoingWouldLeaveFewerServingThanDecidedWhileOthersStillStart() {
+        Instance starting = new Instance("starting", "uid-starting", T0, false, null, Optional.empty(), false, false, true,
+                Path.OUT, false);
+        InstanceLifecycle pods = new InstanceLifecycle(List.of(serving("ready", 100), starting));
+        assertThat(pods.plan(1, 1, false).park()).as("the one ready pod serves until the starting one is ready").isEmpty();
+        Instance started = new Instance("starting", "uid-starting", T0, true, "10.0.0.2", Optional.empty(), false, false,
+                true, Path.IN, false);
+        assertThat(names(new InstanceLifecycle(List.of(serving("ready", 100), started)).plan(1, 1, false).park()))
+                .as("once both serve, the newest parks").containsExactly("starting");
+    }
+
+    @Test
     void aScaleOutWakesTheMostRecentlyParkedFirstAndOnlyWhatItNeeds() {
         InstanceLifecycle pods = new InstanceLifecycle(List.of(serving("a", 100), parked("p-early", 600), parked("p-late", 60)));
         InstanceLifecycle.Plan plan = pods.plan(2, 1, false);

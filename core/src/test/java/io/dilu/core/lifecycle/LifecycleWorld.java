@@ -8,7 +8,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -111,19 +110,19 @@ public final class LifecycleWorld {
         acting = intent.getClass().getSimpleName();
         switch (intent) {
             case Intent.Park park -> {
-                put(with(p, Optional.of(now()), false, false, p.path(), p.deleting()));
+                put(p.withFacts(Optional.of(now()), false, false, p.path(), p.deleting()));
                 written.wrote(p.uid(), new Written(true, now()));
             }
             case Intent.Wake wake -> {
                 if (p.wakeAsked()) {
                     violations.add(second + ": " + p.name() + " woken twice");
                 }
-                put(with(p, Optional.empty(), true, false, p.path(), p.deleting()));
+                put(p.withFacts(Optional.empty(), true, false, p.path(), p.deleting()));
                 written.wrote(p.uid(), new Written(false, now()));
             }
-            case Intent.Serving serving -> put(with(p, p.parkedAt(), p.wakeAsked(), p.wakeFailed(), serving.path(),
+            case Intent.Serving serving -> put(p.withFacts(p.parkedAt(), p.wakeAsked(), p.wakeFailed(), serving.path(),
                     p.deleting()));
-            case Intent.Delete delete -> put(with(p, p.parkedAt(), p.wakeAsked(), p.wakeFailed(), p.path(), true));
+            case Intent.Delete delete -> put(p.withFacts(p.parkedAt(), p.wakeAsked(), p.wakeFailed(), p.path(), true));
         }
         mirror.ifPresent(m -> {
             Instance expected = pods.get(p.uid());
@@ -155,9 +154,9 @@ public final class LifecycleWorld {
                 }
             } else if (p.wakeAsked()) {
                 boolean refused = random.nextDouble() < trouble.refusedWake();
-                changed(with(p, Optional.empty(), false, refused, refused ? p.path() : Path.IN, false));
+                changed(p.withFacts(Optional.empty(), false, refused, refused ? p.path() : Path.IN, false));
             } else if (p.parkedAt().isPresent() && random.nextDouble() < trouble.eviction()) {
-                changed(with(p, p.parkedAt(), false, false, p.path(), true));
+                changed(p.withFacts(p.parkedAt(), false, false, p.path(), true));
             }
         }
         List<Instance> live = pods.values().stream().filter(p -> !p.deleting()).toList();
@@ -167,9 +166,8 @@ public final class LifecycleWorld {
                     false));
             readyIn.put("uid-" + name, 1 + random.nextInt(3));
         }
-        // Not ready first (starting, parked out of the path, refused), then the newest first.
-        live.stream().sorted(Comparator.comparing(Instance::ready).thenComparing(Instance::created, Comparator.reverseOrder()))
-                .limit(Math.max(0, live.size() - scale)).forEach(p -> changed(with(p, p.parkedAt(), p.wakeAsked(),
+        live.stream().sorted(InstanceLifecycle.REPLICA_SET_REMOVES_FIRST)
+                .limit(Math.max(0, live.size() - scale)).forEach(p -> changed(p.withFacts(p.parkedAt(), p.wakeAsked(),
                         p.wakeFailed(), p.path(), true)));
     }
 
@@ -184,16 +182,5 @@ public final class LifecycleWorld {
         if (before != null && !InstanceLifecycle.allows(before.phase(), p.phase())) {
             violations.add(second + ": " + p.name() + " " + before.phase() + " -> " + p.phase() + " by " + acting);
         }
-    }
-
-    /**
-     * The pod with its parking facts changed; Ready follows its serving condition for a pod with the gate, as the
-     * kubelet computes it.
-     */
-    private static Instance with(Instance p, Optional<Instant> parkedAt, boolean wakeAsked, boolean wakeFailed, Path path,
-            boolean deleting) {
-        boolean started = p.ready() || p.parkedAt().isPresent() || p.wakeAsked() || p.wakeFailed();
-        return new Instance(p.name(), p.uid(), p.created(), started && path != Path.OUT, p.address(), parkedAt, wakeAsked,
-                wakeFailed, p.gated(), path, deleting);
     }
 }

@@ -1,5 +1,6 @@
 package io.dilu.simulator.coscaling;
 
+import io.dilu.core.lifecycle.InstanceLifecycle;
 import io.dilu.core.placement.ClusterState;
 import io.dilu.core.placement.ComplementaryPlacement;
 import io.dilu.core.placement.InstanceBook;
@@ -9,7 +10,6 @@ import io.dilu.core.placement.ParkedEviction;
 import io.dilu.core.placement.PlacementDecision;
 import io.dilu.core.placement.Slot;
 import io.dilu.simulator.ClusterShape;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -246,7 +246,7 @@ public final class CoScalingFleet {
             if (book.parkedOnlyGpus() == 0) {
                 return;
             }
-            parked.values().forEach(i -> book.keep(i.id, i.function.kept(i)));
+            parked.values().forEach(i -> book.keep(i.id, i.facts.path() == InstanceLifecycle.Path.KEPT));
             book.handBack().forEach(this::evicted);
         }
 
@@ -268,7 +268,7 @@ public final class CoScalingFleet {
 
         @Override
         public void park(FunctionRun.Instance instance) {
-            book.park(instance.id, Instant.ofEpochSecond(instance.parkedAt));
+            book.park(instance.id, instance.facts.parkedAt().orElseThrow());
             parked.put(instance.id, instance);
         }
 

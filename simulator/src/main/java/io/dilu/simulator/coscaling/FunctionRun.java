@@ -1,25 +1,34 @@
 package io.dilu.simulator.coscaling;
 
 import io.dilu.core.lifecycle.InstanceLifecycle;
+import io.dilu.core.lifecycle.InstanceLifecycle.Intent;
+import io.dilu.core.lifecycle.InstanceLifecycle.Path;
+import io.dilu.core.lifecycle.InstanceLifecycle.Phase;
 import io.dilu.core.scaling.RevisionScaler;
 import io.dilu.simulator.ClusterShape;
-import java.util.ArrayDeque;
-import java.util.Deque;
+import java.time.Instant;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
 
 /**
  * One function under one policy, one second at a time: the model {@link CoScalingSimulation} runs for a function on
  * GPUs of its own and {@link CoScalingFleet} runs for each function of a shared pool. Its instances are booked in a
  * {@link Pool}, which may have no room for a new one (it then waits, as an unscheduled pod does, and is placed later)
- * or for a wake (the parked instance then goes, and a new one is started: a failed wake).
+ * or for a wake (refused, as the scheduler extender refuses it).
+ *
+ * <p>An instance's lifecycle is the product's: its facts are those the autoscaler reads from its pod ({@link
+ * InstanceLifecycle.Instance}), and what parks, wakes, moves the serving condition or replaces an instance refused a
+ * wake is core's plan ({@link InstanceLifecycle#plan}), carried out in memory ({@link ModelPods}); the Deployment's
+ * scale is the decision's {@code desired + parked}, which a ReplicaSet reaches by adding instances or removing them in
+ * its order ({@link InstanceLifecycle#REPLICA_SET_REMOVES_FIRST}).
  *
  * <p>Order within a second: instances that waited for room are placed if there is room now; instances whose cold start
- * or wake has elapsed become ready; the policy decides; parked instances are woken first, by core's one wake rule
- * ({@link InstanceLifecycle#wake}: the most recently parked whose GPU has room, and when none has, the least recently
- * parked goes and a new instance starts), and new instances start for the rest; surplus ones stop (waiting ones first,
- * then starting ones, the newest first) and ready ones it parks are parked (the newest first, as a ReplicaSet removes
- * the pod ready the shortest time), the others go, parked ones beyond what the policy keeps go least recently parked
- * first; the second's requests are served.
+ * or wake has elapsed become ready; the policy decides; then, until nothing changes, the plan for the decision is made
+ * and carried out, the pool answers each wake at once (room where the instance's memory is, or a refusal), and the
+ * ReplicaSet adds or removes instances. So every parked instance is tried within the second, where the autoscaler
+ * takes a tick per refused wake (docs/coscaling.md, "One wake rule"). The second's requests are served.
  */
 final class FunctionRun {
 
@@ -49,30 +58,43 @@ final class FunctionRun {
         boolean place(Instance instance);
 
         /**
-         * Books a parked instance's shares again where its memory is; false when they do not fit there (then the
-         * instance stays parked, as it was).
+         * Answers a wake: books a parked instance's shares again where its memory is; false when they do not fit there
+         * (then the instance stays booked at its memory, as it was).
          */
         boolean wake(Instance instance);
 
-        /** Gives a serving instance's shares back, keeping its memory where it is. */
+        /** Gives an instance's shares back, keeping its memory where it is (again, for one refused a wake). */
         void park(Instance instance);
 
         /** Frees all an instance books. */
         void release(Instance instance);
     }
 
-    /** One instance of the function: who it is, and, while starting or waking, when it serves. */
+    /**
+     * One instance of the function: its lifecycle's facts, as the autoscaler reads them from its pod, and the model's
+     * own: whether the pool placed it, and when it serves.
+     */
     static final class Instance {
         final String id;
         final FunctionRun function;
+        InstanceLifecycle.Instance facts;
+        /** Booked in the pool; an instance not placed waits for room, as an unscheduled pod. */
+        boolean placed;
+        /** While it starts or wakes, when it serves; NaN while its wake waits for the pool's answer. */
         double readyAt;
-        int parkedAt;
 
-        private Instance(String id, FunctionRun function) {
+        Instance(String id, FunctionRun function, InstanceLifecycle.Instance facts) {
             this.id = id;
             this.function = function;
+            this.facts = facts;
         }
     }
+
+    /**
+     * The plan is made again while the last round changed anything; each round parks, wakes, refuses or replaces an
+     * instance or moves the scale towards the decision, so it settles within a few rounds an instance. More is a bug.
+     */
+    private static final int ROUNDS_PER_INSTANCE = 8;
 
     private final String name;
     private final double[] rates;
@@ -80,17 +102,12 @@ final class FunctionRun {
     private final CoScalingPolicy policy;
     private final double wakeSeconds;
     private final Pool pool;
-
-    /** Started, waiting for room in the pool (an unscheduled pod). */
-    private final Deque<Instance> waiting = new ArrayDeque<>();
-    private final Deque<Instance> starting = new ArrayDeque<>();
-    /** In the order they serve (a wake takes part of a second). */
-    private final Deque<Instance> waking = new ArrayDeque<>();
-    private final Deque<Instance> ready = new ArrayDeque<>();
-    /** The least recently parked first. */
-    private final Deque<Instance> parked = new ArrayDeque<>();
+    private final ModelPods pods;
     private int started;
-    private boolean lastKept;
+    /** The Deployment's scale: the last decision's, less the parked instances the pool evicted since. */
+    private int scale;
+    /** Instances deleted after a refused wake that the ReplicaSet has not replaced yet. */
+    private int replacements;
 
     private int coldStarts;
     private int scaleOuts;
@@ -129,17 +146,21 @@ final class FunctionRun {
         this.policy = policy;
         this.wakeSeconds = wakeSeconds;
         this.pool = pool;
+        this.pods = new ModelPods(pool);
         this.memoryShare = (double) profile.memoryMiB() / ClusterShape.PAPER.gpuMemoryMib();
         this.instances = new int[rates.length];
         this.share = new double[rates.length];
         this.late = new double[rates.length];
         for (int i = 0; i < warm; i++) {
-            Instance instance = newInstance();
+            Instance instance = newInstance(0);
             if (!pool.place(instance)) {
                 throw new IllegalStateException("no room for " + name + "'s warm instance " + i);
             }
-            ready.addLast(instance);
+            instance.placed = true;
+            instance.facts = ready(instance.facts);
+            pods.add(instance);
         }
+        scale = warm;
     }
 
     String name() {
@@ -152,19 +173,6 @@ final class FunctionRun {
 
     CoScalingPolicy policy() {
         return policy;
-    }
-
-    /** Instances parked now. */
-    int parked() {
-        return parked.size();
-    }
-
-    /**
-     * Whether {@code instance} is the function's last one, parked in the request path with nothing serving, and kept
-     * there because the function may not reach zero ({@code RevisionScaler.Decision#lastKept}, the last decision's).
-     */
-    boolean kept(Instance instance) {
-        return lastKept && serving() == 0 && parked.peekLast() == instance;
     }
 
     /** Parked instances the pool evicted to use their memory. */
@@ -182,142 +190,205 @@ final class FunctionRun {
         return parkedMibSeconds / 1024;
     }
 
-    private Instance newInstance() {
-        return new Instance(name + "#" + started++, this);
+    /**
+     * A new pod, as its ReplicaSet creates it at second {@code t}: not ready, with the serving gate and its condition
+     * not set yet. Its creation time orders it among those of the same second, as the ReplicaSet tells them apart.
+     */
+    private Instance newInstance(int t) {
+        String id = String.format(Locale.ROOT, "%s#%06d", name, started);
+        Instant created = Instant.ofEpochSecond(t).plusNanos(started++);
+        return new Instance(id, this, new InstanceLifecycle.Instance(id, id, created, false, null, Optional.empty(), false,
+                false, true, Path.OUT, false));
     }
 
-    /** The pool took a parked instance's memory for a placement: the instance is gone (its booking already freed). */
+    /** A started pod's containers are ready: Ready, its serving condition True. */
+    private static InstanceLifecycle.Instance ready(InstanceLifecycle.Instance p) {
+        return new InstanceLifecycle.Instance(p.name(), p.uid(), p.created(), true, p.address(), Optional.empty(), false,
+                false, p.gated(), Path.IN, false);
+    }
+
+    /**
+     * The pool took a parked instance's memory for a placement: the instance is gone (its booking already freed), and
+     * the scale is lowered by it, as the autoscaler's next tick lowers it (the replacement the ReplicaSet starts before
+     * that tick, and removes at it, is not modelled).
+     */
     void evicted(Instance instance) {
-        if (!parked.remove(instance)) {
+        Phase phase = instance.facts.phase();
+        if (phase != Phase.PARKED_OUT && phase != Phase.PARKED_IN && phase != Phase.KEPT && phase != Phase.REFUSED
+                || !pods.remove(instance)) {
             throw new IllegalStateException(instance.id + " is not parked");
         }
         evictions++;
+        scale = Math.max(0, scale - 1);
     }
 
     /** Second {@code t}, in the order the class describes. */
     void step(int t) {
+        Instant now = Instant.ofEpochSecond(t);
         placeWaiting(t);
         promote(t);
-        RevisionScaler.Decision d = policy.decide(rates, t, ready.size(), starting.size() + waking.size() + waiting.size(),
-                parked.size());
-        lastKept = d.lastKept();
-        int serving = serving();
-        for (int i = serving; i < d.desired(); i++) {
-            if (!parked.isEmpty()) {
-                // With nothing serving, the last parked instance is still in the request path: it serves at once
-                // (from the GPU's idle SMs) while its wake books its share back.
-                wake(t, serving == 0 && i == 0 ? 0 : wakeSeconds);
-            } else {
-                start(t);
-                scaleOuts += t > 0 ? 1 : 0;
+        InstanceLifecycle before = pods.lifecycle();
+        RevisionScaler.Decision d = policy.decide(rates, t, count(Phase.SERVING), count(Phase.STARTING)
+                + count(Phase.WAKING), before.parkedCount());
+        scale = d.instances();
+        int bound = ROUNDS_PER_INSTANCE * (pods.all().size() + scale + 1);
+        for (int round = 0; ; round++) {
+            if (round > bound) {
+                throw new IllegalStateException(name + "'s instances did not settle at second " + t);
             }
-        }
-        for (int i = d.desired(); i < serving; i++) {
-            if (!waiting.isEmpty()) {
-                waiting.removeLast();
-            } else if (!starting.isEmpty()) {
-                pool.release(starting.removeLast());
-            } else if (!waking.isEmpty()) {
-                park(t, waking.removeLast());
-            } else {
-                park(t, ready.removeLast());
+            InstanceLifecycle.Plan plan = pods.lifecycle().plan(d.desired(), d.parked(), d.lastKept());
+            plan.realize(intent -> realize(intent, now));
+            boolean answered = answerWakes(t);
+            if (!replicaSet(t) && !plan.any() && !answered) {
+                break;
             }
-        }
-        while (parked.size() > d.parked()) {
-            pool.release(parked.removeFirst()); // those it no longer wants go
         }
         promote(t); // an instance without a cold start serves the second it starts in
         serve(t);
     }
 
-    private void placeWaiting(int t) {
-        while (!waiting.isEmpty() && pool.place(waiting.peekFirst())) {
-            Instance instance = waiting.removeFirst();
-            instance.readyAt = t + profile.coldStartSeconds();
-            starting.addLast(instance);
-        }
-    }
-
-    private void start(int t) {
-        Instance instance = newInstance();
-        coldStarts++;
-        if (waiting.isEmpty() && pool.place(instance)) {
-            instance.readyAt = t + profile.coldStartSeconds();
-            starting.addLast(instance);
-        } else {
-            waiting.addLast(instance);
-        }
-    }
-
-    /** Wakes a parked instance by the one wake rule ({@link InstanceLifecycle#wake}), here knowing where there is room. */
-    private void wake(int t, double wake) {
-        InstanceLifecycle.Wake<Instance> w = InstanceLifecycle.wake(List.copyOf(parked), pool::wake).orElseThrow();
-        parked.remove(w.instance());
-        if (w.woken()) {
-            w.instance().readyAt = t + wake;
-            waking.addLast(w.instance());
-            wakes++;
-            wakeTime += wake;
-        } else {
-            pool.release(w.instance());
+    private boolean realize(Intent intent, Instant now) {
+        boolean made = pods.realize(intent, now);
+        if (made && intent instanceof Intent.Delete) {
             failedWakes++;
-            start(t);
+            replacements++;
+        }
+        return made;
+    }
+
+    /**
+     * The model's scheduler extender: each wake asked is answered at once, booked where the instance's memory is or
+     * refused. The instance left in the request path serves at once (from the GPU's idle SMs) while its wake books its
+     * share back; the others serve after the wake.
+     */
+    private boolean answerWakes(int t) {
+        boolean any = false;
+        for (Instance instance : List.copyOf(pods.all())) {
+            InstanceLifecycle.Instance p = instance.facts;
+            if (p.phase() != Phase.WAKING || !Double.isNaN(instance.readyAt)) {
+                continue;
+            }
+            any = true;
+            if (pool.wake(instance)) {
+                double wake = p.path() == Path.OUT ? wakeSeconds : 0;
+                instance.readyAt = t + wake;
+                wakes++;
+                wakeTime += wake;
+            } else {
+                instance.facts = p.withFacts(Optional.empty(), false, true, p.path(), false);
+            }
+        }
+        return any;
+    }
+
+    /** The ReplicaSet brings the instances to the scale; whether it added or removed any. */
+    private boolean replicaSet(int t) {
+        List<Instance> live = List.copyOf(pods.all());
+        if (live.size() > scale) {
+            live.stream().sorted(Comparator.comparing((Instance i) -> i.facts, InstanceLifecycle.REPLICA_SET_REMOVES_FIRST))
+                    .limit(live.size() - scale).forEach(this::remove);
+            return true;
+        }
+        for (int i = live.size(); i < scale; i++) {
+            create(t);
+        }
+        return live.size() < scale;
+    }
+
+    private void remove(Instance instance) {
+        pods.remove(instance);
+        if (instance.placed) {
+            pool.release(instance);
         }
     }
 
-    private void park(int t, Instance instance) {
-        instance.parkedAt = t;
-        pool.park(instance);
-        parked.addLast(instance);
+    private void create(int t) {
+        Instance instance = newInstance(t);
+        coldStarts++;
+        if (replacements > 0) {
+            replacements--;
+        } else if (t > 0) {
+            scaleOuts++;
+        }
+        boolean queue = pods.all().stream().anyMatch(i -> !i.placed);
+        pods.add(instance);
+        if (!queue) {
+            place(instance, t);
+        }
+    }
+
+    private boolean place(Instance instance, int t) {
+        if (!pool.place(instance)) {
+            return false;
+        }
+        instance.placed = true;
+        instance.readyAt = t + profile.coldStartSeconds();
+        return true;
+    }
+
+    private void placeWaiting(int t) {
+        for (Instance instance : List.copyOf(pods.all())) {
+            if (!instance.placed && pods.get(instance.facts.uid()).isPresent() && !place(instance, t)) {
+                return;
+            }
+        }
     }
 
     private void promote(int t) {
-        while (!starting.isEmpty() && starting.peekFirst().readyAt <= t) {
-            ready.addLast(starting.removeFirst());
-        }
-        while (!waking.isEmpty() && waking.peekFirst().readyAt <= t + 1e-9) {
-            ready.addLast(waking.removeFirst());
+        for (Instance instance : pods.all()) {
+            InstanceLifecycle.Instance p = instance.facts;
+            if (p.phase() == Phase.STARTING && instance.placed && instance.readyAt <= t) {
+                instance.facts = ready(p);
+            } else if (p.phase() == Phase.WAKING && instance.readyAt <= t + 1e-9) {
+                instance.facts = p.withFacts(Optional.empty(), false, false, Path.IN, false);
+            }
         }
     }
 
-    /** Serving instances: ready, or on their way (waiting for room, starting, waking). */
-    private int serving() {
-        return ready.size() + starting.size() + waking.size() + waiting.size();
+    private int count(Phase phase) {
+        return (int) pods.all().stream().filter(i -> i.facts.phase() == phase).count();
     }
 
     /** Of the second {@code t}, the part the waking instances serve in it: 0.4 for a wake done at t + 0.6. */
     private double wakingPart(int t) {
         double part = 0;
-        for (Instance instance : waking) {
-            part += Math.max(0, t + 1 - instance.readyAt);
+        for (Instance instance : pods.all()) {
+            if (instance.facts.phase() == Phase.WAKING) {
+                part += Math.max(0, t + 1 - instance.readyAt);
+            }
         }
         return part;
     }
 
     private void serve(int t) {
+        int ready = count(Phase.SERVING);
+        int waking = count(Phase.WAKING);
+        int waiting = (int) pods.all().stream().filter(i -> !i.placed).count();
+        int starting = count(Phase.STARTING) - waiting;
+        int parked = pods.lifecycle().parkedCount();
         double demand = backlog + rates[t];
         // Instances woken this second serve the part of it after their wake: the rate of the ready ones and as many
         // more, a part of one between two whole counts.
         double part = wakingPart(t);
-        int whole = ready.size() + (int) part;
+        int whole = ready + (int) part;
         double rate = policy.serviceRate(whole, demand)
                 + (part - (int) part) * (policy.serviceRate(whole + 1, demand) - policy.serviceRate(whole, demand));
         FluidQueue.Step step = FluidQueue.step(backlog, rates[t], rate, profile.serviceSeconds(), profile.sloSeconds());
         backlog = step.backlog();
         violations += step.violations();
         late[t] = step.violations();
-        instances[t] = serving() + parked.size();
+        instances[t] = pods.all().size();
         // Booked, so holding memory: all but the instances waiting for room.
-        int booked = ready.size() + starting.size() + waking.size() + parked.size();
-        int onTheirWay = starting.size() + waking.size();
-        double held = ready.isEmpty() ? 0 : policy.heldShare(ready.size(), demand);
-        share[t] = onTheirWay * policy.bookedShare() + ready.size() * held;
+        int booked = pods.all().size() - waiting;
+        int onTheirWay = starting + waking;
+        double held = ready == 0 ? 0 : policy.heldShare(ready, demand);
+        share[t] = onTheirWay * policy.bookedShare() + ready * held;
         gpuSeconds += share[t];
         memoryMibSeconds += (double) booked * profile.memoryMiB();
-        parkedMibSeconds += (double) parked.size() * profile.memoryMiB();
-        waitingSeconds += waiting.size();
-        dominant += onTheirWay * Math.max(policy.bookedShare(), memoryShare) + ready.size() * Math.max(held, memoryShare)
-                + parked.size() * memoryShare;
+        parkedMibSeconds += (double) parked * profile.memoryMiB();
+        waitingSeconds += waiting;
+        dominant += onTheirWay * Math.max(policy.bookedShare(), memoryShare) + ready * Math.max(held, memoryShare)
+                + parked * memoryShare;
     }
 
     /** The run's outcome once every second has been stepped; requests still waiting count as violations. */

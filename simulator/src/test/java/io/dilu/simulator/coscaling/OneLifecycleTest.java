@@ -19,25 +19,44 @@ import io.dilu.core.placement.ParkedEviction;
 import org.junit.jupiter.api.Test;
 
 /**
- * The model wakes a parked instance by core's one wake rule ({@link InstanceLifecycle#wake}), the rule the
- * autoscaler's plan applies (its own OneLifecycleTest): the pool is asked whether a wake fits only through the rule,
- * so no model class can pick which parked instance wakes, or what a refused wake does, on its own.
+ * The model moves an instance through its lifecycle only as core's {@link InstanceLifecycle} plans it, the plan the
+ * autoscaler's Kubernetes realizer carries out (its own OneLifecycleTest): which parked instance wakes, what a refused
+ * wake does, which instance parks and the order of the writes are one rule, not a copy per module. The pool is asked
+ * whether a wake fits only to answer a wake the plan asked, as the scheduler extender answers it.
  */
 class OneLifecycleTest {
 
     private static final JavaClasses MODEL = new ClassFileImporter()
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS).importPackages("io.dilu.simulator");
 
+    private static final DescribedPredicate<JavaClass> POOL = DescribedPredicate.describe("a pool",
+            c -> c.isAssignableTo(FunctionRun.Pool.class));
+
     @Test
-    void theModelWakesByCoresRule() {
+    void theModelCarriesOutCoresPlan() {
         assertThat(MODEL.contain(FunctionRun.class)).as("the model's classes imported").isTrue();
-        assertThat(MODEL.get(FunctionRun.class).getMethodCallsFromSelf()).as("FunctionRun wakes with core's rule")
+        assertThat(MODEL.get(FunctionRun.class).getMethodCallsFromSelf()).as("FunctionRun plans with core")
                 .anyMatch(c -> c.getTarget().getOwner().isEquivalentTo(InstanceLifecycle.class)
-                        && c.getTarget().getName().equals("wake"));
-        // A method reference handed to the rule is not a call: any call of Pool.wake picks a wake around it.
+                        && c.getTarget().getName().equals("plan"))
+                .anyMatch(c -> c.getTarget().getOwner().isEquivalentTo(InstanceLifecycle.Plan.class)
+                        && c.getTarget().getName().equals("realize"));
         noClasses().should().callMethodWhere(target(name("wake")).and(target(owner(DescribedPredicate.describe(
-                        "a pool", (JavaClass c) -> c.isAssignableTo(FunctionRun.Pool.class))))))
-                .because("which parked instance wakes is InstanceLifecycle.wake's to say").check(MODEL);
+                        "InstanceLifecycle", (JavaClass c) -> c.isEquivalentTo(InstanceLifecycle.class))))))
+                .because("which parked instance wakes is the plan's, which applies the one wake rule itself").check(MODEL);
+        noClasses().should().callConstructorWhere(target(owner(DescribedPredicate.describe("an intent",
+                        (JavaClass c) -> c.isAssignableTo(InstanceLifecycle.Intent.class)))))
+                .because("the writes and their order are the plan's").check(MODEL);
+    }
+
+    @Test
+    void thePoolAnswersOnlyTheWakesThePlanAsked() {
+        noClasses().that().doNotHaveFullyQualifiedName(FunctionRun.class.getName()).should()
+                .callMethodWhere(target(name("wake")).and(target(owner(POOL))))
+                .because("a wake is asked by the plan and answered by the model's extender").check(MODEL);
+        assertThat(MODEL.get(FunctionRun.class).getMethodCallsFromSelf().stream()
+                .filter(c -> c.getTarget().getName().equals("wake") && POOL.test(c.getTarget().getOwner())))
+                .as("FunctionRun asks the pool only in answerWakes, for instances the plan woke")
+                .isNotEmpty().allMatch(c -> c.getOrigin().getName().equals("answerWakes"));
     }
 
     /**
