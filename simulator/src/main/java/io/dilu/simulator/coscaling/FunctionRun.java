@@ -106,7 +106,7 @@ final class FunctionRun {
     private int started;
     /** The Deployment's scale: the last decision's, less the parked instances the pool evicted since. */
     private int scale;
-    /** Instances deleted after a refused wake that the ReplicaSet has not replaced yet. */
+    /** Instances deleted this second after a refused wake that the ReplicaSet has not replaced yet. */
     private int replacements;
 
     private int coldStarts;
@@ -227,9 +227,8 @@ final class FunctionRun {
         Instant now = Instant.ofEpochSecond(t);
         placeWaiting(t);
         promote(t);
-        InstanceLifecycle before = pods.lifecycle();
         RevisionScaler.Decision d = policy.decide(rates, t, count(Phase.SERVING), count(Phase.STARTING)
-                + count(Phase.WAKING), before.parkedCount());
+                + count(Phase.WAKING), pods.lifecycle().parkedCount());
         scale = d.instances();
         int bound = ROUNDS_PER_INSTANCE * (pods.all().size() + scale + 1);
         for (int round = 0; ; round++) {
@@ -243,6 +242,7 @@ final class FunctionRun {
                 break;
             }
         }
+        replacements = 0; // one the ReplicaSet did not start within the second (its scale lowered) was not started
         promote(t); // an instance without a cold start serves the second it starts in
         serve(t);
     }
@@ -250,7 +250,6 @@ final class FunctionRun {
     private boolean realize(Intent intent, Instant now) {
         boolean made = pods.realize(intent, now);
         if (made && intent instanceof Intent.Delete) {
-            failedWakes++;
             replacements++;
         }
         return made;
@@ -307,6 +306,7 @@ final class FunctionRun {
         coldStarts++;
         if (replacements > 0) {
             replacements--;
+            failedWakes++;
         } else if (t > 0) {
             scaleOuts++;
         }
