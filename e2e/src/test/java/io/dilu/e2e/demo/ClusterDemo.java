@@ -9,10 +9,8 @@ import io.dilu.e2e.cluster.ServingFunction;
 import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.LoadSettings;
-import io.dilu.loadgen.Outcome;
 import io.dilu.loadgen.Progress;
 import io.dilu.loadgen.RateTrace;
-import io.dilu.loadgen.RequestRecord;
 import io.dilu.simulator.ClusterShape;
 import io.dilu.simulator.coscaling.CoScalingSimulation;
 import io.dilu.testing.MetricsPage;
@@ -212,6 +210,23 @@ public final class ClusterDemo {
                 .filter(p -> p.getMetadata().getDeletionTimestamp() == null).toList();
     }
 
+    /** Where each pod was placed (its first GPU) and its SM limit, for the pods the scheduler has placed. */
+    static List<BurstBooks.Placed> placed(List<Pod> pods) {
+        List<BurstBooks.Placed> out = new ArrayList<>();
+        for (Pod p : pods) {
+            Map<String, String> annotations = p.getMetadata().getAnnotations();
+            String assigned = annotations == null ? null : annotations.get(DiluNames.ASSIGNED_GPUS);
+            if (assigned == null || AssignedGpus.validate(assigned).isPresent()) {
+                continue;
+            }
+            String limit = annotations.getOrDefault(DiluNames.SM_LIMIT, "0");
+            out.add(new BurstBooks.Placed(p.getMetadata().getName(), AssignedGpus.parse(assigned).forContainer(0).orElse("?"),
+                    limit.matches("\\d{1,3}") ? Integer.parseInt(limit) : 0));
+        }
+        out.sort(java.util.Comparator.comparing(BurstBooks.Placed::pod));
+        return List.copyOf(out);
+    }
+
     /** Where the function's ready pods serve: where its requests may go. */
     static List<URI> readyTargets(List<Pod> pods) {
         return pods.stream().map(ServingFunction::target).flatMap(Optional::stream).toList();
@@ -251,6 +266,8 @@ public final class ClusterDemo {
         final int[] readyCount;
         final int[] parked;
         final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
+        /** Where its pods were, in the seconds that changed it (the scaled function's only). */
+        final Map<Integer, List<BurstBooks.Placed>> placed = new java.util.concurrent.ConcurrentHashMap<>();
         volatile int last = -1;
         volatile int lastParked = -1;
         /** Requests due by the previous view (the view's thread only). */
@@ -268,6 +285,17 @@ public final class ClusterDemo {
         /** Pods that are not parked in second {@code t}: starting or serving; {@link #UNKNOWN} where not read. */
         int unparked(int t) {
             return total[t] == UNKNOWN ? UNKNOWN : total[t] - Math.max(0, parked[t]);
+        }
+
+        /** Where its pods were as last read at or before second {@code t}; null if never. */
+        List<BurstBooks.Placed> placedAt(int t) {
+            for (int s = t; s >= 0; s--) {
+                List<BurstBooks.Placed> at = placed.get(s);
+                if (at != null) {
+                    return at;
+                }
+            }
+            return null;
         }
 
         /** The count last read at or before second {@code t}, or {@link #UNKNOWN}. */
@@ -330,6 +358,12 @@ public final class ClusterDemo {
                             p.events.add(String.format(Locale.ROOT, "t=%d s: %s %s: %d of its %d pods parked (%.0f rps offered)",
                                     t, f.name(), parked > p.lastParked ? "parked a pod (its SM request given back, its model"
                                             + " kept in GPU memory)" : "woke a parked pod", parked, all, f.rps().applyAsDouble(t)));
+                        }
+                        if (f.scaled() && t < seconds) {
+                            List<BurstBooks.Placed> where = placed(now);
+                            if (!where.equals(p.placedAt(t))) {
+                                p.placed.put(t, where);
+                            }
                         }
                         p.last = all;
                         p.lastParked = parked;
@@ -425,6 +459,8 @@ public final class ClusterDemo {
         final Map<String, double[]> workers = new TreeMap<>();
         /** Per view: its time and the largest grant % of one of the scaled function's pods. */
         final List<double[]> scaledGrant = new ArrayList<>();
+        /** Per view and pod of the scaled function: its grant % on its GPU. */
+        final List<BurstBooks.Grant> podGrants = new ArrayList<>();
     }
 
     static void view(double t, Map<String, Double> before, Map<String, Double> now, double dt, List<Inference> functions,
@@ -455,6 +491,7 @@ public final class ClusterDemo {
                 workerBlocks.put(pod + "/" + container + "|" + gpu, blocks);
             } else if (function.equals(functions.getFirst().name())) {
                 scaledGrant = Math.max(scaledGrant, grant);
+                shares.podGrants.add(new BurstBooks.Grant(t, k[2], pod, grant));
             }
             double[] lat = p95.getOrDefault(function, new double[0]);
             byGpu.computeIfAbsent(gpu, g -> new ArrayList<>()).add(String.format(Locale.ROOT, "%-30s %8.1f %9.1f %8.2f %8s",
@@ -513,10 +550,12 @@ public final class ClusterDemo {
         }
         hostSummary(host, seconds).forEach(line -> System.out.println("  " + line));
         Inference scaled = functions.getFirst();
-        for (String line : story(pods.get(scaled.name()), shares.scaledGrant, seconds, results.get(scaled.name()),
-                scaled.sloMs() / 1000, host, lives.wakes(scaled.name()))) {
+        for (String line : story(pods.get(scaled.name()), shares.scaledGrant, shares.podGrants, seconds,
+                results.get(scaled.name()), scaled.sloMs() / 1000, host, lives.wakes(scaled.name()))) {
             System.out.println("  " + scaled.name() + ": " + line);
         }
+        System.out.println("  " + scaled.name() + ": " + lateOverBursts(results.get(scaled.name()), scaled.sloMs() / 1000,
+                host, seconds));
         System.out.println("  " + scaled.name() + ": " + books(pods.get(scaled.name()), scaled, lives.totals(scaled.name()),
                 results.get(scaled.name())));
         Pod train = client.pods().inNamespace(NS).withName("gpt2-train").get();
@@ -558,8 +597,8 @@ public final class ClusterDemo {
      * Where the host was overloaded in a stretch, what happened there is told as it happened, with the host's
      * lateness, and credited to Dilu or blamed on it not at all.
      */
-    static List<String> story(Pods p, List<double[]> grants, int seconds, LoadResult load, double sloSeconds,
-            HostLateness host, List<PodLives.Wake> wakes) {
+    static List<String> story(Pods p, List<double[]> grants, List<BurstBooks.Grant> podGrants, int seconds, LoadResult load,
+            double sloSeconds, HostLateness host, List<PodLives.Wake> wakes) {
         List<String> out = new ArrayList<>();
         if (seconds < 30) {
             return out;
@@ -623,25 +662,32 @@ public final class ClusterDemo {
                                 + (parkedBack == 0 ? "" : ", " + parkedBack + " parked (its SM request given back, its model kept"
                                         + " in GPU memory)") + " (scale-in waits until 30 of 40 seconds need fewer pods)",
                 second.overloaded() ? overloaded(second, "at t=45–75 s") : ""));
-        // Where the late requests were: those of the second burst that came before its pods, and the backlog they left.
-        long[] late = new long[2];
-        long[] all = new long[2];
-        for (RequestRecord r : load.requests()) {
-            int phase = burst(r.second()) ? 0 : 1;
-            all[phase]++;
-            if (!(r.outcome() instanceof Outcome.Answered a && a.ok() && a.latencySeconds() <= sloSeconds)) {
-                late[phase]++;
-            }
-        }
-        HostLateness.Window others = host.over(t -> t < seconds && !burst((int) t));
-        out.add(String.format(Locale.ROOT, "late or failed: %.1f%% of the requests due at t=45–75 s%s, %.2f%% of the others%s",
-                100.0 * late[0] / Math.max(1, all[0]), second.overloaded() ? overloaded(second, "then")
-                        : " (the burst before its new pods were ready, and the queue it left)",
-                100.0 * late[1] / Math.max(1, all[1]), others.overloaded() ? overloaded(others, "in the other seconds") : ""));
+        int at = ready < 0 ? (back < 0 ? end - 1 : back - 1) : ready;
+        out.add("where: " + BurstBooks.where(p.placedAt(at), podGrants, at, 45, 75));
         if (seconds >= THIRD_BURST + 10) {
             out.add(thirdBurst(p, wakes, seconds, host));
+            int to = Math.min(seconds, THIRD_BURST + 20);
+            int peakAt = THIRD_BURST;
+            for (int t = THIRD_BURST; t < to; t++) {
+                if (p.unparked(t) > p.unparked(peakAt)) {
+                    peakAt = t;
+                }
+            }
+            out.add("where: " + BurstBooks.where(p.placedAt(peakAt), podGrants, peakAt, THIRD_BURST, to));
         }
         return out;
+    }
+
+    /**
+     * The scaled function's late requests over the bursts' windows, those due while a burst arrived apart from those due
+     * in the queue it left, and over the other seconds ({@link BurstBooks#late}), with the host's lateness where it was
+     * overloaded in either.
+     */
+    static String lateOverBursts(LoadResult load, double sloSeconds, HostLateness host, int seconds) {
+        HostLateness.Window bursts = host.over(t -> t < seconds && BurstBooks.burstAt((int) t) != null);
+        HostLateness.Window others = host.over(t -> t < seconds && BurstBooks.burstAt((int) t) == null);
+        return BurstBooks.late(load.requests(), sloSeconds) + (bursts.overloaded() ? overloaded(bursts, "in the bursts") : "")
+                + (others.overloaded() ? overloaded(others, "in the other seconds") : "");
     }
 
     /** The third burst: whether it woke the pod the second one added, and how fast, or started pods (cold starts). */
@@ -684,11 +730,6 @@ public final class ClusterDemo {
                 b.wakes() == 0 ? "" : String.format(Locale.ROOT, " (mean %.2f s)", b.meanWakeSeconds()),
                 100 * load.sloViolationRate(f.sloMs() / 1000), Arrays.stream(sm).sum(), b.memoryGibSeconds(),
                 b.dominantGpuSeconds());
-    }
-
-    /** The seconds of a story whose late requests the second burst explains: the burst, and the queue it leaves. */
-    private static boolean burst(int second) {
-        return second % STORY_SECONDS >= 45 && second % STORY_SECONDS < 75;
     }
 
     private static String overloaded(HostLateness.Window w, String when) {

@@ -34,6 +34,17 @@ class ClusterDemoTest {
             pods.readyCount[t] = t >= 52 && t < 92 ? 3 : 1;
         }
         List<double[]> grants = List.of(new double[] {20, 21}, new double[] {25, 37.6}, new double[] {30, 35});
+        // The scale-out's three pods on one GPU, as issue 47's demo had them: their limits 120% of it, granted 99%.
+        String gpu = "GPU-emu-127.0.0.1-2";
+        pods.placed.put(0, List.of(new BurstBooks.Placed("bert-large-a", gpu, 40)));
+        pods.placed.put(50, List.of(new BurstBooks.Placed("bert-large-a", gpu, 40), new BurstBooks.Placed("bert-large-b", gpu, 40),
+                new BurstBooks.Placed("bert-large-c", gpu, 40)));
+        List<BurstBooks.Grant> podGrants = new ArrayList<>();
+        for (int view : new int[] {55, 60}) {
+            for (String pod : List.of("bert-large-a", "bert-large-b", "bert-large-c")) {
+                podGrants.add(new BurstBooks.Grant(view, gpu, pod, 33));
+            }
+        }
         List<RequestRecord> requests = new ArrayList<>();
         for (int t = 0; t < seconds; t++) {
             boolean late = t >= 45 && t < 52; // the second burst's first seconds
@@ -41,14 +52,19 @@ class ClusterDemoTest {
         }
         requests.add(new RequestRecord(10, 0, new Outcome.Failed(Outcome.Failure.TIMEOUT)));
 
-        List<String> story = ClusterDemo.story(pods, grants, seconds, new LoadResult("bert-large", requests), 0.2,
+        List<String> story = ClusterDemo.story(pods, grants, podGrants, seconds, new LoadResult("bert-large", requests), 0.2,
                 host(t -> 0.2), List.of());
 
         assertThat(story).hasSize(3);
         assertThat(story.get(0)).contains("absorbed vertically, still 1 pod(s)").contains("37.6%");
         assertThat(story.get(1)).contains("scaled out at t=49 s to 3 pods", "all ready at t=52 s", "back to 1 at t=92 s");
-        // 7 late of the 30 due at t=45–75; 1 failed of the 91 others
-        assertThat(story.get(2)).contains("23.3% of the requests due at t=45–75 s", "1.10% of the others");
+        assertThat(story.get(2)).isEqualTo("where: at t=52 s its 3 pod(s) sat 3 on GPU-emu-127.0.0.1-2 (their limits 120% of"
+                + " the GPU, more than it has; granted 99% of the GPU on average at t=45–75 s)");
+        // 7 late of the 20 due while the bursts arrived (15 at t=45–60, 5 at t=115–120), none of the 15 in the queue;
+        // 1 failed of the 86 others
+        assertThat(ClusterDemo.lateOverBursts(new LoadResult("bert-large", requests), 0.2, host(t -> 0.2), seconds)).isEqualTo("late or failed over the bursts (t=45–75 s and 115–135 s): 20.0% of 35; while the"
+                + " bursts arrived (t=45–60 s and 115–125 s) 35.0% of 20, in the queues they left (t=60–75 s and 125–135 s)"
+                + " 0.0% of 15; 1.16% of the other 86");
     }
 
     @Test
@@ -60,12 +76,13 @@ class ClusterDemoTest {
             pods.readyCount[t] = t >= 52 && (t < 93 || t >= 117) ? 2 : 1;
             pods.parked[t] = t >= 93 && t < 117 ? 1 : 0;
         }
-        List<String> story = ClusterDemo.story(pods, List.of(), seconds, new LoadResult("bert-large", List.of()), 0.2,
+        List<String> story = ClusterDemo.story(pods, List.of(), List.of(), seconds, new LoadResult("bert-large", List.of()), 0.2,
                 new HostLateness(0), List.of(new PodLives.Wake(116.2, 0.71)));
         assertThat(story.get(1)).contains("scaled out at t=49 s to 2 pods", "back to 1 serving at t=93 s, 1 parked (its SM"
                 + " request given back, its model kept in GPU memory)");
-        assertThat(story.getLast()).isEqualTo("the burst to 160 rps (t=115–125 s): woke 1 parked pod(s) at t=116 s, serving"
+        assertThat(story.get(story.size() - 2)).isEqualTo("the burst to 160 rps (t=115–125 s): woke 1 parked pod(s) at t=116 s, serving"
                 + " 0.71 s after the autoscaler's wake (its model still in GPU memory); no new pod");
+        assertThat(story.getLast()).isEqualTo("where: where its pods were at t=117 s was not read");
     }
 
     @Test
@@ -89,7 +106,7 @@ class ClusterDemoTest {
         ClusterDemo.Pods pods = new ClusterDemo.Pods(120);
         java.util.Arrays.fill(pods.total, 1);
         java.util.Arrays.fill(pods.readyCount, 1);
-        List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
+        List<String> story = ClusterDemo.story(pods, List.of(), List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
                 new HostLateness(0), List.of());
         assertThat(story).containsExactly(
                 "the burst to 64 rps (t=20–30 s): absorbed vertically, still 1 pod(s)",
@@ -107,7 +124,7 @@ class ClusterDemoTest {
             pods.total[t] = t >= 61 && t < 101 ? 2 : 1;
             pods.readyCount[t] = t >= 63 && t < 101 ? 2 : 1;
         }
-        List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
+        List<String> story = ClusterDemo.story(pods, List.of(), List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
                 new HostLateness(0), List.of());
         assertThat(story.get(1)).contains("scaled out at t=61 s to 2 pods", "all ready at t=63 s", "back to 1 at t=101 s");
     }
@@ -122,14 +139,14 @@ class ClusterDemoTest {
         pods.total[46] = ClusterDemo.Pods.UNKNOWN;
         pods.total[70] = ClusterDemo.Pods.UNKNOWN;
         pods.readyCount[70] = ClusterDemo.Pods.UNKNOWN;
-        List<String> story = ClusterDemo.story(pods, List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
+        List<String> story = ClusterDemo.story(pods, List.of(), List.of(), 120, new LoadResult("bert-large", List.of()), 0.2,
                 new HostLateness(0), List.of());
         assertThat(story.get(1)).contains("scaled out at t=49 s to 3 pods", "all ready at t=52 s", "back to 1 at t=92 s");
     }
 
     @Test
     void podsNeverReadTellNoStory() {
-        List<String> story = ClusterDemo.story(new ClusterDemo.Pods(120), List.of(), 120,
+        List<String> story = ClusterDemo.story(new ClusterDemo.Pods(120), List.of(), List.of(), 120,
                 new LoadResult("bert-large", List.of()), 0.2, new HostLateness(0), List.of());
         assertThat(story).containsExactly("its pods were not read from the API server before or during the first burst:"
                 + " no story to tell");
@@ -149,16 +166,18 @@ class ClusterDemoTest {
         // 40 ms late through both bursts, 0.2 ms otherwise
         HostLateness host = host(t -> t >= 20 && t < 75 ? 40 : 0.2);
 
-        List<String> story = ClusterDemo.story(pods, List.of(new double[] {25, 38}), 120, new LoadResult("bert-large", requests),
+        List<String> story = ClusterDemo.story(pods, List.of(new double[] {25, 38}), List.of(), 120, new LoadResult("bert-large", requests),
                 0.2, host, List.of());
 
         assertThat(story.get(0)).doesNotContain("absorbed vertically")
                 .contains("still 1 pod(s); its largest grant 38.0% of a GPU; the host was overloaded then (a 5 ms wake-up late"
                         + " by p99 40.0 ms): neither Dilu's doing nor a measure of it");
         assertThat(story.get(1)).contains("scaled out at t=61 s to 2 pods", "the host was overloaded at t=45–75 s");
-        assertThat(story.get(2)).contains("100.0% of the requests due at t=45–75 s; the host was overloaded then")
-                .doesNotContain("before its new pods were ready")
-                .contains("0.00% of the others; the host was overloaded in the other seconds (a 5 ms wake-up late by p99 40.0");
+        assertThat(story.get(2)).isEqualTo("where: where its pods were at t=70 s was not read");
+        assertThat(ClusterDemo.lateOverBursts(new LoadResult("bert-large", requests), 0.2, host, 120)).startsWith("late or failed over the bursts (t=45–75 s and 115–135 s): 85.7% of 35; while the"
+                + " bursts arrived (t=45–60 s and 115–125 s) 75.0% of 20, in the queues they left (t=60–75 s and 125–135 s)"
+                + " 100.0% of 15; 0.00% of the other 85; the host was overloaded in the bursts")
+                .contains("; the host was overloaded in the other seconds (a 5 ms wake-up late by p99 40.0");
         assertThat(ClusterDemo.hostSummary(host, 120)).hasSize(2).last().asString()
                 .startsWith("the HOST WAS OVERLOADED in 55 of the run's 120 seconds (a 5 ms wake-up later than one 5 ms token"
                         + " period at p99 in that second; over the run, p99 40.0 ms)")
