@@ -544,9 +544,47 @@ class LocalClusterIT {
                 assertThat(answer.statusCode()).isEqualTo(200);
                 return (System.nanoTime() - askedNanos) / 1e9;
             }
-            assertThat(System.nanoTime()).as("pod %s Ready within 2 minutes", name).isLessThan(until);
+            if (System.nanoTime() >= until) {
+                throw new AssertionError("pod " + name + " not Ready within 2 minutes; " + diagnosis(ns, name));
+            }
             Thread.sleep(10);
         }
+    }
+
+    /**
+     * What the cluster says of a pod that did not become Ready, for a failure that a later run may not show again (the
+     * cluster is taken down after the tests): its Dilu annotations, conditions and containers, its events, and the lines
+     * of Dilu's components' logs that name it or the node agent's backstop.
+     */
+    private String diagnosis(String ns, String name) {
+        StringBuilder out = new StringBuilder();
+        Pod p = client.pods().inNamespace(ns).withName(name).get();
+        if (p == null) {
+            return "the pod is gone";
+        }
+        out.append("annotations ").append(p.getMetadata().getAnnotations().entrySet().stream()
+                .filter(e -> e.getKey().startsWith("dilu.io/")).toList());
+        out.append("; conditions ").append(p.getStatus().getConditions().stream().map(c -> c.getType() + "=" + c.getStatus()
+                + (c.getReason() == null ? "" : "/" + c.getReason()) + "@" + c.getLastTransitionTime()).toList());
+        out.append("; containers ").append(p.getStatus().getContainerStatuses().stream().map(c -> c.getName() + " ready="
+                + c.getReady() + " restarts=" + c.getRestartCount() + " state=" + c.getState()).toList());
+        out.append("; events ").append(client.v1().events().inNamespace(ns).list().getItems().stream()
+                .filter(e -> name.equals(e.getInvolvedObject().getName()))
+                .map(e -> e.getLastTimestamp() + " " + e.getReason() + ": " + e.getMessage()).toList());
+        for (Pod component : client.pods().inNamespace("dilu-system").list().getItems()) {
+            for (var c : component.getSpec().getContainers()) {
+                try {
+                    String log = client.pods().inNamespace("dilu-system").withName(component.getMetadata().getName())
+                            .inContainer(c.getName()).tailingLines(2_000).getLog();
+                    List<String> lines = log.lines().filter(l -> l.contains(name) || l.contains("backstop")).toList();
+                    out.append("\n").append(component.getMetadata().getName()).append('/').append(c.getName()).append(": ")
+                            .append(String.join("\n  ", lines.subList(Math.max(0, lines.size() - 30), lines.size())));
+                } catch (RuntimeException e) {
+                    out.append("\n").append(component.getMetadata().getName()).append(": no log (").append(e.getMessage()).append(')');
+                }
+            }
+        }
+        return out.toString();
     }
 
     /** A per-GPU ratio of the node agent's ({@code dilu_gpu_sm_request_ratio}, parked shares left out), from its metrics. */
