@@ -18,6 +18,7 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodStatus;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
@@ -34,6 +35,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -562,12 +564,17 @@ class LocalClusterIT {
         if (p == null) {
             return "the pod is gone";
         }
-        out.append("annotations ").append(p.getMetadata().getAnnotations().entrySet().stream()
-                .filter(e -> e.getKey().startsWith("dilu.io/")).toList());
-        out.append("; conditions ").append(p.getStatus().getConditions().stream().map(c -> c.getType() + "=" + c.getStatus()
-                + (c.getReason() == null ? "" : "/" + c.getReason()) + "@" + c.getLastTransitionTime()).toList());
-        out.append("; containers ").append(p.getStatus().getContainerStatuses().stream().map(c -> c.getName() + " ready="
-                + c.getReady() + " restarts=" + c.getRestartCount() + " state=" + c.getState()).toList());
+        // Any of these may be absent from a pod the kubelet has not reported on: the diagnosis must not end in a
+        // NullPointerException that hides the failure it reports.
+        out.append("annotations ").append(Optional.ofNullable(p.getMetadata().getAnnotations()).orElse(Map.of()).entrySet()
+                .stream().filter(e -> e.getKey().startsWith("dilu.io/")).toList());
+        var status = Optional.ofNullable(p.getStatus());
+        out.append("; conditions ").append(status.map(PodStatus::getConditions).orElse(List.of()).stream()
+                .map(c -> c.getType() + "=" + c.getStatus() + (c.getReason() == null ? "" : "/" + c.getReason()) + "@"
+                        + c.getLastTransitionTime()).toList());
+        out.append("; containers ").append(status.map(PodStatus::getContainerStatuses).orElse(List.of()).stream()
+                .map(c -> c.getName() + " ready=" + c.getReady() + " restarts=" + c.getRestartCount() + " state=" + c.getState())
+                .toList());
         out.append("; events ").append(client.v1().events().inNamespace(ns).list().getItems().stream()
                 .filter(e -> name.equals(e.getInvolvedObject().getName()))
                 .map(e -> e.getLastTimestamp() + " " + e.getReason() + ": " + e.getMessage()).toList());

@@ -2,10 +2,12 @@ package io.dilu.e2e.demo;
 
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
+import io.dilu.core.contract.PodQuotaAnnotations;
 import io.dilu.testing.KubeClients;
 import io.dilu.trials.HostLateness;
 import io.dilu.e2e.cluster.PodLives;
 import io.dilu.e2e.cluster.ServingFunction;
+import io.dilu.kube.PodShares;
 import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;
 import io.dilu.loadgen.LoadSettings;
@@ -210,18 +212,16 @@ public final class ClusterDemo {
                 .filter(p -> p.getMetadata().getDeletionTimestamp() == null).toList();
     }
 
-    /** Where each pod was placed (its first GPU) and its SM limit, for the pods the scheduler has placed. */
+    /**
+     * Where each pod was placed (its first GPU) and its SM limit, read as the scheduler extender reads them
+     * ({@link PodShares}, {@link PodQuotaAnnotations#smLimit}), for the pods it has placed.
+     */
     static List<BurstBooks.Placed> placed(List<Pod> pods) {
         List<BurstBooks.Placed> out = new ArrayList<>();
         for (Pod p : pods) {
-            Map<String, String> annotations = p.getMetadata().getAnnotations();
-            String assigned = annotations == null ? null : annotations.get(DiluNames.ASSIGNED_GPUS);
-            if (assigned == null || AssignedGpus.validate(assigned).isPresent()) {
-                continue;
-            }
-            String limit = annotations.getOrDefault(DiluNames.SM_LIMIT, "0");
-            out.add(new BurstBooks.Placed(p.getMetadata().getName(), AssignedGpus.parse(assigned).forContainer(0).orElse("?"),
-                    limit.matches("\\d{1,3}") ? Integer.parseInt(limit) : 0));
+            PodShares.of(p).ifPresent(share -> share.assigned().flatMap(a -> a.forContainer(0)).ifPresent(gpu -> out.add(
+                    new BurstBooks.Placed(share.name(), gpu,
+                            PodQuotaAnnotations.smLimit(share.annotations(), share.containers().getFirst().smPercent())))));
         }
         out.sort(java.util.Comparator.comparing(BurstBooks.Placed::pod));
         return List.copyOf(out);
@@ -663,17 +663,19 @@ public final class ClusterDemo {
                                         + " in GPU memory)") + " (scale-in waits until 30 of 40 seconds need fewer pods)",
                 second.overloaded() ? overloaded(second, "at t=45–75 s") : ""));
         int at = ready < 0 ? (back < 0 ? end - 1 : back - 1) : ready;
-        out.add("where: " + BurstBooks.where(p.placedAt(at), podGrants, at, 45, 75));
+        BurstBooks.Burst scaling = BurstBooks.BURSTS.getFirst();
+        out.add("where: " + BurstBooks.where(p.placedAt(at), podGrants, at, scaling.from(), scaling.queueUntil()));
         if (seconds >= THIRD_BURST + 10) {
             out.add(thirdBurst(p, wakes, seconds, host));
-            int to = Math.min(seconds, THIRD_BURST + 20);
-            int peakAt = THIRD_BURST;
-            for (int t = THIRD_BURST; t < to; t++) {
+            BurstBooks.Burst waking = BurstBooks.BURSTS.getLast();
+            int to = Math.min(seconds, waking.queueUntil());
+            int peakAt = waking.from();
+            for (int t = waking.from(); t < to; t++) {
                 if (p.unparked(t) > p.unparked(peakAt)) {
                     peakAt = t;
                 }
             }
-            out.add("where: " + BurstBooks.where(p.placedAt(peakAt), podGrants, peakAt, THIRD_BURST, to));
+            out.add("where: " + BurstBooks.where(p.placedAt(peakAt), podGrants, peakAt, waking.from(), to));
         }
         return out;
     }

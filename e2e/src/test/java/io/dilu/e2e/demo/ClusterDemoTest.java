@@ -199,4 +199,21 @@ class ClusterDemoTest {
         }
         return host;
     }
+
+    /** Where a pod sits and its limit are read as the scheduler extender reads them: an absent limit is the default. */
+    @Test
+    void aPodsPlacementAndLimitAreReadAsTheExtenderReadsThem() {
+        java.util.function.BiFunction<String, java.util.Map<String, String>, io.fabric8.kubernetes.api.model.Pod> pod =
+                (name, annotations) -> new io.fabric8.kubernetes.api.model.PodBuilder().withNewMetadata().withName(name)
+                        .withNamespace("demo").withUid(name).withAnnotations(annotations).endMetadata().withNewSpec()
+                        .addNewContainer().withName("server").withNewResources().addToLimits(io.dilu.core.contract.DiluNames.GPU_SM,
+                                new io.fabric8.kubernetes.api.model.Quantity("20")).endResources().endContainer().endSpec().build();
+        String assigned = io.dilu.core.contract.DiluNames.ASSIGNED_GPUS;
+        assertThat(ClusterDemo.placed(List.of(
+                pod.apply("b", java.util.Map.of(assigned, "GPU-emu-127.0.0.1-2")),
+                pod.apply("a", java.util.Map.of(assigned, "GPU-emu-127.0.0.1-1", io.dilu.core.contract.DiluNames.SM_LIMIT, "30")),
+                pod.apply("pending", java.util.Map.of())))).containsExactly(
+                        new BurstBooks.Placed("a", "GPU-emu-127.0.0.1-1", 30),
+                        new BurstBooks.Placed("b", "GPU-emu-127.0.0.1-2", io.dilu.core.quota.Quota.defaultLimit(20)));
+    }
 }
