@@ -14,7 +14,8 @@ import java.util.Optional;
  * @param nodeName the node it is bound to, if any
  * @param terminal finished, or deleted with nothing left running ({@link PodShares#terminal}): it holds nothing
  *     any more
- * @param function the function it serves (workload affinity)
+ * @param function the function it serves, within its namespace ({@code namespace/function}): the key of workload
+ *     affinity and of the rule for a function's replicas on one GPU
  * @param containers its containers that request {@code dilu.io/gpu-sm}, in pod order
  * @param servingGate it declares a readiness gate on {@link DiluNames#SERVING_CONDITION}: it is ready only while that
  *     condition is true, which the scheduler extender sets at bind and at a wake

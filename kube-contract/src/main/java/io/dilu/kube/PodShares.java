@@ -44,8 +44,9 @@ public final class PodShares {
         var meta = pod.getMetadata();
         Map<String, String> annotations = meta.getAnnotations() == null ? Map.of() : meta.getAnnotations();
         Optional<String> node = Optional.ofNullable(pod.getSpec().getNodeName()).filter(n -> !n.isBlank());
+        // Keyed within the namespace: a tenant who names a function as another tenant's is not taken for its replicas.
         return Optional.of(new PodShare(meta.getUid(), meta.getNamespace(), meta.getName(), node, terminal(pod),
-                function(pod), annotations, containers, servingGate(pod), kept(pod)));
+                meta.getNamespace() + "/" + function(pod), annotations, containers, servingGate(pod), kept(pod)));
     }
 
     /** Whether the pod declares a readiness gate on {@link DiluNames#SERVING_CONDITION}. */

@@ -30,7 +30,7 @@ class PodSharesTest {
                         .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("30"))).endResources().endContainer()
                 .endSpec().build();
         PodShare share = PodShares.of(pod).orElseThrow();
-        assertThat(share.function()).isEqualTo("resnet");
+        assertThat(share.function()).as("within its namespace").isEqualTo("ns/resnet");
         assertThat(share.nodeName()).contains("n1");
         assertThat(share.containers()).containsExactly(new PodShare.Container("a", 30, Optional.of(2048L)),
                 new PodShare.Container("b", 30, Optional.empty()));
@@ -119,7 +119,7 @@ class PodSharesTest {
                 .endMetadata().editSpec().addNewContainer().withName("c").withNewResources()
                 .withLimits(Map.of(DiluNames.GPU_SM, new Quantity("1500m"))).endResources().endContainer().endSpec().build();
         PodShare share = PodShares.of(pod).orElseThrow();
-        assertThat(share.function()).isEqualTo("bert");
+        assertThat(share.function()).isEqualTo("ns/bert");
         assertThat(share.containers().getFirst().smPercent()).isEqualTo(-1);
     }
 

@@ -62,6 +62,8 @@ public final class ClusterState {
     private final List<IntCounts> functionPartners = new ArrayList<>();
     /** GPU ordinal → function id → instances of that function on the GPU (the same counts, read the other way). */
     private final IntCounts[] gpuFunctions;
+    /** GPU ordinal → function id → Σ SM limit of that function's instances on the GPU. */
+    private final IntCounts[] gpuFunctionLimits;
     private final AffinityMarks marks;
 
     private final Map<String, Booking> bookings = new HashMap<>();
@@ -118,6 +120,7 @@ public final class ClusterState {
         memoryUsed = new long[total];
         instancesOnGpu = new int[total];
         gpuFunctions = new IntCounts[total];
+        gpuFunctionLimits = new IntCounts[total];
         activeGpusOfNode = new int[nodes.size()];
         instancesOnNode = new int[nodes.size()];
         cpuUsed = new long[nodes.size()];
@@ -243,6 +246,9 @@ public final class ClusterState {
         IntCounts residents = gpuFunctions[g] == null ? (gpuFunctions[g] = new IntCounts(2)) : gpuFunctions[g];
         boolean arrives = count > 0 && !residents.contains(f);
         residents.add(f, count);
+        if (limit != 0) {
+            (gpuFunctionLimits[g] == null ? (gpuFunctionLimits[g] = new IntCounts(2)) : gpuFunctionLimits[g]).add(f, limit);
+        }
         boolean leaves = count < 0 && !residents.contains(f);
         functionGpus.get(f).add(g, count);
         if (arrives || leaves) {
@@ -332,6 +338,16 @@ public final class ClusterState {
 
     int limitSum(int g) {
         return limitSum[g];
+    }
+
+    /** Σ SM limit of the instances of function {@code f} ({@link #knownFunctionId}) on GPU {@code g}; 0 for f < 0. */
+    int functionLimitSum(int g, int f) {
+        return f < 0 || gpuFunctionLimits[g] == null ? 0 : gpuFunctionLimits[g].count(f);
+    }
+
+    /** The dense id of {@code function}, or -1 when nothing of it was ever booked (a read never makes an id). */
+    int knownFunctionId(String function) {
+        return functionIds.getOrDefault(function, -1);
     }
 
     long memoryUsed(int g) {

@@ -10,7 +10,10 @@ import java.util.Optional;
  *
  * <p>For an instance on one GPU, the GPUs are tried in tiers, and within a tier the feasible one with the
  * lowest score {@code α(1 − Σreq/SM) + β(1 − Σmem/M)} wins — best fit, so the fullest GPU that still holds
- * it; feasible means Σrequest ≤ Ω, Σlimit ≤ γ and Σmemory ≤ M after adding it:
+ * it; feasible means Σrequest ≤ Ω, Σlimit ≤ γ and Σmemory ≤ M after adding it, and the limits of the function's own
+ * instances on the GPU at most the whole GPU ({@link #ONE_GPU_MILLI}): γ above 1 bets that neighbours do not peak
+ * together, and a function's replicas are scaled out because they do, so beside each other their limits are a promise
+ * the GPU cannot keep (docs/architecture.md, "Replicas and γ"):
  * <ol>
  *   <li>workload affinity (§3.3, Principle 1): the other GPUs of the functions its earlier instances sit
  *       beside — a training job's workers each get the same neighbour, so no worker lags (the barrel effect);</li>
@@ -37,6 +40,9 @@ import java.util.Optional;
  * SM and its memory in place of GPU memory ({@link HostFit}).
  */
 public final class ComplementaryPlacement implements PlacementPolicy {
+
+    /** All of one GPU, thousandths: the most Σ SM limit one function's instances may hold on a GPU together. */
+    public static final int ONE_GPU_MILLI = 1000;
 
     private static final int AFFINITY = 0;
     private static final int ACTIVE = 1;
@@ -148,6 +154,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         private final ClusterState state;
         private final InstanceRequest req;
         private final boolean[] allowed;
+        private final int function;
         int gpu = -1;
         int stranded = Integer.MAX_VALUE;
         double score = Double.POSITIVE_INFINITY;
@@ -156,11 +163,12 @@ public final class ComplementaryPlacement implements PlacementPolicy {
             this.state = state;
             this.req = req;
             this.allowed = allowed;
+            this.function = state.knownFunctionId(req.function());
         }
 
         void consider(int g) {
             if ((allowed == null || allowed[state.nodeOf(g)]) && req.runsOn(state.gpu(g))
-                    && fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())
+                    && fits(state, g, function, req.requestMilli(), req.limitMilli(), req.memoryMib())
                     && state.hostFits(state.nodeOf(g), req)) {
                 double s = score(state, g, req.requestMilli(), req.memoryMib());
                 if (params.fragmentation() > 0) {
@@ -235,6 +243,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     private PlacementDecision.Placed onOneNode(ClusterState state, InstanceRequest req, boolean[] allowed) {
         ClusterState.AffinityMarks marks = state.affinity(req.function());
         int[] chosen = new int[req.gpus()];
+        int function = state.knownFunctionId(req.function());
         int[] bestChoice = null;
         long bestCost = Long.MAX_VALUE;
         double bestScore = Double.POSITIVE_INFINITY;
@@ -255,7 +264,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                 double pickScore = Double.POSITIVE_INFINITY;
                 for (int g = state.firstGpu(n); g < state.endGpu(n); g++) {
                     if (contains(chosen, found, g) || !req.runsOn(state.gpu(g))
-                            || !fits(state, g, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
+                            || !fits(state, g, function, req.requestMilli(), req.limitMilli(), req.memoryMib())) {
                         continue;
                     }
                     int tier = !state.isActive(g) ? IDLE : marks.own(g) ? STACKED : marks.beside(g) ? AFFINITY : ACTIVE;
@@ -302,6 +311,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         int bestNode = -1;
         double bestScore = Double.POSITIVE_INFINITY;
         int[] gpus = new int[state.mostGpusPerNode()];
+        int function = state.knownFunctionId(req.function());
         for (int n : candidateNodes(state, includeIdle, allowed)) {
             if (!state.hostFits(n, req)) {
                 continue;
@@ -330,7 +340,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                 long memory = Math.min(state.freeMemory(g), remaining);
                 int request = proportional(req.requestMilli(), memory, req.memoryMib());
                 int limit = Math.max(request, proportional(req.limitMilli(), memory, req.memoryMib()));
-                if (fits(state, g, request, limit, memory)) {
+                if (fits(state, g, function, request, limit, memory)) {
                     if (stages == null) {
                         stages = new ArrayList<>(params.maxPipelineStages());
                     }
@@ -372,7 +382,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
             Slot s = stages.get(i);
             int request = requests[i] * unit;
             int limit = limits[i] * unit;
-            if (!fits(state, state.gpuOrdinal(s.gpuUuid()), request, limit, s.memoryMib())) {
+            if (!fits(state, state.gpuOrdinal(s.gpuUuid()), state.knownFunctionId(req.function()), request, limit, s.memoryMib())) {
                 return null;
             }
             exact.add(new Slot(s.gpuUuid(), request, limit, s.memoryMib()));
@@ -423,46 +433,56 @@ public final class ComplementaryPlacement implements PlacementPolicy {
     }
 
     /**
-     * Why {@code grown} — what a booking adds in place on its GPU: a parked instance's wake takes its SM request and
-     * limit back, its memory being booked already — does not fit there now, or empty when it does: Algorithm 1's
-     * constraints (Σ request ≤ Ω, Σ limit ≤ γ, Σ memory ≤ the GPU's), the same rule as a placement's. The reason names
-     * the GPU, the sums with the slot and the bounds.
+     * Why {@code grown} — what a booking of {@code function} adds in place on its GPU: a parked instance's wake takes its
+     * SM request and limit back, its memory being booked already — does not fit there now, or empty when it does:
+     * Algorithm 1's constraints (Σ request ≤ Ω, Σ limit ≤ γ, Σ memory ≤ the GPU's) and the function's own limits within
+     * one GPU, the same rule as a placement's. The reason names the GPU, the sums with the slot and the bounds.
      */
-    public Optional<String> refusal(ClusterState state, Slot grown) {
+    public Optional<String> refusal(ClusterState state, String function, Slot grown) {
         int g = state.gpuOrdinal(grown.gpuUuid());
         if (g < 0) {
             return Optional.of("GPU " + grown.gpuUuid() + " is in no node's inventory");
         }
-        if (fits(state, g, grown.requestMilli(), grown.limitMilli(), grown.memoryMib())) {
+        int f = state.knownFunctionId(function);
+        if (fits(state, g, f, grown.requestMilli(), grown.limitMilli(), grown.memoryMib())) {
             return Optional.empty();
         }
+        int own = state.functionLimitSum(g, f);
         return Optional.of("GPU " + grown.gpuUuid() + " would hold SM request " + percent(state.requestSum(g) + grown.requestMilli())
                 + " (Ω = " + percent(params.omegaMilli()) + "), limit " + percent(state.limitSum(g) + grown.limitMilli())
                 + " (γ = " + percent(params.gammaMilli()) + "), " + (state.memoryUsed(g) + grown.memoryMib()) + " of "
-                + state.gpu(g).memoryMib() + " MiB");
+                + state.gpu(g).memoryMib() + " MiB"
+                + (own > 0 ? ", and SM limit " + percent(own + grown.limitMilli()) + " for " + function
+                        + "'s own instances (at most " + percent(ONE_GPU_MILLI) + ")" : ""));
     }
 
     // ---- Algorithm 1 lines 22-26 ----
 
     /**
-     * Whether {@code slot} fits on its GPU as the GPU is booked now, by Algorithm 1's feasibility: with it added,
-     * Σrequest ≤ Ω, Σlimit ≤ γ and Σmemory ≤ the GPU's memory. A wake asks it of the GPU its parked instance kept its
-     * memory on (after giving that booking back): the same rule a placement is held to, not a second copy of it.
+     * Whether {@code slot} of {@code function} fits on its GPU as the GPU is booked now, by the placement's feasibility:
+     * with it added, Σrequest ≤ Ω, Σlimit ≤ γ, Σmemory ≤ the GPU's memory, and the function's own limits at most the
+     * whole GPU. A wake asks it of the GPU its parked instance kept its memory on (after giving that booking back): the
+     * same rule a placement is held to, not a second copy of it.
      *
      * @throws IllegalArgumentException for a GPU the state does not know
      */
-    public boolean fits(ClusterState state, Slot slot) {
+    public boolean fits(ClusterState state, String function, Slot slot) {
         int g = state.gpuOrdinal(slot.gpuUuid());
         if (g < 0) {
             throw new IllegalArgumentException("unknown GPU " + slot.gpuUuid());
         }
-        return fits(state, g, slot.requestMilli(), slot.limitMilli(), slot.memoryMib());
+        return fits(state, g, state.knownFunctionId(function), slot.requestMilli(), slot.limitMilli(), slot.memoryMib());
     }
 
-    private boolean fits(ClusterState state, int g, int request, int limit, long memory) {
+    /**
+     * Algorithm 1's feasibility, and the rule for replicas: with {@code limit} added, the limits of function {@code f}'s
+     * instances on the GPU are at most the whole GPU (an instance's own limit is at most that: {@link InstanceRequest}).
+     */
+    private boolean fits(ClusterState state, int g, int f, int request, int limit, long memory) {
         return state.requestSum(g) + request <= params.omegaMilli()
                 && state.limitSum(g) + limit <= params.gammaMilli()
-                && state.memoryUsed(g) + memory <= state.gpu(g).memoryMib();
+                && state.memoryUsed(g) + memory <= state.gpu(g).memoryMib()
+                && state.functionLimitSum(g, f) + limit <= ONE_GPU_MILLI;
     }
 
     private double score(ClusterState state, int g, int request, long memory) {

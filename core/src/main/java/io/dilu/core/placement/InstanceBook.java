@@ -114,7 +114,7 @@ public final class InstanceBook {
                     + " are not in the book (no node agent lists them)");
         } else {
             for (Slot s : b.placed().slots()) {
-                policy.refusal(state, new Slot(s.gpuUuid(), s.requestMilli(), s.limitMilli(), 0)).ifPresent(refusals::add);
+                policy.refusal(state, b.function(), new Slot(s.gpuUuid(), s.requestMilli(), s.limitMilli(), 0)).ifPresent(refusals::add);
             }
         }
         if (!refusals.isEmpty()) {
@@ -231,7 +231,7 @@ public final class InstanceBook {
                 continue;
             }
             for (Slot s : b.placed().slots()) {
-                if (policy.refusal(state, new Slot(s.gpuUuid(), request.requestMilli(), request.limitMilli(), 0)).isEmpty()) {
+                if (policy.refusal(state, request.function(), new Slot(s.gpuUuid(), request.requestMilli(), request.limitMilli(), 0)).isEmpty()) {
                     out.add(new ParkedEviction.Parked(id, b.tenant(), s.gpuUuid(), s.memoryMib(), b.parkedAt()));
                 }
             }

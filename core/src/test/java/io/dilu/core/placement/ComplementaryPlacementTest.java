@@ -52,12 +52,12 @@ class ComplementaryPlacementTest {
     void aBookingThatGrowsInPlaceIsJudgedByTheSameBoundsAsAPlacement() {
         ClusterState state = cluster(1, 1);
         String gpu = gpuOf(place(state, req("serving", "f1", 600, 900, 5)));
-        assertThat(dilu.refusal(state, new Slot(gpu, 400, 600, 0))).as("Σ request 100%, Σ limit 150%: room").isEmpty();
-        assertThat(dilu.refusal(state, new Slot(gpu, 500, 600, 0))).hasValue("GPU " + gpu
+        assertThat(dilu.refusal(state, "f2", new Slot(gpu, 400, 600, 0))).as("Σ request 100%, Σ limit 150%: room").isEmpty();
+        assertThat(dilu.refusal(state, "f2", new Slot(gpu, 500, 600, 0))).hasValue("GPU " + gpu
                 + " would hold SM request 110% (Ω = 100%), limit 150% (γ = 150%), 5120 of 40960 MiB");
-        assertThat(dilu.refusal(state, new Slot(gpu, 100, 700, 0))).as("γ binds as well")
+        assertThat(dilu.refusal(state, "f2", new Slot(gpu, 100, 700, 0))).as("γ binds as well")
                 .hasValueSatisfying(r -> assertThat(r).contains("limit 160% (γ = 150%)"));
-        assertThat(dilu.refusal(state, new Slot("GPU-unknown", 100, 100, 0))).hasValue("GPU GPU-unknown is in no node's inventory");
+        assertThat(dilu.refusal(state, "f2", new Slot("GPU-unknown", 100, 100, 0))).hasValue("GPU GPU-unknown is in no node's inventory");
     }
 
     /**
@@ -236,12 +236,56 @@ class ComplementaryPlacementTest {
     void aSlotFitsOnItsGpuOnlyWithinOmegaGammaAndItsMemory() {
         ClusterState state = cluster(1, 1);
         String gpu = gpuOf(place(state, req("a", "f1", 600, 900, 30)));
-        assertThat(dilu.fits(state, new Slot(gpu, 400, 600, 10 * GB))).as("Σreq 1.0, Σlim 1.5, 40 GB: at every bound").isTrue();
-        assertThat(dilu.fits(state, new Slot(gpu, 410, 500, 5 * GB))).as("Σreq 1.01 > Ω").isFalse();
-        assertThat(dilu.fits(state, new Slot(gpu, 300, 610, 5 * GB))).as("Σlim 1.51 > γ").isFalse();
-        assertThat(dilu.fits(state, new Slot(gpu, 100, 200, 10 * GB + 1))).as("memory beyond 40 GB").isFalse();
-        assertThat(dilu.fits(state, new Slot(gpu, 0, 0, 10 * GB))).as("a parked instance: its memory alone").isTrue();
+        assertThat(dilu.fits(state, "f2", new Slot(gpu, 400, 600, 10 * GB))).as("Σreq 1.0, Σlim 1.5, 40 GB: at every bound").isTrue();
+        assertThat(dilu.fits(state, "f2", new Slot(gpu, 410, 500, 5 * GB))).as("Σreq 1.01 > Ω").isFalse();
+        assertThat(dilu.fits(state, "f2", new Slot(gpu, 300, 610, 5 * GB))).as("Σlim 1.51 > γ").isFalse();
+        assertThat(dilu.fits(state, "f2", new Slot(gpu, 100, 200, 10 * GB + 1))).as("memory beyond 40 GB").isFalse();
+        assertThat(dilu.fits(state, "f2", new Slot(gpu, 0, 0, 10 * GB))).as("a parked instance: its memory alone").isTrue();
         org.assertj.core.api.Assertions.assertThatIllegalArgumentException()
-                .isThrownBy(() -> dilu.fits(state, new Slot("no-such-gpu", 100, 200, GB)));
+                .isThrownBy(() -> dilu.fits(state, "f2", new Slot("no-such-gpu", 100, 200, GB)));
+    }
+
+    /**
+     * The demo's burst (issue 47): bert-large at request 20% / limit 40%. Stacked, three replicas passed both Ω and γ and
+     * promised 120% of one GPU; now the third goes beside a complementary neighbour, and replicas stack only while their
+     * limits fit in the GPU.
+     */
+    @Test
+    void aFunctionsReplicasNeverPromiseOneGpuMoreThanItHas() {
+        ClusterState state = cluster(1, 2);
+        String other = gpuOf(place(state, req("resnet-0", "resnet", 300, 300, 5)));
+        String first = gpuOf(place(state, req("bert-0", "bert", 200, 400, 5)));
+        assertThat(first).as("complementary: beside resnet").isEqualTo(other);
+        String second = gpuOf(place(state, req("bert-1", "bert", 200, 400, 5)));
+        assertThat(second).as("Σ limit of bert on resnet's GPU 80%: still stacks before a new GPU").isEqualTo(other);
+        String third = gpuOf(place(state, req("bert-2", "bert", 200, 400, 5)));
+        assertThat(third).as("Σ request 90%%, Σ limit 150%% ≤ γ, but bert's own limits would be 120%%").isNotEqualTo(other);
+        assertThat(state.usage(other).limitMilli()).isEqualTo(1100);
+        String fourth = gpuOf(place(state, req("bert-3", "bert", 200, 400, 5)));
+        assertThat(fourth).as("two replicas' 80%% fit on the other GPU").isEqualTo(third);
+        assertThat(dilu.decide(state, req("bert-4", "bert", 200, 400, 5))).as("no GPU has room for bert's limit")
+                .isInstanceOf(PlacementDecision.Infeasible.class);
+        assertThat(dilu.decide(state, req("vit-0", "vit", 200, 400, 5))).as("another function still fits")
+                .isInstanceOf(PlacementDecision.Placed.class);
+    }
+
+    /** A wake takes its limit back where the function's other instances may have taken it: the same rule refuses it. */
+    @Test
+    void aWakeIsRefusedWhereTheFunctionsLimitsWouldPassTheGpu() {
+        InstanceBook book = new InstanceBook(dilu, cluster(1, 1));
+        PlacementDecision.Placed a = (PlacementDecision.Placed) dilu.decide(book.state(), req("bert-0", "bert", 200, 400, 5));
+        book.book("bert-0", "t", "bert", a);
+        String gpu = gpuOf(a);
+        book.park("bert-0", java.time.Instant.EPOCH);
+        for (int i = 1; i <= 3; i++) {
+            PlacementDecision.Placed p = (PlacementDecision.Placed) dilu.decide(book.state(), req("bert-" + i, "bert", 200, 300, 5));
+            assertThat(gpuOf(p)).as("a parked replica holds no limit: bert-%d stacks", i).isEqualTo(gpu);
+            book.book("bert-" + i, "t", "bert", p);
+        }
+        assertThat(book.wake("bert-0")).as("Σ request 80%%, Σ limit 130%% ≤ γ, but bert's own limits 130%%")
+                .hasValue("no room to serve again: GPU " + gpu + " would hold SM request 80% (Ω = 100%), limit 130% (γ = 150%), "
+                        + "20480 of 40960 MiB, and SM limit 130% for bert's own instances (at most 100%)");
+        book.release("bert-3");
+        assertThat(book.wake("bert-0")).as("bert's limits 100%% with it").isEmpty();
     }
 }

@@ -172,9 +172,11 @@ class RoomPropertiesTest {
         PlacementParameters p = PlacementParameters.DEFAULTS;
         int share = policy.equals("static-request") ? r.requestMilli() : r.limitMilli();
         return switch (policy) {
-            // Ω on requests, γ on limits
+            // Ω on requests, γ on limits, and the function's own limits within the GPU
             case "dilu" -> state.requestSum(g) + r.requestMilli() <= p.omegaMilli()
-                    && state.limitSum(g) + r.limitMilli() <= p.gammaMilli();
+                    && state.limitSum(g) + r.limitMilli() <= p.gammaMilli()
+                    && state.functionLimitSum(g, state.knownFunctionId(r.function())) + r.limitMilli()
+                            <= ComplementaryPlacement.ONE_GPU_MILLI;
             // one fixed share per instance, booked as request and limit alike, within Ω
             case "static-limit", "static-request" -> state.requestSum(g) + share <= p.omegaMilli()
                     && state.limitSum(g) + share <= p.omegaMilli();

@@ -35,7 +35,15 @@ import java.util.function.Function;
  * with anything booked; a GPU that only parked models hold is handed back at the end of the second, its parked
  * instances let go ({@link ParkedEviction#alone}), as the scheduler extender does.
  *
- * <p>Within a second the functions step in the fleet's order; the GPUs are counted after the last.
+ * <p>Vertically, each GPU is divided among the instances on it every second, as the token manager divides it: each
+ * serving instance takes its SM request (a part of it when its demand asks less), a resident its request, and what the
+ * GPU has beyond those goes to the instances that want their range up to the limit (a function whose demand passes
+ * what its instances serve at their requests; a resident, always), in proportion to that range. A function serves at
+ * the mean part of the range its instances got ({@link CoScalingPolicy#serviceRate(int, double, double)}). So limits
+ * that sum above a GPU, as γ > 1 allows, are met only while the instances holding them do not want them at once.
+ *
+ * <p>Within a second the functions settle in the fleet's order, then the GPUs are divided and every function serves;
+ * the GPUs are counted after the last.
  */
 public final class CoScalingFleet {
 
@@ -145,7 +153,7 @@ public final class CoScalingFleet {
     /** The fleet under {@code policy}, one made by {@code factory} per function, on {@code nodes}, begun as {@code start}. */
     public static Outcome run(List<FleetFunctions.Function> functions, String policy,
             Function<FunctionProfile, CoScalingPolicy> factory, List<NodeInventory> nodes, Start start) {
-        SharedPool pool = new SharedPool(new ClusterState(nodes), new ComplementaryPlacement());
+        SharedPool pool = new SharedPool(new ClusterState(nodes), new ComplementaryPlacement(), nodes);
         start.residents().forEach(pool::reside);
         List<FunctionRun> runs = new ArrayList<>(functions.size());
         for (FleetFunctions.Function f : functions) {
@@ -163,7 +171,11 @@ public final class CoScalingFleet {
         double sm = 0;
         for (int t = 0; t < seconds; t++) {
             for (FunctionRun run : runs) {
-                run.step(t);
+                run.settle(t);
+            }
+            double[] granted = pool.divide(runs, t);
+            for (int i = 0; i < runs.size(); i++) {
+                runs.get(i).serve(t, granted[i]);
             }
             pool.handBackParkedOnly();
             int active = pool.book.state().activeGpuCount();
@@ -209,10 +221,80 @@ public final class CoScalingFleet {
         final Map<String, FunctionRun.Instance> instances = new HashMap<>();
         /** Parked instances by id, the least recently parked first, whose kept mark the book is told each second. */
         final Map<String, FunctionRun.Instance> parked = new LinkedHashMap<>();
+        /** Where each booked instance is, by id: the slots its placement gave it (a wake books them again). */
+        final Map<String, List<Slot>> slots = new HashMap<>();
+        final List<Slot> residentSlots = new ArrayList<>();
+        final Map<String, Integer> gpuIndex = new HashMap<>();
+        /** Per GPU, in one second: the SM the instances on it take below their limits, and the range they want beyond. */
+        final double[] taken;
+        final double[] wanted;
 
-        SharedPool(ClusterState state, ComplementaryPlacement placement) {
+        SharedPool(ClusterState state, ComplementaryPlacement placement, List<NodeInventory> nodes) {
             this.book = new InstanceBook(placement, state);
             this.placement = placement;
+            nodes.stream().flatMap(n -> n.gpus().stream()).forEach(g -> gpuIndex.put(g.uuid(), gpuIndex.size()));
+            taken = new double[gpuIndex.size()];
+            wanted = new double[gpuIndex.size()];
+        }
+
+        /**
+         * Divides each GPU among what serves on it in second {@code t} (the class describes how) and returns, per run,
+         * the mean part of their range up to the limit its instances got: 1 where nothing contends.
+         */
+        double[] divide(List<FunctionRun> runs, int t) {
+            java.util.Arrays.fill(taken, 0);
+            java.util.Arrays.fill(wanted, 0);
+            for (Slot s : residentSlots) {
+                int g = gpuIndex.get(s.gpuUuid());
+                taken[g] += s.requestMilli();
+                wanted[g] += s.limitMilli() - s.requestMilli();
+            }
+            double[] loads = new double[runs.size()];
+            List<List<FunctionRun.Instance>> serving = new ArrayList<>(runs.size());
+            for (int i = 0; i < runs.size(); i++) {
+                loads[i] = runs.get(i).load(t);
+                serving.add(runs.get(i).serving(t));
+                for (FunctionRun.Instance instance : serving.get(i)) {
+                    for (Slot s : slotsOf(instance)) {
+                        int g = gpuIndex.get(s.gpuUuid());
+                        taken[g] += s.requestMilli() * Math.min(1, loads[i]);
+                        if (loads[i] > 1) {
+                            wanted[g] += s.limitMilli() - s.requestMilli();
+                        }
+                    }
+                }
+            }
+            double[] granted = new double[runs.size()];
+            for (int i = 0; i < runs.size(); i++) {
+                double sum = 0;
+                int ranged = 0;
+                for (FunctionRun.Instance instance : loads[i] > 1 ? serving.get(i) : List.<FunctionRun.Instance>of()) {
+                    double part = 1;
+                    boolean any = false;
+                    // A pipeline's stages run at the pace of the slowest.
+                    for (Slot s : slotsOf(instance)) {
+                        if (s.limitMilli() > s.requestMilli()) {
+                            int g = gpuIndex.get(s.gpuUuid());
+                            part = Math.min(part, Math.min(1, Math.max(0, ComplementaryPlacement.ONE_GPU_MILLI - taken[g]) / wanted[g]));
+                            any = true;
+                        }
+                    }
+                    if (any) {
+                        sum += part;
+                        ranged++;
+                    }
+                }
+                granted[i] = ranged == 0 ? 1 : sum / ranged;
+            }
+            return granted;
+        }
+
+        private List<Slot> slotsOf(FunctionRun.Instance instance) {
+            List<Slot> s = slots.get(instance.id);
+            if (s == null) {
+                throw new IllegalStateException(instance.id + " serves but is not booked");
+            }
+            return s;
         }
 
         private InstanceRequest request(FunctionRun.Instance instance) {
@@ -228,6 +310,7 @@ public final class CoScalingFleet {
             if (p.decision() instanceof PlacementDecision.Placed placed) {
                 book.book(instance.id, FLEET_TENANT, instance.function.name(), placed);
                 instances.put(instance.id, instance);
+                slots.put(instance.id, placed.slots());
                 return true;
             }
             return false;
@@ -239,6 +322,7 @@ public final class CoScalingFleet {
                 throw new IllegalArgumentException("no room for resident " + resident.id() + " on the pool");
             }
             book.book(resident.id(), FLEET_TENANT, resident.function(), p);
+            residentSlots.addAll(p.slots());
         }
 
         /** Lets go the parked instances that alone hold their GPUs, so the GPUs go back, as the scheduler extender does. */
@@ -254,6 +338,7 @@ public final class CoScalingFleet {
         private void evicted(InstanceBook.Evicted gone) {
             FunctionRun.Instance instance = instances.remove(gone.id());
             parked.remove(gone.id());
+            slots.remove(gone.id());
             instance.function.evicted(instance);
         }
 
@@ -276,6 +361,7 @@ public final class CoScalingFleet {
         public void release(FunctionRun.Instance instance) {
             parked.remove(instance.id);
             instances.remove(instance.id);
+            slots.remove(instance.id);
             book.release(instance.id);
         }
     }

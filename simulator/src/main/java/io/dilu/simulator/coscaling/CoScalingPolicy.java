@@ -20,6 +20,15 @@ public sealed interface CoScalingPolicy permits DiluPolicy, KpaPolicy, CoScaling
     /** Requests per second {@code ready} instances serve together when {@code demand} wait to be served. */
     double serviceRate(int ready, double demand);
 
+    /**
+     * The same when their GPUs let them take only {@code granted} (0..1) of the range between their SM request and
+     * their limit, as the token manager divides a GPU whose instances want more than it has ({@link CoScalingFleet}):
+     * a static share has no such range, so it serves as {@link #serviceRate(int, double)} says.
+     */
+    default double serviceRate(int ready, double demand, double granted) {
+        return serviceRate(ready, demand);
+    }
+
     /** Share of a GPU each instance books while it exists (starting or ready): what placement reserves for it. */
     double bookedShare();
 

@@ -108,8 +108,16 @@ public final class DiluPolicy implements CoScalingPolicy {
 
     @Override
     public double serviceRate(int ready, double demand) {
+        return serviceRate(ready, demand, 1);
+    }
+
+    @Override
+    public double serviceRate(int ready, double demand, double granted) {
+        if (!(granted >= 0 && granted <= 1)) {
+            throw new IllegalArgumentException("granted must be in [0, 1], got " + granted);
+        }
         double atRequest = ready * profile.rpsAtRequest();
-        double atLimit = ready * capacityAtLimit();
+        double atLimit = atRequest + ready * granted * (capacityAtLimit() - profile.rpsAtRequest());
         // Beyond its request an instance takes SM its neighbours leave idle (the token manager's fast scale-up).
         return demand > atRequest ? atLimit : atRequest;
     }

@@ -222,8 +222,17 @@ final class FunctionRun {
         scale = Math.max(0, scale - 1);
     }
 
-    /** Second {@code t}, in the order the class describes. */
+    /** Second {@code t}, in the order the class describes, on GPUs where nothing contends with its instances. */
     void step(int t) {
+        settle(t);
+        serve(t, 1);
+    }
+
+    /**
+     * Second {@code t} up to its serving: instances placed, started, woken, parked and removed as the class describes.
+     * A shared pool then divides each GPU among the instances on it ({@link #serve}).
+     */
+    void settle(int t) {
         Instant now = Instant.ofEpochSecond(t);
         placeWaiting(t);
         promote(t);
@@ -244,7 +253,22 @@ final class FunctionRun {
         }
         replacements = 0; // one the ReplicaSet did not start within the second (its scale lowered) was not started
         promote(t); // an instance without a cold start serves the second it starts in
-        serve(t);
+    }
+
+    /** Its instances that serve in second {@code t} once settled: ready, or woken within it. */
+    List<Instance> serving(int t) {
+        return pods.all().stream().filter(i -> i.facts.phase() == Phase.SERVING
+                || i.facts.phase() == Phase.WAKING && i.readyAt < t + 1).toList();
+    }
+
+    /**
+     * What the second's demand asks of its serving instances, as a multiple of what they serve at their SM request:
+     * above 1 each wants all of its range up to its limit (the policy's {@link CoScalingPolicy#serviceRate}); below, a
+     * part of its request. 0 with none serving.
+     */
+    double load(int t) {
+        double servers = count(Phase.SERVING) + wakingPart(t);
+        return servers == 0 ? 0 : (backlog + rates[t]) / (servers * profile.rpsAtRequest());
     }
 
     private boolean realize(Intent intent, Instant now) {
@@ -360,7 +384,11 @@ final class FunctionRun {
         return part;
     }
 
-    private void serve(int t) {
+    /**
+     * Serves second {@code t}'s requests once settled, with {@code granted} (0..1) of the range between request and
+     * limit that the GPUs let its instances take, on average.
+     */
+    void serve(int t, double granted) {
         int ready = count(Phase.SERVING);
         int waking = count(Phase.WAKING);
         int waiting = (int) pods.all().stream().filter(i -> !i.placed).count();
@@ -371,8 +399,8 @@ final class FunctionRun {
         // more, a part of one between two whole counts.
         double part = wakingPart(t);
         int whole = ready + (int) part;
-        double rate = policy.serviceRate(whole, demand)
-                + (part - (int) part) * (policy.serviceRate(whole + 1, demand) - policy.serviceRate(whole, demand));
+        double rate = policy.serviceRate(whole, demand, granted) + (part - (int) part)
+                * (policy.serviceRate(whole + 1, demand, granted) - policy.serviceRate(whole, demand, granted));
         FluidQueue.Step step = FluidQueue.step(backlog, rates[t], rate, profile.serviceSeconds(), profile.sloSeconds());
         backlog = step.backlog();
         violations += step.violations();

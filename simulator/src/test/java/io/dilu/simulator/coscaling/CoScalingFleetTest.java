@@ -164,6 +164,55 @@ class CoScalingFleetTest {
         assertThat(warm.instances()[0]).isEqualTo(1);
     }
 
+    /** Dilu beside Knative's autoscaler for every function. */
+    static CoScalingPolicy alongside(FunctionProfile p) {
+        return DiluPolicy.alongside(p);
+    }
+
+    static List<NodeInventory> gpus(int n) {
+        return List.of(NodeInventory.uniform("n", n, ClusterShape.PAPER.model(), ClusterShape.PAPER.gpuMemoryMib(), 108));
+    }
+
+    /**
+     * "x" (30%/80%) and "y" (30%/70%), one instance each, share one GPU, as γ = 1.5 lets them (Σ limit 150%; a second
+     * instance of either would pass it), and each asks 70 rps: beyond the 50 its request serves, within the 80 its limit
+     * does. Busy in turn, each gets its whole range; busy at once, they divide the 40% beyond their requests, 4/9 of
+     * the 90% they want, and each serves about 63 rps, so a queue grows.
+     */
+    @Test
+    void limitsAboveTheGpuAreMetOnlyWhileTheirHoldersDoNotWantThemAtOnce() {
+        CoScalingFleet.Start warm = new CoScalingFleet.Start(List.of(), 1, CoScalingSimulation.WAKE_SECONDS);
+        FleetFunctions.Function x = new FleetFunctions.Function("x", FleetFunctions.Kind.INFERENCE, profile("x", 0.30, 0.80, 5),
+                false, spells("x", 400, 70, 0, 200));
+        FleetFunctions.Function yAfter = new FleetFunctions.Function("y", FleetFunctions.Kind.INFERENCE,
+                profile("y", 0.30, 0.70, 5), false, spells("y", 400, 70, 200, 400));
+        FleetFunctions.Function yWith = new FleetFunctions.Function("y", FleetFunctions.Kind.INFERENCE,
+                profile("y", 0.30, 0.70, 5), false, spells("y", 400, 70, 0, 200));
+
+        CoScalingFleet.Outcome inTurn = CoScalingFleet.run(List.of(x, yAfter), "dilu", CoScalingFleetTest::alongside, gpus(1), warm);
+        CoScalingFleet.Outcome atOnce = CoScalingFleet.run(List.of(x, yWith), "dilu", CoScalingFleetTest::alongside, gpus(1), warm);
+
+        assertThat(inTurn.gpusPeak()).isEqualTo(1);
+        assertThat(inTurn.all().violations()).as("each served at up to 80 rps").isZero();
+        assertThat(atOnce.all().violations()).as("each served at about 63 of its 70 rps").isPositive();
+        assertThat(atOnce.all().requests()).isEqualTo(inTurn.all().requests());
+    }
+
+    /**
+     * "a" (30%/60%) needs a second instance at 100 rps. Σ request 60% and Σ limit 120% would fit its GPU by Ω and γ, and
+     * the other GPU is not in use, but its instances want their limits at the same moment, which one GPU cannot give:
+     * the second opens the other GPU.
+     */
+    @Test
+    void aFunctionsScaleOutGoesWhereItsLimitIsReal() {
+        FleetFunctions.Function a = new FleetFunctions.Function("a", FleetFunctions.Kind.INFERENCE, profile("a", 0.30, 0.60, 5),
+                false, spells("a", 200, 100, 0, 200));
+        CoScalingFleet.Outcome o = CoScalingFleet.run(List.of(a), "dilu", CoScalingFleetTest::alongside, gpus(2),
+                new CoScalingFleet.Start(List.of(), 1, CoScalingSimulation.WAKE_SECONDS));
+        assertThat(Arrays.stream(o.functions().get("a").instances()).max().orElseThrow()).isEqualTo(2);
+        assertThat(o.gpusPeak()).isEqualTo(2);
+    }
+
     /** One GPU, a training job booking 80% of its SM before "a" arrives: a's 30% never fits, and waits as unscheduled. */
     @Test
     void aResidentIsBookedBeforeEveryFunctionAndKeepsItsShare() {

@@ -1,6 +1,7 @@
 package io.dilu.simulator.coscaling;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import java.util.Arrays;
@@ -24,6 +25,18 @@ class CoScalingPolicyTest {
         assertThat(dilu.heldShare(2, 130)).isCloseTo(0.3, within(1e-9));
         assertThat(dilu.heldShare(2, 1000)).isCloseTo(0.4, within(1e-9));
         assertThat(dilu.bookedShare()).as("placement books the request").isEqualTo(0.2);
+    }
+
+    @Test
+    void diluServesThePartOfItsRangeItsGpusGrant() {
+        DiluPolicy dilu = new DiluPolicy(MID);
+        assertThat(dilu.serviceRate(2, 130, 1)).isEqualTo(dilu.serviceRate(2, 130));
+        assertThat(dilu.serviceRate(2, 130, 0)).as("nothing beyond the request").isEqualTo(100);
+        assertThat(dilu.serviceRate(2, 130, 0.5)).as("half of 2 × 30 beyond it").isCloseTo(130, within(1e-9));
+        assertThat(dilu.serviceRate(2, 90, 0)).as("within its request, the grant does not matter").isEqualTo(100);
+        assertThatThrownBy(() -> dilu.serviceRate(2, 130, 1.5)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("granted must be in [0, 1]");
+        assertThatThrownBy(() -> dilu.serviceRate(2, 130, Double.NaN)).isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test
