@@ -11,9 +11,9 @@ import java.util.Optional;
  * <p>For an instance on one GPU, the GPUs are tried in tiers, and within a tier the feasible one with the
  * lowest score {@code α(1 − Σreq/SM) + β(1 − Σmem/M)} wins — best fit, so the fullest GPU that still holds
  * it; feasible means Σrequest ≤ Ω, Σlimit ≤ γ and Σmemory ≤ M after adding it, and the limits of the function's own
- * instances on the GPU at most the whole GPU ({@link #ONE_GPU_MILLI}): γ above 1 bets that neighbours do not peak
- * together, and a function's replicas are scaled out because they do, so beside each other their limits are a promise
- * the GPU cannot keep (docs/architecture.md, "Replicas and γ"):
+ * instances on the GPU at most the whole GPU ({@link InstanceRequest#ONE_GPU_MILLI}): γ above 1 bets that neighbours
+ * do not peak together, and a function's replicas are scaled out because they do, so beside each other their limits
+ * are a promise the GPU cannot keep (docs/architecture.md, "Replicas and γ"):
  * <ol>
  *   <li>workload affinity (§3.3, Principle 1): the other GPUs of the functions its earlier instances sit
  *       beside — a training job's workers each get the same neighbour, so no worker lags (the barrel effect);</li>
@@ -40,9 +40,6 @@ import java.util.Optional;
  * SM and its memory in place of GPU memory ({@link HostFit}).
  */
 public final class ComplementaryPlacement implements PlacementPolicy {
-
-    /** All of one GPU, thousandths: the most Σ SM limit one function's instances may hold on a GPU together. */
-    public static final int ONE_GPU_MILLI = 1000;
 
     private static final int AFFINITY = 0;
     private static final int ACTIVE = 1;
@@ -378,11 +375,12 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         }
         int[] limits = Apportion.stageLimits(req.limitMilli() / unit, requests, weights);
         List<Slot> exact = new ArrayList<>(stages.size());
+        int function = state.knownFunctionId(req.function());
         for (int i = 0; i < stages.size(); i++) {
             Slot s = stages.get(i);
             int request = requests[i] * unit;
             int limit = limits[i] * unit;
-            if (!fits(state, state.gpuOrdinal(s.gpuUuid()), state.knownFunctionId(req.function()), request, limit, s.memoryMib())) {
+            if (!fits(state, state.gpuOrdinal(s.gpuUuid()), function, request, limit, s.memoryMib())) {
                 return null;
             }
             exact.add(new Slot(s.gpuUuid(), request, limit, s.memoryMib()));
@@ -453,7 +451,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
                 + " (γ = " + percent(params.gammaMilli()) + "), " + (state.memoryUsed(g) + grown.memoryMib()) + " of "
                 + state.gpu(g).memoryMib() + " MiB"
                 + (own > 0 ? ", and SM limit " + percent(own + grown.limitMilli()) + " for " + function
-                        + "'s own instances (at most " + percent(ONE_GPU_MILLI) + ")" : ""));
+                        + "'s own instances (at most " + percent(InstanceRequest.ONE_GPU_MILLI) + ")" : ""));
     }
 
     // ---- Algorithm 1 lines 22-26 ----
@@ -482,7 +480,7 @@ public final class ComplementaryPlacement implements PlacementPolicy {
         return state.requestSum(g) + request <= params.omegaMilli()
                 && state.limitSum(g) + limit <= params.gammaMilli()
                 && state.memoryUsed(g) + memory <= state.gpu(g).memoryMib()
-                && state.functionLimitSum(g, f) + limit <= ONE_GPU_MILLI;
+                && state.functionLimitSum(g, f) + limit <= InstanceRequest.ONE_GPU_MILLI;
     }
 
     private double score(ClusterState state, int g, int request, long memory) {

@@ -39,6 +39,9 @@ public record InstanceRequest(String id, String function, int gpus, int requestM
         this(id, function, gpus, requestMilli, limitMilli, memoryMib, splittable, gpuModels, 0, 0);
     }
 
+    /** All of one GPU, thousandths: the most SM an instance may ask per GPU, and the most one function's may hold on one. */
+    public static final int ONE_GPU_MILLI = 1000;
+
     public InstanceRequest {
         if (id == null || id.isBlank()) {
             throw new IllegalArgumentException("id must not be blank");
@@ -56,12 +59,12 @@ public record InstanceRequest(String id, String function, int gpus, int requestM
                         + limitMilli + ", " + memoryMib + ", " + splittable + ", " + gpuModels);
             }
         } else {
-            if (requestMilli < 1 || requestMilli > 1000) {
-                throw new IllegalArgumentException("requestMilli must be in 1..1000, got " + requestMilli);
+            if (requestMilli < 1 || requestMilli > ONE_GPU_MILLI) {
+                throw new IllegalArgumentException("requestMilli must be in 1.." + ONE_GPU_MILLI + ", got " + requestMilli);
             }
-            if (limitMilli < requestMilli || limitMilli > 1000) {
-                throw new IllegalArgumentException(
-                        "limitMilli must be in " + requestMilli + "..1000 (request..1000), got " + limitMilli);
+            if (limitMilli < requestMilli || limitMilli > ONE_GPU_MILLI) {
+                throw new IllegalArgumentException("limitMilli must be in " + requestMilli + ".." + ONE_GPU_MILLI + " (request.."
+                        + ONE_GPU_MILLI + "), got " + limitMilli);
             }
             if (memoryMib < 1) {
                 throw new IllegalArgumentException("memoryMib must be at least 1, got " + memoryMib);

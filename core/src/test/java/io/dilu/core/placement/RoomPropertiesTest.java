@@ -176,7 +176,7 @@ class RoomPropertiesTest {
             case "dilu" -> state.requestSum(g) + r.requestMilli() <= p.omegaMilli()
                     && state.limitSum(g) + r.limitMilli() <= p.gammaMilli()
                     && state.functionLimitSum(g, state.knownFunctionId(r.function())) + r.limitMilli()
-                            <= ComplementaryPlacement.ONE_GPU_MILLI;
+                            <= InstanceRequest.ONE_GPU_MILLI;
             // one fixed share per instance, booked as request and limit alike, within Ω
             case "static-limit", "static-request" -> state.requestSum(g) + share <= p.omegaMilli()
                     && state.limitSum(g) + share <= p.omegaMilli();

@@ -221,8 +221,6 @@ public final class CoScalingFleet {
         final Map<String, FunctionRun.Instance> instances = new HashMap<>();
         /** Parked instances by id, the least recently parked first, whose kept mark the book is told each second. */
         final Map<String, FunctionRun.Instance> parked = new LinkedHashMap<>();
-        /** Where each booked instance is, by id: the slots its placement gave it (a wake books them again). */
-        final Map<String, List<Slot>> slots = new HashMap<>();
         final List<Slot> residentSlots = new ArrayList<>();
         final Map<String, Integer> gpuIndex = new HashMap<>();
         /** Per GPU, in one second: the SM the instances on it take below their limits, and the range they want beyond. */
@@ -275,7 +273,7 @@ public final class CoScalingFleet {
                     for (Slot s : slotsOf(instance)) {
                         if (s.limitMilli() > s.requestMilli()) {
                             int g = gpuIndex.get(s.gpuUuid());
-                            part = Math.min(part, Math.min(1, Math.max(0, ComplementaryPlacement.ONE_GPU_MILLI - taken[g]) / wanted[g]));
+                            part = Math.min(part, Math.min(1, Math.max(0, InstanceRequest.ONE_GPU_MILLI - taken[g]) / wanted[g]));
                             any = true;
                         }
                     }
@@ -289,12 +287,10 @@ public final class CoScalingFleet {
             return granted;
         }
 
+        /** Where the book has a serving instance: the slots its placement gave it (its wake booked them again). */
         private List<Slot> slotsOf(FunctionRun.Instance instance) {
-            List<Slot> s = slots.get(instance.id);
-            if (s == null) {
-                throw new IllegalStateException(instance.id + " serves but is not booked");
-            }
-            return s;
+            return book.booking(instance.id).orElseThrow(() -> new IllegalStateException(instance.id
+                    + " serves but is not booked")).placed().slots();
         }
 
         private InstanceRequest request(FunctionRun.Instance instance) {
@@ -310,7 +306,6 @@ public final class CoScalingFleet {
             if (p.decision() instanceof PlacementDecision.Placed placed) {
                 book.book(instance.id, FLEET_TENANT, instance.function.name(), placed);
                 instances.put(instance.id, instance);
-                slots.put(instance.id, placed.slots());
                 return true;
             }
             return false;
@@ -338,7 +333,6 @@ public final class CoScalingFleet {
         private void evicted(InstanceBook.Evicted gone) {
             FunctionRun.Instance instance = instances.remove(gone.id());
             parked.remove(gone.id());
-            slots.remove(gone.id());
             instance.function.evicted(instance);
         }
 
@@ -361,7 +355,6 @@ public final class CoScalingFleet {
         public void release(FunctionRun.Instance instance) {
             parked.remove(instance.id);
             instances.remove(instance.id);
-            slots.remove(instance.id);
             book.release(instance.id);
         }
     }
