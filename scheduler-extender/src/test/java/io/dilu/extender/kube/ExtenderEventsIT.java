@@ -5,20 +5,14 @@ import static org.awaitility.Awaitility.await;
 
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
-import io.dilu.extender.ExtenderConfig;
 import io.dilu.extender.ExtenderResource;
-import io.dilu.extender.Refusals;
 import io.dilu.extender.api.ExtenderArgs;
 import io.dilu.extender.api.ExtenderBindingArgs;
 import io.dilu.extender.state.PlacementBook;
-import io.dilu.kube.InventoryAnnotation;
 import io.dilu.kube.ParkingPatch;
-import io.dilu.testing.RealApiServer;
-import io.dilu.testing.ShippedConfig;
 import io.dilu.testing.TestingClock;
 import io.fabric8.kubernetes.api.model.BindingBuilder;
 import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -28,7 +22,6 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.InstantSource;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -39,51 +32,31 @@ import org.junit.jupiter.api.Test;
 /**
  * The extender's events on a real kube-apiserver: a bound pod is told its node and GPU, a pod no node can take is
  * told why — once a minute however often the scheduler retries it, with the retries counted — and a failed bind
- * is told too. The extender's parts are wired by hand over the test's clock, and events are written on the calling
- * thread, so each assertion sees what the request before it caused.
+ * is told too ({@link ExtenderOnApiServer}: the extender's parts wired by hand over the test's clock, its events written
+ * on the calling thread).
  */
 class ExtenderEventsIT {
 
     static final String NS = "fns";
     static final String NODE = "n0";
-    static RealApiServer api;
+    static ExtenderOnApiServer cluster;
     static KubernetesClient client;
-    static ClusterWatcher watcher;
     static PlacementBook book;
-    static ExtenderConfig config;
-    static ParkingWriter parking;
     static SimpleMeterRegistry parkingMetrics;
-
-    /** The extender's configuration as shipped, with Quarkus' reading of durations ("5s"). */
-    static ExtenderConfig defaults() {
-        return ShippedConfig.defaults(ExtenderConfig.class).getConfigMapping(ExtenderConfig.class);
-    }
 
     @BeforeAll
     static void start() {
-        api = RealApiServer.start();
-        client = api.client();
-        api.createNamespace(NS, Map.of());
-        client.nodes().resource(new NodeBuilder().withNewMetadata().withName(NODE)
-                .withAnnotations(Map.of(DiluNames.GPU_INVENTORY, InventoryAnnotation.write(
-                        List.of(new GpuDevice("GPU-n0-0", 0, "A100-40GB", 40_960, 108))))).endMetadata().build()).create();
-        config = defaults();
-        book = new PlacementBook(config.placement(), config.defaultMemoryMib(), config.reservationTtl());
-        parkingMetrics = new SimpleMeterRegistry();
-        parking = new ParkingWriter(client, InstantSource.system(), new ExtenderEvents(ExtenderEvents.recorder(client,
-                Duration.ofMinutes(1), 300, InstantSource.system(), Runnable::run, parkingMetrics)), parkingMetrics);
-        watcher = new ClusterWatcher(client, book, parking);
-        watcher.start(null);
-        await().atMost(Duration.ofSeconds(30)).until(watcher::synced);
+        cluster = new ExtenderOnApiServer(List.of(NS),
+                Map.of(NODE, List.of(new GpuDevice("GPU-n0-0", 0, "A100-40GB", 40_960, 108))));
+        client = cluster.client;
+        book = cluster.book;
+        parkingMetrics = cluster.parkingMetrics;
     }
 
     @AfterAll
     static void stop() {
-        if (watcher != null) {
-            watcher.stop(null);
-        }
-        if (api != null) {
-            api.close();
+        if (cluster != null) {
+            cluster.close();
         }
     }
 
@@ -123,15 +96,10 @@ class ExtenderEventsIT {
      */
     @Test
     void aParkedPodsSmsGoToANewPodItsWakeIsAnsweredAndItsMemoryIsEvictedForAPlacement() throws Exception {
-        client.nodes().resource(new NodeBuilder().withNewMetadata().withName("n1")
-                .withAnnotations(Map.of(DiluNames.GPU_INVENTORY, InventoryAnnotation.write(
-                        List.of(new GpuDevice("GPU-n1-0", 0, "A100-40GB", 40_960, 108))))).endMetadata().build()).create();
+        cluster.addNode("n1", List.of(new GpuDevice("GPU-n1-0", 0, "A100-40GB", 40_960, 108)));
         SimpleMeterRegistry metrics = new SimpleMeterRegistry();
         TestingClock clock = new TestingClock(Instant.parse("2026-11-28T10:00:00Z"));
-        ExtenderEvents events = new ExtenderEvents(
-                ExtenderEvents.recorder(client, Duration.ofMinutes(1), 300, clock, Runnable::run, metrics));
-        ExtenderResource extender = new ExtenderResource(book, watcher, new Binder(client, config), clock,
-                new Refusals(metrics), metrics, events, parking);
+        ExtenderResource extender = cluster.extender(clock, metrics, cluster.events(clock, metrics));
         List<String> n1 = List.of("n1");
 
         // A pod that serves on the GPU throughout: a GPU that parked pods alone hold is handed back at once (below).
@@ -243,10 +211,8 @@ class ExtenderEventsIT {
     void placedRefusedAndFailedBindsAreToldToThePodAtMostOnceAMinute() {
         TestingClock clock = new TestingClock(Instant.parse("2026-11-24T10:00:00Z"));
         SimpleMeterRegistry metrics = new SimpleMeterRegistry();
-        ExtenderEvents events = new ExtenderEvents(
-                ExtenderEvents.recorder(client, Duration.ofMinutes(1), 300, clock, Runnable::run, metrics));
-        ExtenderResource extender = new ExtenderResource(book, watcher, new Binder(client, config), clock,
-                new Refusals(metrics), metrics, events, parking);
+        ExtenderEvents events = cluster.events(clock, metrics);
+        ExtenderResource extender = cluster.extender(clock, metrics, events);
 
         Pod fits = gpuPod("fits", 30, 2048);
         assertThat(extender.filter(new ExtenderArgs(fits, null, List.of(NODE))).nodeNames()).containsExactly(NODE);

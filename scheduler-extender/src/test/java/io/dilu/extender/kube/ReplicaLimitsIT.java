@@ -6,16 +6,9 @@ import static org.awaitility.Awaitility.await;
 import io.dilu.core.contract.AssignedGpus;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
-import io.dilu.extender.ExtenderConfig;
 import io.dilu.extender.ExtenderResource;
-import io.dilu.extender.Refusals;
 import io.dilu.extender.api.ExtenderArgs;
 import io.dilu.extender.api.ExtenderBindingArgs;
-import io.dilu.extender.state.PlacementBook;
-import io.dilu.kube.InventoryAnnotation;
-import io.dilu.testing.RealApiServer;
-import io.dilu.testing.ShippedConfig;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -39,41 +32,23 @@ class ReplicaLimitsIT {
 
     static final String NODE = "r0";
     static final List<String> NODES = List.of(NODE);
-    static RealApiServer api;
+    static ExtenderOnApiServer cluster;
     static KubernetesClient client;
-    static ClusterWatcher watcher;
     static ExtenderResource extender;
 
     @BeforeAll
     static void start() {
-        api = RealApiServer.start();
-        client = api.client();
-        api.createNamespace("fns", Map.of());
-        api.createNamespace("other", Map.of());
-        client.nodes().resource(new NodeBuilder().withNewMetadata().withName(NODE)
-                .withAnnotations(Map.of(DiluNames.GPU_INVENTORY, InventoryAnnotation.write(List.of(
-                        new GpuDevice("GPU-r0-0", 0, "A100-40GB", 40_960, 108),
-                        new GpuDevice("GPU-r0-1", 1, "A100-40GB", 40_960, 108))))).endMetadata().build()).create();
-        ExtenderConfig config = ShippedConfig.defaults(ExtenderConfig.class).getConfigMapping(ExtenderConfig.class);
-        PlacementBook book = new PlacementBook(config.placement(), config.defaultMemoryMib(), config.reservationTtl());
+        cluster = new ExtenderOnApiServer(List.of("fns", "other"), Map.of(NODE, List.of(
+                new GpuDevice("GPU-r0-0", 0, "A100-40GB", 40_960, 108), new GpuDevice("GPU-r0-1", 1, "A100-40GB", 40_960, 108))));
+        client = cluster.client;
         SimpleMeterRegistry metrics = new SimpleMeterRegistry();
-        ExtenderEvents events = new ExtenderEvents(ExtenderEvents.recorder(client, Duration.ofMinutes(1), 300,
-                InstantSource.system(), Runnable::run, metrics));
-        ParkingWriter parking = new ParkingWriter(client, InstantSource.system(), events, metrics);
-        watcher = new ClusterWatcher(client, book, parking);
-        watcher.start(null);
-        await().atMost(Duration.ofSeconds(30)).until(watcher::synced);
-        extender = new ExtenderResource(book, watcher, new Binder(client, config), InstantSource.system(),
-                new Refusals(metrics), metrics, events, parking);
+        extender = cluster.extender(InstantSource.system(), metrics, cluster.events(InstantSource.system(), metrics));
     }
 
     @AfterAll
     static void stop() {
-        if (watcher != null) {
-            watcher.stop(null);
-        }
-        if (api != null) {
-            api.close();
+        if (cluster != null) {
+            cluster.close();
         }
     }
 
