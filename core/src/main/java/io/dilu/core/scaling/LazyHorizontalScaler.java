@@ -23,8 +23,11 @@ package io.dilu.core.scaling;
  * <p>Beside it, the burst guard (this project's; neither the paper nor Dilu's public code has one): vertical
  * scaling can absorb a burst only up to what the instances serve at their SM limits, {@code n·L}. When the mean
  * rate of the latest {@code burstWindowSeconds} seconds is beyond that, waiting for φ_out seconds only builds a
- * queue that every later request waits behind, so it scales out at once, to {@code ⌈d/c⌉} instances for that
- * demand {@code d} at their request rate {@code c} (leaving each its way to the limit for the next burst).
+ * queue that every later request waits behind, so it scales out at once, to {@code ⌈d/c⌉} instances at their
+ * request rate {@code c} (leaving each its way to the limit for the next burst), for the level {@code d} the burst has
+ * reached: the latest second's rate when it is above that mean. The mean, which acts, still holds the seconds before a
+ * rising burst; sized by it, the scale-out is short by what the burst added since, and the queue that shortfall builds
+ * is what its requests wait behind (issue 47's demo: the mean of 92 rps asked for 3 instances of a burst at 160).
  * Scale-in stays lazy: after a burst scale-out it also waits until φ_in + 1 seconds have passed since, the
  * evidence the lazy rule asks for gathered after the instances were added (the lazy scale-out needs no such wait:
  * it acts only with φ_out high samples in the window, which keep φ_in low ones out of it).
@@ -125,7 +128,10 @@ public final class LazyHorizontalScaler {
         return bounded(current, ScaleDecision.Reason.HOLD);
     }
 
-    /** The instances the burst window's demand needs at the request rate, when it is beyond the limits; else 0. */
+    /**
+     * The instances the burst needs at the request rate, when the burst window's demand is beyond the limits; else 0:
+     * for the level it has reached, the latest second's rate when that is above the window's mean.
+     */
     private int burstTarget(double[] recent, int current, double perInstanceRps, double capacityAtLimit) {
         int window = params.burstWindowSeconds();
         if (window == 0 || Double.isInfinite(capacityAtLimit) || recent.length == 0 || 2 * recent.length < window) {
@@ -136,7 +142,8 @@ public final class LazyHorizontalScaler {
             sum += r;
         }
         double demand = sum / recent.length;
-        return demand > current * capacityAtLimit ? Math.max(current + 1, instancesFor(demand, perInstanceRps)) : 0;
+        double reached = Math.max(demand, recent[recent.length - 1]);
+        return demand > current * capacityAtLimit ? Math.max(current + 1, instancesFor(reached, perInstanceRps)) : 0;
     }
 
     /**

@@ -79,12 +79,12 @@ class LazyHorizontalScalerTest {
         int[] counts = runGuarded(load, 1, 100, 160, guarded);
         // The burst window is 4 s (10% of 40). Its mean passes 160 at the burst's second second: (50+50+400+400)/4.
         assertThat(counts[30]).as("first second of the burst: mean 137.5, within the limit").isEqualTo(1);
-        assertThat(counts[31]).as("second second: mean 225 > 160, ⌈225/100⌉").isEqualTo(3);
-        assertThat(counts[33]).as("mean 400 > 3 × 160 = 480? no: held").isEqualTo(3);
+        assertThat(counts[31]).as("second second: mean 225 > 160 acts, for the 400 reached: ⌈400/100⌉").isEqualTo(4);
+        assertThat(counts[33]).as("mean 400 > 4 × 160 = 640? no: held").isEqualTo(4);
         // The paper's rule alone would wait the burst out at one instance (15 s < φ_out).
         assertThat(Arrays.stream(run(load, 1, 100, scaler)).max().orElseThrow()).isEqualTo(1);
         // Scale-in stays lazy: the instances stay until more than φ_in seconds show they are not needed.
-        assertThat(counts[44 + 30]).as("30 s after the burst").isEqualTo(3);
+        assertThat(counts[44 + 30]).as("30 s after the burst").isEqualTo(4);
         assertThat(counts[119]).as("then back to one").isEqualTo(1);
     }
 
@@ -107,6 +107,18 @@ class LazyHorizontalScalerTest {
                 .hasMessageContaining("burstWindowSeconds must be in 0..40");
     }
 
+    @Test
+    void aRisingBurstIsSizedForTheLevelItHasReachedNotTheWindowsMean() {
+        int none = Integer.MAX_VALUE;
+        // The demo's burst (issue 47): 24 rps, then 160, against one instance of 40 rps at its request and 80 at its limit.
+        assertThat(guarded.decide(constant(40, 24), new double[] {24, 24, 160, 160}, 1, 40, 80, none))
+                .as("the mean, 92 rps, passes the limit and acts; 160 rps is what the burst is at")
+                .isEqualTo(new ScaleDecision(4, ScaleDecision.Reason.BURST_OUT));
+        assertThat(guarded.decide(constant(40, 24), new double[] {160, 160, 160, 100}, 1, 40, 80, none).desired())
+                .as("falling: the mean, 145 rps, is the level held").isEqualTo(4);
+        assertThat(guarded.decide(constant(40, 24), new double[] {24, 24, 24, 200}, 1, 40, 80, none).desired())
+                .as("a mean within the limit does not act, whatever the latest second").isEqualTo(1);
+    }
     @Test
     void aSustainedRiseScalesOutAfterPhiOutSeconds() {
         double[] load = constant(60, 50);
