@@ -165,7 +165,7 @@ int http_listen(http_server *server, struct in_addr host, int port) {
     int one = 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(fd, 128) != 0 ||
+        bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(fd, server->max_connections) != 0 ||
         getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
         perror("listen");
         return -1;

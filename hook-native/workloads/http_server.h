@@ -36,6 +36,9 @@ typedef int (*http_route)(int fd, const http_request *request, int keep);
 
 typedef struct http_server {
     http_route route;
+    /* Also the kernel's accept queue (listen's backlog, capped by somaxconn): a flood of new connections, as a
+     * backlog routed to a pod that just became ready, waits to be accepted rather than having its SYNs dropped,
+     * the readiness probe's among them. */
     int max_connections;
     double idle_s;
     int listener;

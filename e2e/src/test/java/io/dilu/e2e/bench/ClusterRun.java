@@ -8,7 +8,6 @@ import io.dilu.e2e.bench.CoScalingClusterBench.Function;
 import io.dilu.e2e.bench.CoScalingClusterBench.Measured;
 import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;
-import io.dilu.loadgen.LoadSettings;
 import io.dilu.loadgen.Outcome;
 import io.dilu.loadgen.RequestRecord;
 import io.dilu.simulator.coscaling.CoScalingPolicy;
@@ -41,13 +40,6 @@ import java.util.concurrent.TimeUnit;
  */
 final class ClusterRun implements Callable<Map<String, Measured>> {
 
-    /**
-     * At most 64 requests of a function in flight, the rest waiting in the generator's FIFO (as Knative's activator
-     * buffers) with their wait counted: without a bound, the HTTP/1.1 client opens a connection per waiting request,
-     * and a backlog on one pod passes emu-serve's cap of 256 connections, whose 503s end requests at once and so
-     * draw the least-loaded routing to that pod. The same for both runs.
-     */
-    static final LoadSettings SETTINGS = new LoadSettings(Duration.ofSeconds(30), 64, 100_000);
 
     /** The training job's SM request (percent of a GPU, its limit the default) and GPU memory, deployed first. */
     static final int TRAINING_SM = 40;
@@ -156,7 +148,7 @@ final class ClusterRun implements Callable<Map<String, Measured>> {
         Map<String, Integer> replicas = new LinkedHashMap<>();
         for (Function f : functions) {
             load.put(f.name(), new LoadGenerator(f.trace(), seed(f), () -> readyTargets(informer, f.name()), http,
-                    SETTINGS, System::nanoTime));
+                    ServingFunction.LOAD, System::nanoTime));
             kpa.put(f.name(), KpaPolicy.kpa(f.profile()));
             arrivals.put(f.name(), new double[seconds]);
             instances.put(f.name(), new int[seconds]);

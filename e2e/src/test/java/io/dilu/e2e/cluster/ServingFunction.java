@@ -3,6 +3,7 @@ package io.dilu.e2e.cluster;
 import io.dilu.core.contract.DiluNames;
 import io.dilu.core.contract.KnativeNames;
 import io.dilu.e2e.KnativeCrds;
+import io.dilu.loadgen.LoadSettings;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
@@ -12,6 +13,7 @@ import io.fabric8.kubernetes.api.model.apps.DeploymentBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.readiness.Readiness;
 import java.net.URI;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 
@@ -26,6 +28,23 @@ public final class ServingFunction {
     public static final int SERVE_PORT = 8080;
     /** Where the autoscaler scrapes queue-proxy's Stat (its {@code queue-proxy-port}, 9090 as Knative's). */
     public static final int STATS_PORT = 9090;
+    /**
+     * How the demo and {@code ./dilu bench coscaling-cluster} load a function: at most 256 of its requests in flight,
+     * the rest waiting in the generator's FIFO with their wait counted. A bound, because the HTTP/1.1 client opens a
+     * connection per request in flight. No lower, because in Knative a burst's demand reaches what the autoscaler
+     * reads: queue-proxy counts every request it is sent and, at container concurrency 0 (Knative's default),
+     * forwards it, and the activator reports what it buffers. A client that holds requests back hides them from every
+     * autoscaler. At 64 in flight, as before issue 47's second step, the demo's one pod reported about 80 rps of a 160
+     * rps burst (what it served), and its scale-out was sized for that.
+     */
+    public static final LoadSettings LOAD = new LoadSettings(Duration.ofSeconds(30), 256, 100_000);
+    /**
+     * The connections one pod's emu-serve takes at once ({@code --max-connections}; beyond them it answers 503):
+     * twice what the generator may have in flight, so that the kubelet's readiness probe always finds one. In Knative
+     * the kubelet probes queue-proxy, never through the requests' queue; at the generator's bound itself, a pod with
+     * every request of a burst went unready on a 503 to its probe and out of the routing for the rest of the burst.
+     */
+    static final int MAX_CONNECTIONS = 2 * LOAD.maxOutstanding();
 
     /**
      * The pod annotations of a function Dilu's autoscaler scales: its class, as a Knative revision gives its pods. The
@@ -47,7 +66,7 @@ public final class ServingFunction {
             Map<String, String> annotations, String serveArgs) {
         Container server = new ContainerBuilder().withName("server").withImage("dilu.local/workload:0.1.0")
                 .withImagePullPolicy("Never").withCommand("/bin/sh", "-c", "exec emu-serve --port " + SERVE_PORT
-                        + " --stats-port " + STATS_PORT + " " + serveArgs)
+                        + " --stats-port " + STATS_PORT + " --max-connections " + MAX_CONNECTIONS + " " + serveArgs)
                 .withNewResources()
                 .addToLimits(DiluNames.GPU_SM, new Quantity(Integer.toString(sm)))
                 .addToLimits(DiluNames.GPU_MEMORY, new Quantity(Integer.toString(memoryMib))).endResources()

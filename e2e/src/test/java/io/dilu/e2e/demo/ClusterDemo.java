@@ -10,7 +10,6 @@ import io.dilu.e2e.cluster.ServingFunction;
 import io.dilu.kube.PodShares;
 import io.dilu.loadgen.LoadGenerator;
 import io.dilu.loadgen.LoadResult;
-import io.dilu.loadgen.LoadSettings;
 import io.dilu.loadgen.Progress;
 import io.dilu.loadgen.RateTrace;
 import io.dilu.simulator.ClusterShape;
@@ -246,12 +245,6 @@ public final class ClusterDemo {
 
     // ---- the load, and the live view ----
 
-    /**
-     * As {@code ./dilu bench coscaling-cluster} loads its functions: at most 64 requests of a function in flight, the
-     * rest waiting in the generator's FIFO with their wait counted (as Knative's activator buffers), so that a backlog
-     * does not pass emu-serve's cap on connections.
-     */
-    static final LoadSettings SETTINGS = new LoadSettings(Duration.ofSeconds(30), 64, 100_000);
 
     /** A function's pods as the API server shows them each second: where its load goes, and the scaling story. */
     static final class Pods {
@@ -323,7 +316,7 @@ public final class ClusterDemo {
                 rps[t] = f.rps().applyAsDouble(t);
             }
             load.put(f.name(), new LoadGenerator(new RateTrace(f.name(), rps), f.name().hashCode(), p.ready::get, http,
-                    SETTINGS, System::nanoTime));
+                    ServingFunction.LOAD, System::nanoTime));
         }
         ScheduledExecutorService poller = Executors.newSingleThreadScheduledExecutor();
         long start = System.nanoTime();
