@@ -119,6 +119,7 @@ class LazyHorizontalScalerTest {
         assertThat(guarded.decide(constant(40, 24), new double[] {24, 24, 24, 200}, 1, 40, 80, none).desired())
                 .as("a mean within the limit does not act, whatever the latest second").isEqualTo(1);
     }
+
     @Test
     void aSustainedRiseScalesOutAfterPhiOutSeconds() {
         double[] load = constant(60, 50);

@@ -40,7 +40,6 @@ import java.util.concurrent.TimeUnit;
  */
 final class ClusterRun implements Callable<Map<String, Measured>> {
 
-
     /** The training job's SM request (percent of a GPU, its limit the default) and GPU memory, deployed first. */
     static final int TRAINING_SM = 40;
     static final int TRAINING_MEMORY_MIB = 8192;

@@ -245,7 +245,6 @@ public final class ClusterDemo {
 
     // ---- the load, and the live view ----
 
-
     /** A function's pods as the API server shows them each second: where its load goes, and the scaling story. */
     static final class Pods {
         /** A second the API server was not read in (a slow answer, a busy machine): not a count of 0. */
