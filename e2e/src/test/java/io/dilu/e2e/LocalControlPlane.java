@@ -4,6 +4,7 @@ import io.dilu.core.contract.DiluNames;
 import io.dilu.core.placement.GpuDevice;
 import io.dilu.kube.InventoryAnnotation;
 import io.dilu.testing.ChildProcess;
+import io.dilu.e2e.chart.DiluChart;
 import io.dilu.testing.RealApiServer;
 import io.dilu.testing.SelfSignedCert;
 import io.fabric8.kubernetes.api.model.ConfigMap;
@@ -98,22 +99,18 @@ public final class LocalControlPlane {
         return extender;
     }
 
-    /** kube-scheduler with the shipped dilu-scheduler configuration, pointed at this API server and extender. */
+    /**
+     * kube-scheduler with the dilu-scheduler configuration the chart ships for this API server's release, pointed at
+     * this API server and extender. With --secure-port=0 it serves neither health nor metrics, so it takes no port.
+     */
     public static ChildProcess startScheduler(KubernetesClient client, Path kubeconfig, int extenderPort, Path dir, Path log)
             throws Exception {
-        ConfigMap cm;
-        try (InputStream in = Files.newInputStream(RealApiServer.manifests().resolve("scheduler-extender/scheduler-config.yaml"))) {
-            cm = client.configMaps().load(in).item();
-        }
-        String config = cm.getData().get("scheduler-config.yaml")
+        String config = DiluChart.schedulerConfig(RealApiServer.VERSION)
                 .replace("http://127.0.0.1:8082", "http://127.0.0.1:" + extenderPort)
                 .replace("leaderElect: true", "leaderElect: false");
-        // Its health and metrics on free loopback ports: with --config, kube-scheduler 1.20 ignores --port and
-        // would take 0.0.0.0:10251, which another scheduler on the machine (./dilu cluster) may hold.
         Path file = Files.writeString(dir.resolve("scheduler-config.yaml"), "clientConnection:\n  kubeconfig: " + kubeconfig
-                + "\nhealthzBindAddress: 127.0.0.1:" + freePort() + "\nmetricsBindAddress: 127.0.0.1:" + freePort() + "\n"
-                + config);
-        return ChildProcess.start(List.of(RealApiServer.kubeScheduler().toString(), "--config=" + file, "--port=0",
+                + "\n" + config);
+        return ChildProcess.start(List.of(RealApiServer.kubeScheduler().toString(), "--config=" + file,
                 "--secure-port=0", "--v=2"), Map.of(), log);
     }
 

@@ -95,7 +95,10 @@ public final class BuildImages {
         write(image, name);
     }
 
-    /** kube-scheduler 1.20.2 as built by e2e/bin/kube-binaries, for the dilu-scheduler Deployment. */
+    /**
+     * kube-scheduler as built by e2e/bin/kube-binaries, for the dilu-scheduler Deployment, tagged with its version: the
+     * name of the directory the script keeps it in ({@code $DILU_CACHE/k8s/<version>}).
+     */
     private void kubeScheduler() throws Exception {
         JibContainerBuilder image = Jib.from(base("base-c"))
                 .addFileEntriesLayer(FileEntriesLayer.builder().setName("kube-scheduler")
@@ -103,7 +106,7 @@ public final class BuildImages {
                                 FilePermissions.fromOctalString("755"), Instant.EPOCH)
                         .build())
                 .setEntrypoint(List.of("/usr/local/bin/kube-scheduler"));
-        write(image, "kube-scheduler", "v1.20.2");
+        write(image, "kube-scheduler", "v" + kubeBin.getFileName());
     }
 
     /**

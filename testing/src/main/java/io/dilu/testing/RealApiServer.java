@@ -29,7 +29,8 @@ import java.util.stream.Stream;
  */
 public final class RealApiServer implements AutoCloseable {
 
-    public static final String VERSION = "1.20.2";
+    /** The Kubernetes release of the binaries ({@link KubeRelease}). */
+    public static final String VERSION = KubeRelease.version(root());
 
     private final KubeAPIServer server;
     private final KubernetesClient client;
@@ -47,10 +48,7 @@ public final class RealApiServer implements AutoCloseable {
         return start(List.of());
     }
 
-    /**
-     * A server started with more flags of its own, e.g. {@code --feature-gates=EphemeralContainers=true} (alpha, off
-     * by default, in 1.20: without it the API server has no pods/ephemeralcontainers).
-     */
+    /** A server started with more flags of its own, e.g. {@code --feature-gates=...}. */
     public static RealApiServer start(List<String> flags) {
         Path dir = kubeApiTestDir();
         if (!Files.isExecutable(binary(dir, "kube-apiserver")) || !Files.isExecutable(binary(dir, "kubectl"))) {

@@ -46,6 +46,20 @@ public final class DiluChart {
         return render(dir(), kubeVersion, values);
     }
 
+    /**
+     * The dilu-scheduler's KubeSchedulerConfiguration as the chart ships it for {@code kubeVersion} (its ConfigMap's
+     * {@code scheduler-config.yaml}), rendered with the default values.
+     */
+    @SuppressWarnings("unchecked")
+    public static String schedulerConfig(String kubeVersion) {
+        return objects(render(kubeVersion, Map.of())).stream()
+                .filter(o -> "ConfigMap".equals(o.get("kind"))
+                        && "dilu-scheduler-config".equals(((Map<String, Object>) o.get("metadata")).get("name")))
+                .map(o -> (String) ((Map<String, Object>) o.get("data")).get("scheduler-config.yaml"))
+                .findFirst()
+                .orElseThrow(() -> new IllegalStateException("the chart renders no dilu-scheduler-config ConfigMap"));
+    }
+
     /** The objects of a multi-document YAML stream, as maps; empty documents left out. */
     @SuppressWarnings("unchecked")
     public static List<Map<String, Object>> objects(String yaml) {

@@ -9,6 +9,7 @@ import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import io.dilu.core.contract.KnativeNames;
 import io.dilu.testing.DocumentedMetrics;
+import io.dilu.testing.KubeRelease;
 import io.dilu.testing.RealApiServer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -295,7 +296,7 @@ class HelmChartTest {
                 .as("dilu.yaml is out of date with charts/dilu: run ./dilu release-manifest").isEqualTo(expected);
     }
 
-    /** The local cluster installs the chart: its rendering is up to date, for 1.20, with the images built here. */
+    /** The local cluster installs the chart: its rendering is up to date, for its release, with the images built here. */
     @Test
     void theLocalClustersRenderingIsUpToDate() throws IOException {
         String expected = ReleaseManifest.renderLocal(ROOT);
@@ -305,7 +306,7 @@ class HelmChartTest {
                 .isEqualTo(expected);
         List<Map<String, Object>> objects = DiluChart.objects(expected);
         assertThat(container(one(objects, "Deployment", "dilu-scheduler"), "kube-scheduler").get("image"))
-                .isEqualTo("dilu.local/kube-scheduler:v1.20.2");
+                .isEqualTo("dilu.local/kube-scheduler:v" + KubeRelease.version(ROOT));
         assertThat(env(container(one(objects, "DaemonSet", "dilu-node-agent"), "agent"))).containsKey("DILU_AGENT_EMULATED_GPUS");
     }
 

@@ -1,5 +1,6 @@
 package io.dilu.e2e.chart;
 
+import io.dilu.testing.KubeRelease;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -27,8 +28,6 @@ public final class ReleaseManifest {
     /** The chart as the local cluster installs it, under the repository root. */
     public static final String LOCAL_FILE = "cluster/local/dilu-chart.yaml";
 
-    /** The local cluster's Kubernetes version (its binaries, e2e/bin/kube-binaries). */
-    public static final String LOCAL_KUBE_VERSION = "1.20.2";
 
     /**
      * The values the local cluster installs the chart with: images built here and never pulled (kube-scheduler's
@@ -58,8 +57,8 @@ public final class ReleaseManifest {
                 # The chart as `./dilu cluster` installs it (cluster/local/kustomization.yaml patches it for host
                 # networking): charts/dilu for Kubernetes %s with %s.
                 # Do not edit: `./dilu release-manifest` rewrites this file.
-                """.formatted(LOCAL_KUBE_VERSION, new java.util.TreeMap<>(LOCAL_VALUES));
-        return header + DiluChart.render(DiluChart.dir(root), LOCAL_KUBE_VERSION, LOCAL_VALUES);
+                """.formatted(KubeRelease.version(root), new java.util.TreeMap<>(LOCAL_VALUES));
+        return header + DiluChart.render(DiluChart.dir(root), KubeRelease.version(root), LOCAL_VALUES);
     }
 
     public static void main(String[] args) throws Exception {
@@ -77,6 +76,7 @@ public final class ReleaseManifest {
         System.err.printf("release-manifest: wrote %s (Kubernetes %s)%n", out, KUBE_VERSION);
         Path local = root.resolve(LOCAL_FILE);
         Files.writeString(local, renderLocal(root));
-        System.err.printf("release-manifest: wrote %s (the local cluster, Kubernetes %s)%n", local, LOCAL_KUBE_VERSION);
+        System.err.printf("release-manifest: wrote %s (the local cluster, Kubernetes %s)%n", local,
+                KubeRelease.version(root));
     }
 }

@@ -93,8 +93,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
     /** A real API server with the webhook (HTTPS, registered) and the extender running beside it. */
     public static ControlPlaneAttacks start(Path work) throws Exception {
         Path logs = Files.createDirectories(work.resolve("logs"));
-        // Ephemeral containers are alpha in 1.20: without the gate the API server has no pods/ephemeralcontainers.
-        RealApiServer api = RealApiServer.start(List.of("--feature-gates=EphemeralContainers=true"));
+        RealApiServer api = RealApiServer.start();
         KubernetesClient client = api.client();
         api.installCrd(RealApiServer.manifests().resolve("crds/gpufunctionprofiles.dilu.io.yaml"));
         Path kubeconfig = api.writeKubeconfig(work.resolve("kubeconfig"));
@@ -249,14 +248,14 @@ public final class ControlPlaneAttacks implements AutoCloseable {
                 sidecar(c -> c.withNewSecurityContext().withPrivileged(true).endSecurityContext()));
         refusedAt(all, "privileged-init", "spec.initContainers[0](init).securityContext.privileged=true",
                 init(c -> c.withNewSecurityContext().withPrivileged(true).endSecurityContext()));
-        // Kubernetes 1.20 itself refuses a securityContext on an ephemeral container (from 1.23 it takes one, and
-        // kubectl debug --profile=sysadmin asks for privileged): either refusal, naming the field, contains these.
+        // Kubernetes takes a securityContext on an ephemeral container (kubectl debug --profile=sysadmin asks for
+        // privileged): the webhook refuses it, naming the field.
         all.put("privileged-ephemeral", () -> ephemeralRefusal("privileged-ephemeral",
-                "spec.ephemeralContainers[0](debug).securityContext.privileged=true|" + EPHEMERAL_SECURITY_CONTEXT,
+                "spec.ephemeralContainers[0](debug).securityContext.privileged=true",
                 gpuPod("privileged-ephemeral", UnaryOperator.identity(), 10),
                 c -> c.withNewSecurityContext().withPrivileged(true).endSecurityContext()));
         all.put("sys-admin-ephemeral", () -> ephemeralRefusal("sys-admin-ephemeral",
-                "spec.ephemeralContainers[0](debug).securityContext.capabilities.add[0]=SYS_ADMIN|" + EPHEMERAL_SECURITY_CONTEXT,
+                "spec.ephemeralContainers[0](debug).securityContext.capabilities.add[0]=SYS_ADMIN",
                 gpuPod("sys-admin-ephemeral", UnaryOperator.identity(), 10), c -> c.withNewSecurityContext()
                         .withCapabilities(new CapabilitiesBuilder().withAdd("SYS_ADMIN").build()).endSecurityContext()));
         refusedAt(all, "share-process-namespace", "spec.shareProcessNamespace=true", p -> p.editSpec().withShareProcessNamespace(true)
@@ -319,7 +318,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
                 .editFirstContainer().withNewSecurityContext().withCapabilities(new CapabilitiesBuilder().withAdd("SYS_PTRACE")
                         .build()).endSecurityContext().endContainer().endSpec());
         all.put("chroot-ephemeral", () -> ephemeralRefusal("chroot-ephemeral",
-                "spec.ephemeralContainers[0](debug)." + add + "SYS_CHROOT|" + EPHEMERAL_SECURITY_CONTEXT,
+                "spec.ephemeralContainers[0](debug)." + add + "SYS_CHROOT",
                 gpuPod("chroot-ephemeral", UnaryOperator.identity(), 10), c -> c.withNewSecurityContext()
                         .withCapabilities(new CapabilitiesBuilder().withAdd("SYS_CHROOT").build()).endSecurityContext()));
         all.put("chroot-and-ptrace-dropped", () -> chrootAndPtraceDropped("chroot-and-ptrace-dropped", List.of()));
@@ -372,8 +371,6 @@ public final class ControlPlaneAttacks implements AutoCloseable {
     }
 
     static final String CONTAINER_SECCOMP = "container.seccomp.security.alpha.kubernetes.io/";
-    /** How the API server's own validation names the field it refuses on 1.20 (before the webhook is asked). */
-    static final String EPHEMERAL_SECURITY_CONTEXT = "spec.ephemeralContainers[0].securityContext: Forbidden";
 
     private static EnvVar allGpus() {
         return new EnvVar(VISIBLE_DEVICES, "all", null);
@@ -400,8 +397,8 @@ public final class ControlPlaneAttacks implements AutoCloseable {
     /**
      * Creates {@code pod}, then adds an ephemeral container to it as {@code kubectl debug} does, through
      * pods/ephemeralcontainers: contained when the API server refuses that with a message naming the field
-     * ({@code fields}: the accepted namings, separated by |). Kubernetes 1.20 takes an EphemeralContainers object
-     * there (a Pod from 1.22).
+     * ({@code fields}: the accepted namings, separated by |). The subresource takes the Pod with its ephemeral
+     * containers added (from Kubernetes 1.22; an EphemeralContainers object before).
      */
     private Outcome ephemeralRefusal(String name, String fields, Pod pod, UnaryOperator<EphemeralContainerBuilder> edit) throws Exception {
         String ns = pod.getMetadata().getNamespace();
@@ -409,11 +406,7 @@ public final class ControlPlaneAttacks implements AutoCloseable {
         try {
             EphemeralContainer debug = edit.apply(new EphemeralContainerBuilder().withName("debug").withImage("registry.local/tool:1"))
                     .build();
-            Map<String, Object> body = new LinkedHashMap<>();
-            body.put("apiVersion", "v1");
-            body.put("kind", "EphemeralContainers");
-            body.put("metadata", Map.of("name", created.getMetadata().getName(), "namespace", ns));
-            body.put("ephemeralContainers", List.of(debug));
+            Pod body = new PodBuilder(created).editSpec().addToEphemeralContainers(debug).endSpec().build();
             var http = client.getHttpClient();
             var r = http.sendAsync(http.newHttpRequestBuilder().uri(client.getMasterUrl().toString().replaceAll("/$", "")
                     + "/api/v1/namespaces/" + ns + "/pods/" + created.getMetadata().getName() + "/ephemeralcontainers")

@@ -71,7 +71,7 @@ final class ToolkitRouteAttack {
         String url = null;
         try (ChildProcess agent = ChildProcess.quarkusApp("device-plugin", agentEnv(dir, sockets, port), logs.resolve("node-agent.log"));
                 ChildProcess scheduler = ChildProcess.start(List.of(RealApiServer.kubeScheduler().toString(),
-                        "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--port=0", "--secure-port=0"), Map.of(),
+                        "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0"), Map.of(),
                         logs.resolve("default-scheduler.log"))) {
             boolean tainted = await(Duration.ofSeconds(120), () -> taintedOpen() ? Optional.of(true) : Optional.empty()).isPresent();
             String metric = metric(port);
@@ -88,8 +88,12 @@ final class ToolkitRouteAttack {
             Optional<String> unschedulable = await(Duration.ofSeconds(60), () -> unschedulable(miner));
             Pod now = client.pods().inNamespace(ControlPlaneAttacks.UNCOVERED).withName(created.getMetadata().getName()).get();
             String bound = now.getSpec().getNodeName();
+            // kube-scheduler names no taint key in its verdict ("had untolerated taint(s)"): the toolkit's taint is what
+            // kept the pod off when it is the only taint of the only node the pod selects.
+            boolean offByTheTaint = unschedulable.map(m -> m.contains(DiluNames.TOOLKIT_ENVVAR_OPEN_TAINT)
+                    || (m.contains("untolerated taint") && onlyTheToolkitTaint())).orElse(false);
             boolean contained = tainted && metric.contains("dilu_toolkit_envvar_route_open 1.0") && (bound == null || bound.isEmpty())
-                    && unschedulable.map(m -> m.contains(DiluNames.TOOLKIT_ENVVAR_OPEN_TAINT)).orElse(false);
+                    && offByTheTaint;
             return new Outcome(NAME, contained, "webhook unreachable, the pod admitted (failurePolicy Ignore); node "
                     + (tainted ? "tainted " + DiluNames.TOOLKIT_ENVVAR_OPEN_TAINT : "NOT tainted") + " by its agent ("
                     + (metric.contains("dilu_toolkit_envvar_route_open 1.0") ? "dilu_toolkit_envvar_route_open 1" : "metric missing")
@@ -130,6 +134,12 @@ final class ToolkitRouteAttack {
         Node node = client.nodes().withName(OPEN_NODE).get();
         return node.getSpec().getTaints() != null && node.getSpec().getTaints().stream()
                 .anyMatch(t -> DiluNames.TOOLKIT_ENVVAR_OPEN_TAINT.equals(t.getKey()) && "NoSchedule".equals(t.getEffect()));
+    }
+
+    private boolean onlyTheToolkitTaint() {
+        Node node = client.nodes().withName(OPEN_NODE).get();
+        return node.getSpec().getTaints() != null && !node.getSpec().getTaints().isEmpty() && node.getSpec().getTaints().stream()
+                .allMatch(t -> DiluNames.TOOLKIT_ENVVAR_OPEN_TAINT.equals(t.getKey()));
     }
 
     private String metric(int port) {
