@@ -56,10 +56,12 @@ public final class ClusterBench {
             System.out.printf(Locale.ROOT, "cluster up (2 nodes, 8 emulated GPUs, Dilu installed and Ready): %.1f s%n", startup);
             System.out.printf(Locale.ROOT, "paced, one pod a second, create -> Running s: %s%n", List.of(box(paced)));
             System.out.printf(Locale.ROOT, "burst, %d pods at once, create -> Running s: %s%n", pods, List.of(box(burst)));
+            // The version the API server reports, as a user's kubectl version shows it.
+            String kubernetes = client.getKubernetesVersion().getGitVersion();
             System.out.printf(Locale.ROOT, "BENCH cluster nodes=2 gpus=8 pods=%d startup_s=%.1f pod_start_p50_s=%.2f "
-                    + "pod_start_p95_s=%.2f burst_pods=%d burst_p50_s=%.2f burst_p95_s=%.2f%n", paced.length, startup,
-                    percentile(paced, 0.50), percentile(paced, 0.95), burst.length, percentile(burst, 0.50),
-                    percentile(burst, 0.95));
+                    + "pod_start_p95_s=%.2f burst_pods=%d burst_p50_s=%.2f burst_p95_s=%.2f kubernetes_version=%s%n",
+                    paced.length, startup, percentile(paced, 0.50), percentile(paced, 0.95), burst.length,
+                    percentile(burst, 0.50), percentile(burst, 0.95), kubernetes.replaceFirst("^v", ""));
         } finally {
             run(cluster.toString(), "down");
         }
