@@ -13,7 +13,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -45,11 +44,6 @@ public final class RealApiServer implements AutoCloseable {
     }
 
     public static RealApiServer start() {
-        return start(List.of());
-    }
-
-    /** A server started with more flags of its own, e.g. {@code --feature-gates=...}. */
-    public static RealApiServer start(List<String> flags) {
         Path dir = kubeApiTestDir();
         if (!Files.isExecutable(binary(dir, "kube-apiserver")) || !Files.isExecutable(binary(dir, "kubectl"))) {
             throw new IllegalStateException("no kube-apiserver and kubectl " + VERSION + " under " + dir + " (DILU_CACHE="
@@ -67,7 +61,6 @@ public final class RealApiServer implements AutoCloseable {
                 .withApiServerVersion(VERSION)
                 .withUpdateKubeConfig(false)
                 .withStartupTimeout(120_000)
-                .withApiServerFlags(flags)
                 .build());
         // A JVM that ends without close() (a test that threw in its setup) still stops etcd and the API server.
         Thread onExit = new Thread(() -> stop(server, runDir), "dilu-kube-api-stop");

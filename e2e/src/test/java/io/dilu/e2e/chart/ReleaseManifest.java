@@ -28,7 +28,6 @@ public final class ReleaseManifest {
     /** The chart as the local cluster installs it, under the repository root. */
     public static final String LOCAL_FILE = "cluster/local/dilu-chart.yaml";
 
-
     /**
      * The values the local cluster installs the chart with: images built here and never pulled (kube-scheduler's
      * too, {@code ./dilu images}), emulated GPUs. Host networking and the API server's address are the overlay's.
@@ -53,12 +52,13 @@ public final class ReleaseManifest {
 
     /** cluster/local/dilu-chart.yaml's content for the chart under {@code root}. */
     public static String renderLocal(Path root) {
+        String kubeVersion = KubeRelease.version(root);
         String header = """
                 # The chart as `./dilu cluster` installs it (cluster/local/kustomization.yaml patches it for host
                 # networking): charts/dilu for Kubernetes %s with %s.
                 # Do not edit: `./dilu release-manifest` rewrites this file.
-                """.formatted(KubeRelease.version(root), new java.util.TreeMap<>(LOCAL_VALUES));
-        return header + DiluChart.render(DiluChart.dir(root), KubeRelease.version(root), LOCAL_VALUES);
+                """.formatted(kubeVersion, new java.util.TreeMap<>(LOCAL_VALUES));
+        return header + DiluChart.render(DiluChart.dir(root), kubeVersion, LOCAL_VALUES);
     }
 
     public static void main(String[] args) throws Exception {
